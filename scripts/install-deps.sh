@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs the Debian packages anymoe needs to build and test. Skips apt when
+# everything is already installed, so repeated `make` calls stay fast.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config
+  libhwy-dev libopenblas-dev libutf8proc-dev
+  nlohmann-json3-dev libcli11-dev libcpp-httplib-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  python3 unzip
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ! python3 -m pip --version >/dev/null 2>&1; then missing+=(python3-pip); fi
+
+if [[ ${#missing[@]} -eq 0 ]]; then
+  echo "install-deps: all packages present"
+  exit 0
+fi
+sudo=""
+[[ $(id -u) -eq 0 ]] || sudo="sudo"
+echo "install-deps: installing ${missing[*]}"
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,45 @@
+// The CPU backend: weights used in place from the mmap, activations in host
+// memory, work split over a persistent thread pool, dense GEMMs through BLAS.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "backends/backend.h"
+#include "core/thread_pool.h"
+
+namespace anymoe {
+
+class CpuBackend final : public Backend {
+ public:
+  explicit CpuBackend(int num_threads);
+
+  BackendKind kind() const override { return BackendKind::kCpu; }
+  std::string name() const override { return "cpu"; }
+  int num_threads() const override { return pool_.num_threads(); }
+
+  Expected<std::unique_ptr<Buffer>> Allocate(uint64_t bytes, const std::string& what) override;
+  Expected<Tensor> PrepareWeight(const TensorInfo& info) override;
+
+  void Embedding(const Tensor& table, std::span<const int32_t> ids, const Tensor& out) override;
+  void RmsNorm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out) override;
+  void Matmul(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& y) override;
+  void Rope(const Tensor& x, std::span<const int32_t> positions, const RopeTable& rope) override;
+  void Attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, int64_t n_past,
+                 float scale, const Tensor& out) override;
+  void SwiGlu(const Tensor& gate, const Tensor& up, const Tensor& out) override;
+  void Add(const Tensor& a, const Tensor& b, const Tensor& out) override;
+  void Copy(const Tensor& src, const Tensor& dst) override;
+  void ReadF32(const Tensor& src, std::span<float> dst) override;
+  void Synchronize() override {}
+
+ private:
+  // Per-thread f32 scratch, grown on first use and then reused (no per-token allocation).
+  float* Scratch(int thread, uint64_t floats);
+
+  ThreadPool pool_;
+  std::vector<std::vector<float>> scratch_;
+  std::vector<std::unique_ptr<Buffer>> owned_;  // weights converted at load
+};
+
+}  // namespace anymoe

@@ -1,0 +1,73 @@
+#include "backends/cpu/kernels.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/check.h"
+
+namespace anymoe::cpu {
+
+void RmsNormRow(const float* x, const float* w, float eps, int64_t n, float* out) {
+  double sum_sq = 0.0;
+  for (int64_t i = 0; i < n; ++i) sum_sq += double(x[i]) * double(x[i]);
+  const float inv = 1.0f / std::sqrt(float(sum_sq / double(n)) + eps);
+  for (int64_t i = 0; i < n; ++i) out[i] = (x[i] * inv) * w[i];
+}
+
+void RopeToken(float* x, int64_t heads, int64_t head_dim, int32_t position,
+               const RopeTable& rope) {
+  constexpr int kMaxHalf = 512;
+  const int half = rope.rotary_dims / 2;
+  CHECK(half <= kMaxHalf && rope.rotary_dims <= head_dim);
+  float cos_t[kMaxHalf], sin_t[kMaxHalf];
+  for (int i = 0; i < half; ++i) {
+    // Same order of operations as the reference: angle in f32, then cos/sin.
+    const float angle = float(position) * rope.inv_freq[i];
+    cos_t[i] = std::cos(angle) * rope.attention_factor;
+    sin_t[i] = std::sin(angle) * rope.attention_factor;
+  }
+  for (int64_t h = 0; h < heads; ++h) {
+    float* z = x + h * head_dim;
+    for (int i = 0; i < half; ++i) {
+      const int a = rope.pairing == RopePairing::kHalfSplit ? i : 2 * i;
+      const int b = rope.pairing == RopePairing::kHalfSplit ? i + half : 2 * i + 1;
+      const float za = z[a], zb = z[b];
+      z[a] = za * cos_t[i] - zb * sin_t[i];
+      z[b] = zb * cos_t[i] + za * sin_t[i];
+    }
+  }
+}
+
+void SwiGluRow(const float* gate, const float* up, int64_t n, float* out) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float g = gate[i];
+    out[i] = g / (1.0f + std::exp(-g)) * up[i];
+  }
+}
+
+void AttendOneQuery(const float* q, const float* k, const float* v, int64_t n_keys,
+                    int64_t k_stride, int64_t v_stride, int64_t d_k, int64_t d_v, float scale, float* scores,
+                    float* out) {
+  float max_score = -INFINITY;
+  for (int64_t j = 0; j < n_keys; ++j) {
+    const float* kj = k + j * k_stride;
+    float dot = 0.0f;
+    for (int64_t d = 0; d < d_k; ++d) dot += q[d] * kj[d];
+    scores[j] = dot * scale;
+    max_score = std::max(max_score, scores[j]);
+  }
+  float sum = 0.0f;
+  for (int64_t j = 0; j < n_keys; ++j) {
+    scores[j] = std::exp(scores[j] - max_score);
+    sum += scores[j];
+  }
+  const float inv_sum = 1.0f / sum;
+  std::fill(out, out + d_v, 0.0f);
+  for (int64_t j = 0; j < n_keys; ++j) {
+    const float p = scores[j] * inv_sum;
+    const float* vj = v + j * v_stride;
+    for (int64_t d = 0; d < d_v; ++d) out[d] += p * vj[d];
+  }
+}
+
+}  // namespace anymoe::cpu

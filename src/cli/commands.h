@@ -1,0 +1,16 @@
+// The anymoe subcommands. Each Register* adds its options to the CLI11 app and
+// returns the function that runs it once the command line is parsed.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+
+namespace anymoe::cli {
+
+using CommandFn = std::function<int()>;
+
+CommandFn RegisterRun(CLI::App& app);
+CommandFn RegisterChat(CLI::App& app);
+CommandFn RegisterInfo(CLI::App& app);
+
+}  // namespace anymoe::cli

@@ -1,0 +1,49 @@
+#include "cli/common_options.h"
+
+#include <cstdio>
+#include <random>
+
+namespace anymoe::cli {
+
+void AddEngineOptions(CLI::App& cmd, EngineOptions& o) {
+  cmd.add_option("-m,--model", o.model_path, "GGUF file or HF model folder")->required();
+  cmd.add_option("-t,--threads", o.threads, "CPU threads (0: all cores)");
+  cmd.add_option("-c,--ctx", o.context, "context length in tokens (capped by the model)");
+  cmd.add_option("--backend", o.backend, "compute backend")->check(CLI::IsMember({"cpu"}));
+  cmd.add_option("--chat-template", o.chat_template,
+                 "override the chat template: chatml, glm, llama3");
+  cmd.add_option("--batch", o.max_step_tokens, "prompt tokens per forward step")
+      ->check(CLI::Range(1, 4096));
+}
+
+void AddSamplingOptions(CLI::App& cmd, SamplingFlags& f) {
+  cmd.add_option("--temp", f.params.temperature, "temperature (0: greedy)");
+  cmd.add_option("--top-k", f.params.top_k, "keep the k most likely tokens (0: off)");
+  cmd.add_option("--top-p", f.params.top_p, "nucleus sampling mass (1: off)");
+  cmd.add_option("--min-p", f.params.min_p, "drop tokens below min-p x the best (0: off)");
+  cmd.add_option("--repeat-penalty", f.params.repetition_penalty, "repetition penalty (1: off)");
+  cmd.add_option("--repeat-last-n", f.params.repeat_last_n, "tokens the penalty looks back");
+  cmd.add_option("--seed", f.seed, "random seed (same seed, same output)");
+}
+
+SamplingParams SamplingFlags::Resolve() const {
+  SamplingParams p = params;
+  p.seed = seed ? *seed : std::random_device{}();
+  return p;
+}
+
+int ReportError(const Status& status) {
+  std::fprintf(stderr, "anymoe: error: %s\n", status.message().c_str());
+  return 1;
+}
+
+std::unique_ptr<Engine> LoadEngineOrReport(const EngineOptions& options) {
+  auto engine = Engine::Load(options);
+  if (!engine.ok()) {
+    ReportError(engine.status());
+    return nullptr;
+  }
+  return std::move(engine).value();
+}
+
+}  // namespace anymoe::cli

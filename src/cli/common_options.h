@@ -1,0 +1,29 @@
+// Options shared by several subcommands (model, threads, context, sampling) and
+// the helpers that turn them into a loaded Engine.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <memory>
+#include <optional>
+
+#include "runtime/engine.h"
+#include "runtime/sampler.h"
+
+namespace anymoe::cli {
+
+void AddEngineOptions(CLI::App& cmd, EngineOptions& options);
+
+struct SamplingFlags {
+  SamplingParams params;
+  std::optional<uint64_t> seed;  // absent: a random seed
+  SamplingParams Resolve() const;
+};
+void AddSamplingOptions(CLI::App& cmd, SamplingFlags& flags);
+
+// Loads the engine, or prints the one-line error and returns null.
+std::unique_ptr<Engine> LoadEngineOrReport(const EngineOptions& options);
+
+// Prints "anymoe: error: <message>" to stderr; returns the exit code 1.
+int ReportError(const Status& status);
+
+}  // namespace anymoe::cli

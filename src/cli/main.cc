@@ -1,0 +1,28 @@
+// anymoe: run and serve Mixture-of-Experts LLMs on any hardware.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <map>
+
+#include "cli/commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"anymoe: run and serve Mixture-of-Experts LLMs on any hardware"};
+  app.require_subcommand(1);
+  std::map<CLI::App*, anymoe::cli::CommandFn> commands;
+  auto add = [&](const char* name, const char* help, auto register_fn) {
+    CLI::App* cmd = app.add_subcommand(name, help);
+    commands[cmd] = register_fn(*cmd);
+  };
+  add("run", "generate text from a prompt", anymoe::cli::RegisterRun);
+  add("chat", "interactive multi-turn chat in the terminal", anymoe::cli::RegisterChat);
+  add("info", "describe a model file", anymoe::cli::RegisterInfo);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  for (auto& [cmd, fn] : commands) {
+    if (cmd->parsed()) return fn();
+  }
+  return 1;
+}

@@ -1,0 +1,102 @@
+// `anymoe run`: one prompt in, streamed text out, then a stats line. Also the
+// hooks other engines are compared through: raw prompt ids, generated ids, and
+// every step's logits as .npy.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "cli/common_options.h"
+#include "cli/token_list.h"
+#include "core/npy.h"
+#include "runtime/generator.h"
+
+namespace anymoe::cli {
+namespace {
+
+struct RunFlags {
+  EngineOptions engine;
+  SamplingFlags sampling;
+  std::string prompt;
+  std::string prompt_tokens;
+  std::string system;
+  int64_t max_tokens = 128;
+  bool chat = false;
+  bool print_tokens = false;
+  bool ignore_eos = false;
+  std::string logits_out;
+  std::vector<std::string> stops;
+};
+
+Expected<std::vector<int32_t>> PromptTokens(const RunFlags& f, const Engine& engine) {
+  if (!f.prompt_tokens.empty()) {
+    return ParseTokenList(f.prompt_tokens, engine.tokenizer().vocab_size());
+  }
+  if (!f.chat) return engine.Encode(f.prompt);
+  std::vector<ChatMessage> messages;
+  if (!f.system.empty()) messages.push_back({"system", f.system});
+  messages.push_back({"user", f.prompt});
+  ASSIGN_OR_RETURN(std::string text, engine.RenderChat(messages, /*add_generation_prompt=*/true));
+  return engine.EncodeChat(text);
+}
+
+int Run(const RunFlags& f) {
+  if (f.prompt.empty() && f.prompt_tokens.empty()) {
+    return ReportError(Status::Error("give a prompt with -p TEXT or --prompt-tokens IDS"));
+  }
+  auto engine = LoadEngineOrReport(f.engine);
+  if (!engine) return 1;
+  auto prompt = PromptTokens(f, *engine);
+  if (!prompt.ok()) return ReportError(prompt.status());
+
+  Generator generator(engine->model(), &engine->tokenizer());
+  auto seq = generator.NewSequence(engine->context());
+  if (!seq.ok()) return ReportError(seq.status());
+  GenerateOptions options;
+  options.max_new_tokens = f.max_tokens;
+  options.sampling = f.sampling.Resolve();
+  if (!f.ignore_eos) options.stop_tokens = engine->StopTokens();
+  options.stop_strings = f.stops;
+  options.record_logits = !f.logits_out.empty();
+
+  auto result = generator.Generate(*seq, *prompt, options, [](std::string_view text) {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fflush(stdout);
+    return true;
+  });
+  std::printf("\n");
+  if (!result.ok()) return ReportError(result.status());
+  if (f.print_tokens) std::printf("tokens: %s\n", FormatTokenList(result->tokens).c_str());
+  if (!f.logits_out.empty()) {
+    const int64_t vocab = engine->model().config().vocab_size;
+    const int64_t shape[2] = {int64_t(result->logits.size()) / vocab, vocab};
+    Status st = WriteNpyF32(f.logits_out, shape, result->logits);
+    if (!st.ok()) return ReportError(st);
+  }
+  std::fflush(stdout);
+  std::fprintf(stderr, "%s | stop: %s\n", result->stats.Line().c_str(),
+               std::string(StopReasonName(result->reason)).c_str());
+  return 0;
+}
+
+}  // namespace
+
+CommandFn RegisterRun(CLI::App& cmd) {
+  auto f = std::make_shared<RunFlags>();
+  f->engine.progress = true;
+  AddEngineOptions(cmd, f->engine);
+  AddSamplingOptions(cmd, f->sampling);
+  cmd.add_option("-p,--prompt", f->prompt, "prompt text");
+  cmd.add_option("--prompt-tokens", f->prompt_tokens, "prompt as raw token ids: 1,2,3");
+  cmd.add_option("-n,--max-tokens", f->max_tokens, "tokens to generate")
+      ->check(CLI::Range(int64_t(1), int64_t(1) << 30));
+  cmd.add_flag("--chat", f->chat, "wrap the prompt in the model's chat template");
+  cmd.add_option("--system", f->system, "system message (with --chat)");
+  cmd.add_flag("--print-tokens", f->print_tokens, "print the generated token ids");
+  cmd.add_flag("--ignore-eos", f->ignore_eos, "keep generating past end-of-sequence tokens");
+  cmd.add_option("--logits-out", f->logits_out, "write every step's f32 logits to FILE.npy");
+  cmd.add_option("--stop", f->stops, "stop before this string (repeatable)");
+  return [f] { return Run(*f); };
+}
+
+}  // namespace anymoe::cli

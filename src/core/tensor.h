@@ -1,0 +1,67 @@
+// Tensor: a typed view of backend memory, up to 4 dims, outer-first, with the
+// last dimension contiguous. It owns nothing; arenas and model files own bytes.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <initializer_list>
+
+#include "core/check.h"
+#include "core/dtype.h"
+
+namespace anymoe {
+
+struct Tensor {
+  // Backend memory handle: a host pointer on the CPU (and a device pointer on
+  // CUDA); `offset` is in bytes from it, so handle-based APIs (OpenCL) work too.
+  void* base = nullptr;
+  uint64_t offset = 0;
+  DType dtype = DType::kF32;
+  int rank = 0;
+  std::array<int64_t, 4> shape{};
+
+  static Tensor Of(void* base, DType dtype, std::initializer_list<int64_t> dims) {
+    Tensor t;
+    t.base = base;
+    t.dtype = dtype;
+    for (int64_t d : dims) t.shape[t.rank++] = d;
+    return t;
+  }
+
+  int64_t dim(int i) const { return shape[i < 0 ? rank + i : i]; }
+  int64_t cols() const { return rank == 0 ? 1 : shape[rank - 1]; }
+  int64_t rows() const {
+    int64_t r = 1;
+    for (int i = 0; i + 1 < rank; ++i) r *= shape[i];
+    return r;
+  }
+  int64_t elements() const { return rows() * cols(); }
+  uint64_t row_bytes() const { return BytesFor(dtype, uint64_t(cols())).value(); }
+
+  // Host address (CPU backend only).
+  template <typename T>
+  T* as() const {
+    return reinterpret_cast<T*>(static_cast<char*>(base) + offset);
+  }
+
+  // View of rows [begin, begin + n) of the 2-D interpretation [rows, cols].
+  Tensor RowSlice(int64_t begin, int64_t n) const {
+    CHECK(begin >= 0 && n >= 0 && begin + n <= rows());
+    Tensor t = *this;
+    t.offset += uint64_t(begin) * row_bytes();
+    t.rank = 2;
+    t.shape = {n, cols(), 0, 0};
+    return t;
+  }
+
+  // Same bytes, new shape (element count must match).
+  Tensor Reshaped(std::initializer_list<int64_t> dims) const {
+    Tensor t = *this;
+    t.rank = 0;
+    for (int64_t d : dims) t.shape[t.rank++] = d;
+    CHECK(t.elements() == elements());
+    return t;
+  }
+};
+
+}  // namespace anymoe

@@ -1,0 +1,50 @@
+// What the runtime sees of a model: a config, a way to make a KV cache, and a
+// forward step that appends tokens to a sequence and returns logits.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+
+#include "backends/backend.h"
+#include "models/kv_cache.h"
+#include "models/model_config.h"
+#include "models/model_file.h"
+
+namespace anymoe {
+
+struct LoadOptions {
+  int64_t max_step_tokens = 128;  // most tokens one Forward call takes (prefill chunk)
+};
+
+class Model {
+ public:
+  virtual ~Model() = default;
+  virtual const ModelConfig& config() const = 0;
+  virtual Backend& backend() = 0;
+  int64_t max_step_tokens() const { return max_step_tokens_; }
+
+  // A cache for one sequence of up to `capacity` tokens.
+  virtual Expected<std::unique_ptr<KvCache>> NewCache(int64_t capacity) = 0;
+
+  // Runs `tokens` (at most max_step_tokens()) at positions [cache.length(), +T),
+  // appends their keys/values to `cache`, and returns logits [T, vocab] when
+  // `all_logits`, else [1, vocab] for the last token. The view is valid until
+  // the next Forward. Errors when the cache cannot hold the tokens.
+  virtual Expected<Tensor> Forward(std::span<const int32_t> tokens, KvCache& cache,
+                                   bool all_logits) = 0;
+
+  uint64_t weight_bytes() const { return weight_bytes_; }
+  uint64_t activation_bytes() const { return activation_bytes_; }
+
+ protected:
+  int64_t max_step_tokens_ = 0;
+  uint64_t weight_bytes_ = 0;
+  uint64_t activation_bytes_ = 0;
+};
+
+// Builds the model for `file`'s architecture on `backend`. `file` must outlive it.
+Expected<std::unique_ptr<Model>> LoadModel(const ModelFile& file, Backend& backend,
+                                           const LoadOptions& options);
+
+}  // namespace anymoe

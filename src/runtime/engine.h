@@ -1,0 +1,61 @@
+// Everything needed to run one model: its file, backend, forward pass,
+// tokenizer and chat template, loaded together from one path. The CLI and the
+// server both start from here.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "backends/backend.h"
+#include "models/model.h"
+#include "models/model_file.h"
+#include "tokenizer/chat_template.h"
+#include "tokenizer/tokenizer.h"
+
+namespace anymoe {
+
+struct EngineOptions {
+  std::string model_path;
+  std::string backend = "cpu";
+  int threads = 0;                // 0: all cores
+  int64_t context = 4096;         // tokens per sequence; capped by the model's maximum
+  int64_t max_step_tokens = 128;  // prefill chunk
+  std::string chat_template;      // "" = from the model's metadata
+  bool progress = true;           // show load progress on a TTY for large files
+};
+
+class Engine {
+ public:
+  static Expected<std::unique_ptr<Engine>> Load(const EngineOptions& options);
+
+  Model& model() { return *model_; }
+  const Tokenizer& tokenizer() const { return *tokenizer_; }
+  const ModelFile& file() const { return file_; }
+  int64_t context() const { return context_; }
+
+  // Text to ids, with BOS when the model wants it and special tokens parsed.
+  std::vector<int32_t> Encode(std::string_view text) const;
+  // Ids of a rendered chat: the template supplies BOS and special tokens itself.
+  std::vector<int32_t> EncodeChat(std::string_view rendered) const;
+  // Renders a conversation with the model's chat template.
+  Expected<std::string> RenderChat(std::span<const ChatMessage> messages,
+                                   bool add_generation_prompt) const;
+  // Stop tokens for generation (EOS, end of turn).
+  std::vector<int32_t> StopTokens() const { return tokenizer_->stop_ids(); }
+
+ private:
+  Engine() = default;
+  ModelFile file_;
+  std::unique_ptr<Backend> backend_;
+  std::unique_ptr<Model> model_;
+  std::unique_ptr<Tokenizer> tokenizer_;
+  Expected<ChatTemplateKind> chat_kind_ = Status::Error("no chat template");
+  int64_t context_ = 0;
+};
+
+// Loads just the tokenizer of a model file (GGUF metadata or tokenizer.json).
+Expected<std::unique_ptr<Tokenizer>> LoadTokenizer(const ModelFile& file);
+
+}  // namespace anymoe
