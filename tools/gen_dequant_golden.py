@@ -1,0 +1,168 @@
+#!/usr/bin/env python3
+"""Golden data for anymoe's dequantisers, half conversions and GGUF reader.
+
+The reference is the `gguf` Python package (llama.cpp's gguf-py): its numpy
+quantisers/dequantisers in `gguf.quants` and its `GGUFWriter`. Outputs, all under
+tests/golden/ (small: the whole set is well under 200 KB):
+
+  dequant/<type>_blocks.npy  u8  [n_blocks, block_bytes]   raw GGUF blocks
+  dequant/<type>_f32.npy     f32 [n_blocks, block_elems]   gguf.quants.dequantize()
+      for q8_0, q4_0, q4_1 (blocks from gguf.quants.quantize() plus random bytes),
+      q4_k, q5_k, q6_k (random bytes with sane f16 scale fields: the package has
+      no k-quant quantiser), f16 and bf16 (random and special bit patterns).
+  dequant/f32_to_f16_{in,out}.npy   f32 -> numpy float16 (round to nearest even)
+  dequant/f32_to_bf16_{in,out}.npy  f32 -> gguf BF16 quantiser bits (as i32)
+  gguf/tiny_v3.gguf          a small GGUF written by gguf.GGUFWriter; the values
+                             are asserted in tests/formats/gguf_golden_test.cc.
+
+Run: python3 -m venv /tmp/venv-gguf && /tmp/venv-gguf/bin/pip install gguf numpy
+     /tmp/venv-gguf/bin/python tools/gen_dequant_golden.py
+"""
+
+from __future__ import annotations
+
+from importlib.metadata import version
+from pathlib import Path
+
+import numpy as np
+from gguf import GGMLQuantizationType as Q
+from gguf import GGUFWriter, GGUFValueType
+from gguf.constants import GGML_QUANT_SIZES
+from gguf.quants import dequantize, quantize
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+GOLDEN = REPO_ROOT / "tests" / "golden"
+rng = np.random.default_rng(20240607)
+
+
+def random_f16_scales(n: int, lo: float, hi: float) -> np.ndarray:
+    """n finite, nonzero f16 values with magnitude in [lo, hi) and random sign."""
+    mag = np.exp(rng.uniform(np.log(lo), np.log(hi), n)).astype(np.float16)
+    sign = np.where(rng.random(n) < 0.5, -1, 1).astype(np.float16)
+    return (mag * sign).astype(np.float16)
+
+
+def set_f16(blocks: np.ndarray, byte_offset: int, values: np.ndarray) -> None:
+    blocks[:, byte_offset:byte_offset + 2] = values.astype("<f2").view(np.uint8).reshape(-1, 2)
+
+
+def random_blocks(qtype: Q, n: int) -> np.ndarray:
+    _, block_bytes = GGML_QUANT_SIZES[qtype]
+    return rng.integers(0, 256, size=(n, block_bytes), dtype=np.uint8)
+
+
+# Byte offsets of the f16 scale fields in each block layout.
+F16_FIELDS = {
+    Q.Q8_0: [0], Q.Q4_0: [0], Q.Q4_1: [0, 2],
+    Q.Q4_K: [0, 2], Q.Q5_K: [0, 2], Q.Q6_K: [208],
+}
+
+
+def quant_blocks(qtype: Q) -> np.ndarray:
+    block_elems, block_bytes = GGML_QUANT_SIZES[qtype]
+    blocks = []
+    if qtype in (Q.Q8_0, Q.Q4_0, Q.Q4_1):  # the package can quantise these
+        x = rng.standard_normal((4, block_elems)).astype(np.float32) * np.float32(3.0)
+        blocks.append(quantize(x, qtype).reshape(-1, block_bytes))
+    raw = random_blocks(qtype, 8)
+    for off in F16_FIELDS[qtype]:
+        set_f16(raw, off, random_f16_scales(len(raw), 1e-4, 4.0))
+    # Edge scales: zero, a subnormal, the largest finite f16.
+    edge = random_blocks(qtype, 3)
+    for off in F16_FIELDS[qtype]:
+        set_f16(edge, off, np.array([0.0, 5.96e-8, 65504.0], dtype=np.float16))
+    blocks += [raw, edge]
+    return np.concatenate(blocks)
+
+
+def half_bits(special: list[int], n_random: int) -> np.ndarray:
+    bits = np.concatenate([np.array(special, dtype=np.uint16),
+                           rng.integers(0, 1 << 16, size=n_random, dtype=np.uint16)])
+    return bits.view(np.uint8).reshape(-1, 2)
+
+
+F16_SPECIAL = [0x0000, 0x8000, 0x0001, 0x8001, 0x03ff, 0x0400, 0x3c00, 0xbc00, 0x7bff, 0xfbff,
+               0x7c00, 0xfc00, 0x7e00, 0xfe00, 0x7c01, 0x7fff]
+BF16_SPECIAL = [0x0000, 0x8000, 0x0001, 0x007f, 0x0080, 0x3f80, 0xbf80, 0x7f7f, 0xff7f,
+                0x7f80, 0xff80, 0x7fc0, 0xffc0, 0x7f81, 0x7fff]
+
+
+def write_dequant(out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    cases = {
+        "q8_0": (Q.Q8_0, quant_blocks(Q.Q8_0)),
+        "q4_0": (Q.Q4_0, quant_blocks(Q.Q4_0)),
+        "q4_1": (Q.Q4_1, quant_blocks(Q.Q4_1)),
+        "q4_k": (Q.Q4_K, quant_blocks(Q.Q4_K)),
+        "q5_k": (Q.Q5_K, quant_blocks(Q.Q5_K)),
+        "q6_k": (Q.Q6_K, quant_blocks(Q.Q6_K)),
+        "f16": (Q.F16, half_bits(F16_SPECIAL, 1008)),
+        "bf16": (Q.BF16, half_bits(BF16_SPECIAL, 1009)),
+    }
+    for name, (qtype, blocks) in cases.items():
+        with np.errstate(all="ignore"):
+            f32 = dequantize(blocks.reshape(-1), qtype).astype(np.float32, copy=False)
+        block_elems = GGML_QUANT_SIZES[qtype][0]
+        np.save(out / f"{name}_blocks.npy", np.ascontiguousarray(blocks, dtype=np.uint8))
+        np.save(out / f"{name}_f32.npy", np.ascontiguousarray(f32.reshape(len(blocks), block_elems)))
+
+    # f32 -> f16 / bf16 rounding, including exact halfway cases and range edges.
+    specials = np.array([0.0, -0.0, 1.0, -1.0, 65504.0, 65519.996, 65520.0, 1e10, -1e10,
+                         6.1035156e-05, 5.96e-08, 2.98e-08, 2.99e-08, 1e-10, np.inf, -np.inf,
+                         np.nan, 3.4028235e38, 1.17549435e-38, 1e-45], dtype=np.float32)
+    halfway = (np.uint32(0x3f800000) + (np.arange(0, 400, dtype=np.uint32) << 12)).view(np.float32)
+    rand = (rng.standard_normal(1024) * np.exp(rng.uniform(-20, 12, 1024))).astype(np.float32)
+    x = np.concatenate([specials, halfway, rand]).astype(np.float32)
+    with np.errstate(all="ignore"):
+        np.save(out / "f32_to_f16_in.npy", x)
+        np.save(out / "f32_to_f16_out.npy", x.astype(np.float16))
+        bf16 = quantize(x, Q.BF16).view(np.uint16).astype(np.int32)
+    np.save(out / "f32_to_bf16_in.npy", x)
+    np.save(out / "f32_to_bf16_out.npy", bf16)
+
+
+def write_tiny_gguf(path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    w = GGUFWriter(str(path), arch="tinytest")
+    w.add_uint8("test.u8", 200)
+    w.add_int8("test.i8", -100)
+    w.add_uint16("test.u16", 60000)
+    w.add_int16("test.i16", -30000)
+    w.add_uint32("test.u32", 4000000000)
+    w.add_int32("test.i32", -2000000000)
+    w.add_float32("test.f32", 0.15625)
+    w.add_uint64("test.u64", 18000000000000000000)
+    w.add_int64("test.i64", -9000000000000000000)
+    w.add_float64("test.f64", 2.718281828459045)
+    w.add_bool("test.bool", True)
+    w.add_string("test.string", "h\u00e9llo \u4e16\u754c")
+    w.add_array("test.strings", ["a", "", "\u00fcber"])
+    w.add_array("test.i32s", [1, -2, 3])
+    w.add_array("test.f32s", [0.5, -1.25])
+    w.add_key_value("test.u8s", [1, 2, 255], GGUFValueType.ARRAY, sub_type=GGUFValueType.UINT8)
+    w.add_custom_alignment(64)
+    f32 = np.arange(6, dtype=np.float32).reshape(2, 3)
+    f16 = (np.arange(8, dtype=np.float32) / 4).astype(np.float16)
+    q8 = (np.arange(64, dtype=np.float32) - 32) / 8
+    w.add_tensor("t.f32", f32)
+    w.add_tensor("t.f16", f16)
+    w.add_tensor("t.q8_0", quantize(q8.reshape(2, 32), Q.Q8_0), raw_dtype=Q.Q8_0)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+def main() -> None:
+    write_dequant(GOLDEN / "dequant")
+    write_tiny_gguf(GOLDEN / "gguf" / "tiny_v3.gguf")
+    (GOLDEN / "dequant" / "README.md").write_text(
+        "Generated by tools/gen_dequant_golden.py with "
+        f"gguf=={version('gguf')} numpy=={version('numpy')}; do not edit by hand.\n")
+    (GOLDEN / "gguf" / "README.md").write_text(
+        "tiny_v3.gguf: written by gguf.GGUFWriter (tools/gen_dequant_golden.py, "
+        f"gguf=={version('gguf')}); expected values in tests/formats/gguf_golden_test.cc.\n")
+
+
+if __name__ == "__main__":
+    main()
