@@ -1,0 +1,56 @@
+// Added (special and user-defined) tokens are cut out of the text before
+// pre-tokenization, leftmost-longest like HF tokenizers' AddedVocabulary, with its
+// lstrip / rstrip / single_word options. Matching walks a byte trie from each
+// position: O(text length x longest token), no recursion.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace anymoe {
+
+struct AddedToken {
+  int32_t id = -1;
+  std::string content;  // literal bytes to match
+  bool special = false;
+  bool lstrip = false;       // the match swallows whitespace on its left
+  bool rstrip = false;       // ... and on its right
+  bool single_word = false;  // only matches when not inside a word
+};
+
+class AddedTokenMatcher {
+ public:
+  AddedTokenMatcher() = default;
+  explicit AddedTokenMatcher(std::vector<AddedToken> tokens);
+
+  bool empty() const { return tokens_.empty(); }
+
+  // Calls `segment(bytes, token_index)` for consecutive segments covering `text`:
+  // token_index < 0 for plain text, else an index into tokens() for a match (the
+  // bytes then include any whitespace swallowed by lstrip/rstrip). Without
+  // `match_special`, special tokens are not looked for at all: their text stays
+  // part of the surrounding plain text (HF's encode_special_tokens).
+  void Split(std::string_view text, bool match_special,
+             const std::function<void(std::string_view, int)>& segment) const;
+
+  const std::vector<AddedToken>& tokens() const { return tokens_; }
+
+ private:
+  struct Node {
+    std::vector<std::pair<uint8_t, int32_t>> children;  // sorted by byte
+    int32_t token = -1;        // index into tokens_ of the token ending here
+    int32_t plain_token = -1;  // the same, among non-special tokens only
+  };
+  int32_t Child(int32_t node, uint8_t byte) const;
+  // Longest token starting at `pos`: returns its index and sets *end, or -1.
+  int LongestAt(std::string_view text, size_t pos, bool match_special, size_t* end) const;
+  bool AcceptsSingleWord(std::string_view text, size_t begin, size_t end) const;
+
+  std::vector<AddedToken> tokens_;
+  std::vector<Node> nodes_;
+};
+
+}  // namespace anymoe

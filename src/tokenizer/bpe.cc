@@ -1,0 +1,158 @@
+// Byte-level alphabet and BPE merging, equivalent to HF tokenizers' BPE::merge_word
+// and Word::merge_all: the lowest-ranked adjacent pair merges first, leftmost among
+// equal ranks, and stale heap entries are re-validated against the current pair.
+#include "tokenizer/bpe.h"
+
+#include <array>
+#include <queue>
+
+#include "tokenizer/unicode_class.h"
+
+namespace anymoe {
+namespace {
+
+// GPT-2's bytes_to_unicode(): printable Latin-1 bytes map to themselves, the other
+// 68 bytes to U+0100.. in byte order.
+struct ByteAlphabet {
+  std::array<uint32_t, 256> byte_to_cp;
+  std::array<int16_t, 324> cp_to_byte;  // -1 where a code point is not in the alphabet
+
+  ByteAlphabet() {
+    cp_to_byte.fill(-1);
+    uint32_t next = 256;
+    for (uint32_t b = 0; b < 256; ++b) {
+      const bool printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE;
+      byte_to_cp[b] = printable ? b : next++;
+      cp_to_byte[byte_to_cp[b]] = static_cast<int16_t>(b);
+    }
+  }
+};
+
+const ByteAlphabet& Alphabet() {
+  static const ByteAlphabet alphabet;
+  return alphabet;
+}
+
+struct Symbol {
+  int32_t id;
+  int32_t prev;
+  int32_t next;
+  bool alive;
+};
+
+struct Candidate {
+  int32_t rank;
+  int32_t pos;  // index of the left symbol
+  int32_t id;   // token the merge produces
+  bool operator>(const Candidate& o) const { return rank != o.rank ? rank > o.rank : pos > o.pos; }
+};
+
+}  // namespace
+
+bool ByteLevelDecode(std::string_view token_text, std::string* bytes) {
+  const ByteAlphabet& alphabet = Alphabet();
+  bytes->clear();
+  size_t i = 0;
+  while (i < token_text.size()) {
+    uint32_t cp = 0;
+    size_t len = 0;
+    if (DecodeUtf8At(token_text, i, &cp, &len) != Utf8Step::kValid) return false;
+    if (cp >= alphabet.cp_to_byte.size() || alphabet.cp_to_byte[cp] < 0) return false;
+    bytes->push_back(static_cast<char>(alphabet.cp_to_byte[cp]));
+    i += len;
+  }
+  return true;
+}
+
+std::string ByteLevelEncode(std::string_view bytes) {
+  std::string text;
+  for (char c : bytes) AppendUtf8(Alphabet().byte_to_cp[static_cast<uint8_t>(c)], &text);
+  return text;
+}
+
+BpeModel BpeModel::Build(const std::vector<std::pair<std::string, int32_t>>& vocab,
+                         const std::vector<Merge>& merges, bool ignore_merges) {
+  BpeModel model;
+  model.ignore_merges_ = ignore_merges;
+  std::string bytes;
+  for (const auto& [text, id] : vocab) {
+    if (ByteLevelDecode(text, &bytes)) model.vocab_.emplace(bytes, id);
+  }
+  for (int b = 0; b < 256; ++b) {
+    const char byte = static_cast<char>(b);
+    auto it = model.vocab_.find(std::string_view(&byte, 1));
+    model.byte_ids_[b] = it == model.vocab_.end() ? -1 : it->second;
+  }
+  std::string left, right;
+  for (size_t rank = 0; rank < merges.size(); ++rank) {
+    const Merge& m = merges[rank];
+    if (!ByteLevelDecode(m.left, &left) || !ByteLevelDecode(m.right, &right)) {
+      ++model.skipped_merges_;
+      continue;
+    }
+    auto l = model.vocab_.find(left);
+    auto r = model.vocab_.find(right);
+    auto joined = model.vocab_.find(left + right);
+    if (l == model.vocab_.end() || r == model.vocab_.end() || joined == model.vocab_.end()) {
+      ++model.skipped_merges_;
+      continue;
+    }
+    model.merges_[PairKey(l->second, r->second)] = {static_cast<int32_t>(rank), joined->second};
+  }
+  return model;
+}
+
+const BpeModel::MergeResult* BpeModel::FindMerge(int32_t left, int32_t right) const {
+  auto it = merges_.find(PairKey(left, right));
+  return it == merges_.end() ? nullptr : &it->second;
+}
+
+void BpeModel::Encode(std::string_view piece, std::vector<int32_t>* ids) const {
+  if (piece.empty()) return;
+  if (ignore_merges_ || piece.size() == 1) {
+    auto it = vocab_.find(piece);
+    if (it != vocab_.end()) {
+      ids->push_back(it->second);
+      return;
+    }
+  }
+  std::vector<Symbol> symbols;
+  symbols.reserve(piece.size());
+  for (char c : piece) {
+    const int32_t id = byte_ids_[static_cast<uint8_t>(c)];
+    if (id < 0) continue;  // no token for this byte: dropped, as HF does without unk
+    const auto index = static_cast<int32_t>(symbols.size());
+    symbols.push_back({id, index - 1, index + 1, true});
+  }
+  if (symbols.empty()) return;
+  symbols.back().next = -1;
+
+  std::priority_queue<Candidate, std::vector<Candidate>, std::greater<>> heap;
+  auto push_pair = [&](int32_t pos) {
+    const int32_t next = symbols[pos].next;
+    if (next < 0) return;
+    if (const MergeResult* m = FindMerge(symbols[pos].id, symbols[next].id)) {
+      heap.push({m->rank, pos, m->id});
+    }
+  };
+  for (int32_t i = 0; i + 1 < static_cast<int32_t>(symbols.size()); ++i) push_pair(i);
+
+  while (!heap.empty()) {
+    const Candidate top = heap.top();
+    heap.pop();
+    Symbol& left = symbols[top.pos];
+    if (!left.alive || left.next < 0) continue;
+    Symbol& right = symbols[left.next];
+    const MergeResult* m = FindMerge(left.id, right.id);
+    if (m == nullptr || m->id != top.id) continue;  // stale entry
+    left.id = top.id;
+    right.alive = false;
+    left.next = right.next;
+    if (left.next >= 0) symbols[left.next].prev = top.pos;
+    if (left.prev >= 0) push_pair(left.prev);
+    push_pair(top.pos);
+  }
+  for (int32_t i = 0; i >= 0; i = symbols[i].next) ids->push_back(symbols[i].id);
+}
+
+}  // namespace anymoe

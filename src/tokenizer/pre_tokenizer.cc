@@ -1,0 +1,216 @@
+// Hand-written scanners for the GPT-2, Llama-3 and Qwen2 split regexes. Each Match*
+// function returns where the regex's leftmost match starting at `i` ends, trying
+// the alternatives in the regex's order; greedy runs are loops, and the one
+// lookahead, \s+(?!\S), becomes "give back the last whitespace character".
+#include "tokenizer/pre_tokenizer.h"
+
+#include <array>
+#include <span>
+#include <string>
+
+#include "tokenizer/unicode_class.h"
+
+namespace anymoe {
+namespace {
+
+using Chars = std::span<const TextChar>;
+
+bool Is(const TextChar& c, CharClass cls) { return c.cls == cls; }
+bool IsCrLf(const TextChar& c) { return c.cp == '\r' || c.cp == '\n'; }
+
+size_t RunEnd(Chars c, size_t i, CharClass cls) {
+  while (i < c.size() && c[i].cls == cls) ++i;
+  return i;
+}
+
+// Oniguruma's case-insensitive match of one contraction letter: ASCII case plus
+// U+017F LATIN SMALL LETTER LONG S, which case-folds to 's'.
+bool LetterIs(uint32_t cp, char lower, bool ignore_case) {
+  if (cp == static_cast<uint32_t>(lower)) return true;
+  if (!ignore_case) return false;
+  if (cp == static_cast<uint32_t>(lower - 'a' + 'A')) return true;
+  return lower == 's' && cp == 0x17F;
+}
+
+// Length in characters of 's|'t|'re|'ve|'m|'ll|'d at c[i] (0 if none).
+size_t ContractionLength(Chars c, size_t i, bool ignore_case) {
+  if (c[i].cp != '\'' || i + 1 >= c.size()) return 0;
+  const uint32_t a = c[i + 1].cp;
+  for (char one : {'s', 't'}) {
+    if (LetterIs(a, one, ignore_case)) return 2;
+  }
+  const uint32_t b = i + 2 < c.size() ? c[i + 2].cp : 0;
+  if (LetterIs(a, 'r', ignore_case) && LetterIs(b, 'e', ignore_case)) return 3;
+  if (LetterIs(a, 'v', ignore_case) && LetterIs(b, 'e', ignore_case)) return 3;
+  if (LetterIs(a, 'm', ignore_case)) return 2;
+  if (LetterIs(a, 'l', ignore_case) && LetterIs(b, 'l', ignore_case)) return 3;
+  if (LetterIs(a, 'd', ignore_case)) return 2;
+  return 0;
+}
+
+// \s+(?!\S)|\s+ at a whitespace character c[i].
+size_t MatchTrailingWhitespace(Chars c, size_t i) {
+  const size_t end = RunEnd(c, i, CharClass::kWhitespace);
+  if (end == c.size() || end - i == 1) return end;
+  return end - 1;  // leave one space to prefix the next word
+}
+
+// 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
+size_t MatchGpt2(Chars c, size_t i) {
+  if (size_t n = ContractionLength(c, i, /*ignore_case=*/false)) return i + n;
+  const size_t k = (c[i].cp == ' ' && i + 1 < c.size()) ? i + 1 : i;
+  if (!Is(c[k], CharClass::kWhitespace)) return RunEnd(c, k, c[k].cls);
+  return MatchTrailingWhitespace(c, i);
+}
+
+// (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,max_digits}|
+//  ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
+size_t MatchLlama3(Chars c, size_t i, size_t max_digits) {
+  if (size_t n = ContractionLength(c, i, /*ignore_case=*/true)) return i + n;
+  const TextChar& ch = c[i];
+  if (Is(ch, CharClass::kLetter)) return RunEnd(c, i, CharClass::kLetter);
+  const bool has_next = i + 1 < c.size();
+  if (!IsCrLf(ch) && !Is(ch, CharClass::kNumber) && has_next && Is(c[i + 1], CharClass::kLetter)) {
+    return RunEnd(c, i + 1, CharClass::kLetter);
+  }
+  if (Is(ch, CharClass::kNumber)) {
+    size_t end = i;
+    while (end < c.size() && end - i < max_digits && Is(c[end], CharClass::kNumber)) ++end;
+    return end;
+  }
+  const size_t k = (ch.cp == ' ' && has_next && Is(c[i + 1], CharClass::kOther)) ? i + 1 : i;
+  if (Is(c[k], CharClass::kOther)) {
+    size_t end = RunEnd(c, k, CharClass::kOther);
+    while (end < c.size() && IsCrLf(c[end])) ++end;
+    return end;
+  }
+  // c[i] is whitespace. \s*[\r\n]+ ends after the run's last CR/LF, if it has one.
+  const size_t run_end = RunEnd(c, i, CharClass::kWhitespace);
+  for (size_t j = run_end; j > i; --j) {
+    if (IsCrLf(c[j - 1])) return j;
+  }
+  return MatchTrailingWhitespace(c, i);
+}
+
+void EmitPiece(std::string_view text, Chars c, size_t begin, size_t end,
+               std::vector<std::string_view>* pieces) {
+  const size_t from = c[begin].offset;
+  const size_t to = c[end - 1].offset + c[end - 1].len;
+  pieces->push_back(text.substr(from, to - from));
+}
+
+template <typename Match>
+void Scan(std::string_view text, Chars c, Match match, std::vector<std::string_view>* pieces) {
+  size_t i = 0;
+  while (i < c.size()) {
+    const size_t end = match(c, i);
+    EmitPiece(text, c, i, end, pieces);
+    i = end;
+  }
+}
+
+// Digits(individual_digits=true) isolates every numeric character; the GPT-2
+// regex then splits each stretch between them on its own.
+void ScanSmolLm2(std::string_view text, Chars c, std::vector<std::string_view>* pieces) {
+  size_t i = 0;
+  while (i < c.size()) {
+    if (IsDigitsNumeric(c[i].cp)) {
+      EmitPiece(text, c, i, i + 1, pieces);
+      ++i;
+      continue;
+    }
+    size_t end = i;
+    while (end < c.size() && !IsDigitsNumeric(c[end].cp)) ++end;
+    Scan(text, c.subspan(0, end).subspan(i), MatchGpt2, pieces);
+    i = end;
+  }
+}
+
+struct NamedKind {
+  std::string_view name;
+  PreTokenizerKind kind;
+};
+
+// llama.cpp's `tokenizer.ggml.pre` names whose regex is one of our scanners.
+// "default" is taken as GPT-2 (llama.cpp's legacy default differs slightly).
+constexpr std::array<NamedKind, 19> kGgufNames = {{
+    {"default", PreTokenizerKind::kGpt2},
+    {"gpt-2", PreTokenizerKind::kGpt2},
+    {"gpt2", PreTokenizerKind::kGpt2},
+    {"mpt", PreTokenizerKind::kGpt2},
+    {"olmo", PreTokenizerKind::kGpt2},
+    {"llama-bpe", PreTokenizerKind::kLlama3},
+    {"llama3", PreTokenizerKind::kLlama3},
+    {"llama-v3", PreTokenizerKind::kLlama3},
+    {"dbrx", PreTokenizerKind::kLlama3},
+    {"smaug-bpe", PreTokenizerKind::kLlama3},
+    {"glm4", PreTokenizerKind::kLlama3},
+    {"chatglm-bpe", PreTokenizerKind::kLlama3},
+    {"qwen2", PreTokenizerKind::kQwen2},
+    {"stablelm2", PreTokenizerKind::kQwen2},
+    {"deepseek-r1-qwen", PreTokenizerKind::kQwen2},
+    {"smollm", PreTokenizerKind::kSmolLm2},
+    {"starcoder", PreTokenizerKind::kSmolLm2},
+    {"refact", PreTokenizerKind::kSmolLm2},
+    {"codeshell", PreTokenizerKind::kSmolLm2},
+}};
+
+}  // namespace
+
+std::string_view PreTokenizerName(PreTokenizerKind kind) {
+  switch (kind) {
+    case PreTokenizerKind::kGpt2:
+      return "gpt2";
+    case PreTokenizerKind::kLlama3:
+      return "llama3";
+    case PreTokenizerKind::kQwen2:
+      return "qwen2";
+    case PreTokenizerKind::kSmolLm2:
+      return "smollm2";
+  }
+  return "?";
+}
+
+Expected<PreTokenizerKind> PreTokenizerFromGgufName(std::string_view name) {
+  for (const NamedKind& entry : kGgufNames) {
+    if (entry.name == name) return entry.kind;
+  }
+  std::string known;
+  for (const NamedKind& entry : kGgufNames) {
+    if (!known.empty()) known += ", ";
+    known += entry.name;
+  }
+  return Status::Error("unsupported pre-tokenizer '" + std::string(name) + "'; known: " + known);
+}
+
+std::string_view Llama3SplitRegex() {
+  return R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+}
+
+std::string_view Qwen2SplitRegex() {
+  return R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+}
+
+void PreTokenize(PreTokenizerKind kind, std::string_view text,
+                 std::vector<std::string_view>* pieces) {
+  const std::vector<TextChar> chars = DecodeText(text);
+  const Chars c(chars);
+  switch (kind) {
+    case PreTokenizerKind::kGpt2:
+      Scan(text, c, MatchGpt2, pieces);
+      break;
+    case PreTokenizerKind::kLlama3:
+      Scan(
+          text, c, [](Chars s, size_t i) { return MatchLlama3(s, i, 3); }, pieces);
+      break;
+    case PreTokenizerKind::kQwen2:
+      Scan(
+          text, c, [](Chars s, size_t i) { return MatchLlama3(s, i, 1); }, pieces);
+      break;
+    case PreTokenizerKind::kSmolLm2:
+      ScanSmolLm2(text, c, pieces);
+      break;
+  }
+}
+
+}  // namespace anymoe

@@ -1,0 +1,42 @@
+// Pre-tokenizers: split text into the pieces that BPE encodes independently.
+// Each rule set is an explicit, non-recursive scanner that splits byte-identically
+// to the regex the model's HF tokenizer.json uses (no std::regex: it recurses per
+// character and overflows the stack on long single-class runs).
+#pragma once
+
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+
+namespace anymoe {
+
+enum class PreTokenizerKind {
+  // 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
+  kGpt2,
+  // (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|
+  //  ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+   (Llama-3, GLM-4/4.5/4.7)
+  kLlama3,
+  // As kLlama3 with \p{N} (one digit per piece)              (Qwen2, Qwen2.5)
+  kQwen2,
+  // HF Digits(individual_digits) then the kGpt2 regex        (SmolLM2, StarCoder)
+  kSmolLm2,
+};
+
+std::string_view PreTokenizerName(PreTokenizerKind kind);
+
+// Maps GGUF `tokenizer.ggml.pre` (llama.cpp's names) to a scanner; an unknown name
+// is an error that lists the known ones.
+Expected<PreTokenizerKind> PreTokenizerFromGgufName(std::string_view name);
+
+// The exact Split regex text of the HF tokenizer.json for kLlama3 / kQwen2.
+std::string_view Llama3SplitRegex();
+std::string_view Qwen2SplitRegex();
+
+// Appends the pieces of `text` to `pieces`, in order; they cover `text` exactly
+// and view into it. Any bytes (invalid UTF-8 included) are accepted; time and
+// memory are linear in the text length.
+void PreTokenize(PreTokenizerKind kind, std::string_view text,
+                 std::vector<std::string_view>* pieces);
+
+}  // namespace anymoe

@@ -1,0 +1,170 @@
+// Tokenizer core: validation of a loaded TokenizerSpec, the encode pipeline (added
+// tokens -> NFC -> pre-tokenizer -> BPE) and decoding. The GGUF and tokenizer.json
+// loaders live in tokenizer_gguf.cc and tokenizer_hf.cc.
+#include "tokenizer/tokenizer.h"
+
+#include <utf8proc.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "tokenizer/unicode_class.h"
+
+namespace anymoe {
+namespace {
+
+// Upper bound on ids a model file may declare; rejects absurd sizes before allocating.
+constexpr int64_t kMaxVocab = 1 << 24;
+
+// HF ByteLevel decoder: a token whose characters are all in the byte alphabet
+// stands for those bytes; any other token stands for its own UTF-8 text.
+std::string TokenBytes(const std::string& text) {
+  std::string bytes;
+  return ByteLevelDecode(text, &bytes) ? bytes : text;
+}
+
+// NFC of valid UTF-8; text that is not valid UTF-8 is left as it is.
+std::string Nfc(std::string_view text) {
+  utf8proc_uint8_t* out = nullptr;
+  const utf8proc_ssize_t n =
+      utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(text.data()),
+                   static_cast<utf8proc_ssize_t>(text.size()), &out,
+                   static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_COMPOSE));
+  std::string result = n >= 0 ? std::string(reinterpret_cast<char*>(out), n) : std::string(text);
+  std::free(out);
+  return result;
+}
+
+Status CheckId(const TokenizerSpec& spec, int32_t id, std::string_view what) {
+  if (id < -1 || id >= static_cast<int32_t>(spec.token_texts.size())) {
+    return Status::Error(spec.source + ": " + std::string(what) + " id " + std::to_string(id) +
+                         " is outside the vocabulary of " +
+                         std::to_string(spec.token_texts.size()) + " tokens");
+  }
+  return Status::Ok();
+}
+
+Status Validate(const TokenizerSpec& spec) {
+  const size_t n = spec.token_texts.size();
+  if (n == 0) return Status::Error(spec.source + ": empty vocabulary");
+  if (static_cast<int64_t>(n) > kMaxVocab) {
+    return Status::Error(spec.source + ": vocabulary of " + std::to_string(n) +
+                         " tokens exceeds the limit of " + std::to_string(kMaxVocab));
+  }
+  if (spec.kinds.size() != n) {
+    return Status::Error(spec.source + ": token kinds (" + std::to_string(spec.kinds.size()) +
+                         ") do not match the vocabulary size (" + std::to_string(n) + ")");
+  }
+  for (const auto& [text, id] : spec.model_vocab) {
+    if (id < 0 || static_cast<size_t>(id) >= n) {
+      return Status::Error(spec.source + ": vocabulary token id " + std::to_string(id) +
+                           " out of range");
+    }
+  }
+  for (const AddedToken& t : spec.added) {
+    if (t.id < 0 || static_cast<size_t>(t.id) >= n) {
+      return Status::Error(spec.source + ": added token id " + std::to_string(t.id) +
+                           " out of range");
+    }
+    if (t.content.empty()) return Status::Error(spec.source + ": empty added token");
+  }
+  RETURN_IF_ERROR(CheckId(spec, spec.bos_id, "bos"));
+  RETURN_IF_ERROR(CheckId(spec, spec.eos_id, "eos"));
+  RETURN_IF_ERROR(CheckId(spec, spec.eot_id, "eot"));
+  RETURN_IF_ERROR(CheckId(spec, spec.eom_id, "eom"));
+  RETURN_IF_ERROR(CheckId(spec, spec.pad_id, "padding"));
+  return Status::Ok();
+}
+
+}  // namespace
+
+Expected<std::unique_ptr<Tokenizer>> Tokenizer::Create(TokenizerSpec spec) {
+  RETURN_IF_ERROR(Validate(spec));
+  std::unique_ptr<Tokenizer> tok(new Tokenizer());
+  tok->pieces_.reserve(spec.token_texts.size());
+  for (size_t id = 0; id < spec.token_texts.size(); ++id) {
+    tok->pieces_.push_back(TokenBytes(spec.token_texts[id]));
+    tok->text_to_id_.emplace(spec.token_texts[id], static_cast<int32_t>(id));
+  }
+  tok->bpe_ = BpeModel::Build(spec.model_vocab, spec.merges, spec.ignore_merges);
+  tok->added_ = AddedTokenMatcher(spec.added);
+  spec.merges.clear();
+  spec.merges.shrink_to_fit();
+  spec.model_vocab.clear();
+  spec.model_vocab.shrink_to_fit();
+  tok->spec_ = std::move(spec);
+  tok->CollectStopIds();
+  return tok;
+}
+
+void Tokenizer::CollectStopIds() {
+  std::vector<int32_t> ids = {spec_.eos_id, spec_.eot_id, spec_.eom_id};
+  for (std::string_view text : {"<|im_end|>", "<|eot_id|>", "<|eom_id|>", "<|endoftext|>",
+                                "<|end_of_text|>", "<|end|>", "<|user|>", "<|observation|>"}) {
+    const int32_t id = FindToken(text);
+    if (id >= 0 && IsSpecial(id)) ids.push_back(id);
+  }
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  for (int32_t id : ids) {
+    if (id >= 0) stop_ids_.push_back(id);
+  }
+}
+
+int32_t Tokenizer::FindToken(std::string_view text) const {
+  auto it = text_to_id_.find(text);
+  return it == text_to_id_.end() ? -1 : it->second;
+}
+
+TokenKind Tokenizer::kind(int32_t id) const {
+  if (id < 0 || id >= vocab_size()) return TokenKind::kUnused;
+  return spec_.kinds[id];
+}
+
+bool Tokenizer::IsSpecial(int32_t id) const { return kind(id) == TokenKind::kSpecial; }
+
+std::string_view Tokenizer::TokenPiece(int32_t id) const {
+  if (id < 0 || id >= vocab_size()) return {};
+  return pieces_[id];
+}
+
+void Tokenizer::EncodeText(std::string_view text, std::vector<int32_t>* ids) const {
+  std::string normalized;
+  if (spec_.nfc) {
+    normalized = Nfc(text);
+    text = normalized;
+  }
+  std::vector<std::string_view> pieces;
+  PreTokenize(spec_.pre, text, &pieces);
+  for (std::string_view piece : pieces) bpe_.Encode(piece, ids);
+}
+
+std::vector<int32_t> Tokenizer::Encode(std::string_view text, bool add_bos,
+                                       bool parse_special) const {
+  std::vector<int32_t> ids;
+  if (add_bos && spec_.bos_id >= 0) ids.push_back(spec_.bos_id);
+  added_.Split(text, parse_special, [&](std::string_view segment, int token_index) {
+    if (token_index >= 0) {
+      ids.push_back(added_.tokens()[token_index].id);
+    } else {
+      EncodeText(segment, &ids);
+    }
+  });
+  return ids;
+}
+
+std::string Tokenizer::Decode(std::span<const int32_t> ids, bool skip_special) const {
+  std::string bytes;
+  for (int32_t id : ids) {
+    const TokenKind k = kind(id);
+    if (k == TokenKind::kUnused) {
+      bytes.append("\xEF\xBF\xBD");
+      continue;
+    }
+    if (skip_special && k == TokenKind::kSpecial) continue;
+    bytes.append(pieces_[id]);
+  }
+  return ToValidUtf8(bytes);
+}
+
+}  // namespace anymoe

@@ -1,0 +1,104 @@
+// Byte-level BPE tokenizer (GPT-2 family: SmolLM2, Llama-3, Qwen2, GLM-4.x) loaded
+// from GGUF metadata or an HF tokenizer.json, producing the same ids as HF
+// tokenizers. Encode accepts any bytes; Decode accepts any ids. A Tokenizer is
+// immutable after loading and safe to use from many threads at once.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+#include "tokenizer/added_tokens.h"
+#include "tokenizer/bpe.h"
+#include "tokenizer/pre_tokenizer.h"
+
+namespace anymoe {
+
+class GgufFile;
+
+// How a token id behaves.
+enum class TokenKind : uint8_t {
+  kNormal,   // produced by BPE
+  kSpecial,  // control token: split out of text when parse_special, skippable on decode
+  kAdded,    // user-defined added token: always split out of text, decoded as text
+  kUnused,   // no text (gap in the id space or GGUF "unused")
+};
+
+// Everything a loader extracts from a model file; Tokenizer::Create validates it.
+struct TokenizerSpec {
+  std::string source;                    // file name, for error messages
+  std::vector<std::string> token_texts;  // id -> text as stored (byte-level for BPE)
+  std::vector<TokenKind> kinds;          // id -> kind, same size
+  std::vector<std::pair<std::string, int32_t>> model_vocab;  // BPE vocabulary
+  std::vector<BpeModel::Merge> merges;                       // in rank order
+  std::vector<AddedToken> added;                             // split out before pre-tokenization
+  PreTokenizerKind pre = PreTokenizerKind::kGpt2;
+  bool nfc = false;            // HF normalizer NFC (Qwen2)
+  bool ignore_merges = false;  // a piece found whole in the vocab is one token
+  int32_t bos_id = -1, eos_id = -1, eot_id = -1, eom_id = -1, pad_id = -1;
+  bool add_bos = false;
+  std::string chat_template;
+};
+
+class Tokenizer {
+ public:
+  // Reads tokenizer.ggml.* and tokenizer.chat_template. Only the "gpt2" (byte-level
+  // BPE) model is supported; anything else is an error naming the supported one.
+  static Expected<std::unique_ptr<Tokenizer>> FromGguf(const GgufFile& gguf);
+
+  // Reads an HF tokenizer.json (BPE with byte-level pre-tokenizer and decoder) and,
+  // when the second path is non-empty, bos/eos/add_bos/chat_template from
+  // tokenizer_config.json.
+  static Expected<std::unique_ptr<Tokenizer>> FromHfJson(
+      const std::string& tokenizer_json_path, const std::string& tokenizer_config_path_or_empty);
+
+  static Expected<std::unique_ptr<Tokenizer>> Create(TokenizerSpec spec);
+
+  // Text -> ids. add_bos prepends bos_id() when the model has one. parse_special:
+  // special tokens written in the text become their ids; when false their text is
+  // encoded as ordinary text (as HF's encode_special_tokens does), so user text can
+  // never inject control tokens. Added non-special tokens are always recognised.
+  std::vector<int32_t> Encode(std::string_view text, bool add_bos, bool parse_special) const;
+
+  // Ids -> UTF-8 text. Invalid ids (negative, >= vocab_size(), or unused) decode to
+  // U+FFFD; bytes that do not form valid UTF-8 also become U+FFFD, so the result is
+  // always valid UTF-8. skip_special drops special tokens.
+  std::string Decode(std::span<const int32_t> ids, bool skip_special = false) const;
+
+  // Raw bytes of one token (may be a partial UTF-8 sequence); empty for invalid ids.
+  std::string_view TokenPiece(int32_t id) const;
+
+  int32_t vocab_size() const { return static_cast<int32_t>(pieces_.size()); }
+  int32_t bos_id() const { return spec_.bos_id; }  // -1 when none
+  int32_t eos_id() const { return spec_.eos_id; }
+  int32_t pad_id() const { return spec_.pad_id; }
+  // eos, eot, eom and the model's end-of-turn special tokens (<|im_end|>, <|eot_id|>,
+  // <|eom_id|>, <|endoftext|>, <|end_of_text|>, GLM's <|user|> / <|observation|>).
+  std::vector<int32_t> stop_ids() const { return stop_ids_; }
+  bool IsSpecial(int32_t id) const;
+  TokenKind kind(int32_t id) const;
+  const std::string& chat_template() const { return spec_.chat_template; }
+  bool add_bos_default() const { return spec_.add_bos; }
+  PreTokenizerKind pre_tokenizer() const { return spec_.pre; }
+
+  // Id of a token by its stored text, or -1.
+  int32_t FindToken(std::string_view text) const;
+
+ private:
+  Tokenizer() = default;
+  void EncodeText(std::string_view text, std::vector<int32_t>* ids) const;
+  void CollectStopIds();
+
+  TokenizerSpec spec_;
+  std::vector<std::string> pieces_;  // id -> raw bytes
+  BpeModel bpe_;
+  AddedTokenMatcher added_;
+  BytesToId text_to_id_;  // stored text -> id
+  std::vector<int32_t> stop_ids_;
+};
+
+}  // namespace anymoe
