@@ -9,7 +9,7 @@
 #include <cmath>
 #include <random>
 
-#include "test_files.h"
+#include "testing/test_files.h"
 
 namespace anymoe {
 namespace {

@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "formats/parse_util.h"
-#include "test_files.h"
+#include "testing/test_files.h"
 
 namespace anymoe {
 namespace {

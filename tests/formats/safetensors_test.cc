@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <random>
 
-#include "test_files.h"
+#include "testing/test_files.h"
 
 namespace anymoe {
 namespace {

@@ -50,7 +50,8 @@ TEST(RopeGolden, InvFreqAndAttentionScalingMatchTransformers) {
     const auto want = c["inv_freq"].get<std::vector<double>>();
     ASSERT_EQ(f.inv_freq.size(), want.size());
     for (size_t i = 0; i < want.size(); ++i) {
-      EXPECT_NEAR(f.inv_freq[i], want[i], 2e-7 * std::fabs(want[i])) << "i=" << i;
+      // A few f32 ulps: pow and the llama3 blend round slightly differently from torch.
+      EXPECT_NEAR(f.inv_freq[i], want[i], 1e-6 * std::fabs(want[i])) << "i=" << i;
     }
     EXPECT_NEAR(f.attention_factor, c["attention_scaling"].get<double>(), 1e-6);
   }

@@ -1,0 +1,188 @@
+// CPU backend ops against straightforward double-precision references on random
+// data: matmul for every weight dtype (with and without bias, T = 1 and > 1,
+// row counts that do not fill a tile), GQA attention over a partly filled cache,
+// RMSNorm, SwiGLU and embedding lookup.
+#include "backends/cpu/cpu_backend.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "core/half.h"
+#include "formats/tensor_source.h"
+
+namespace anymoe {
+namespace {
+
+std::vector<float> RandomFloats(size_t n, uint32_t seed, float scale = 1.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, scale);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(rng);
+  return v;
+}
+
+// Random bytes for `rows` rows of `cols` elements of `t`, with every block's
+// scale fields set to small finite halves so values stay sane.
+std::vector<uint8_t> RandomWeightBytes(DType t, int64_t rows, int64_t cols, uint32_t seed) {
+  std::mt19937 rng(seed);
+  const DTypeInfo& info = Info(t);
+  const uint64_t bytes = BytesFor(t, uint64_t(rows * cols)).value();
+  std::vector<uint8_t> b(bytes);
+  if (t == DType::kF32 || t == DType::kF16 || t == DType::kBF16) {
+    const auto f = RandomFloats(size_t(rows * cols), seed);
+    for (size_t i = 0; i < f.size(); ++i) {
+      if (t == DType::kF32) std::memcpy(&b[i * 4], &f[i], 4);
+      uint16_t h = t == DType::kF16 ? F32ToF16(f[i]) : F32ToBF16(f[i]);
+      if (t != DType::kF32) std::memcpy(&b[i * 2], &h, 2);
+    }
+    return b;
+  }
+  for (auto& x : b) x = uint8_t(rng());
+  std::vector<size_t> scale_offsets = {0};
+  if (t == DType::kQ4_1 || t == DType::kQ4_K || t == DType::kQ5_K) scale_offsets = {0, 2};
+  if (t == DType::kQ6_K) scale_offsets = {208};
+  std::uniform_real_distribution<float> sd(0.001f, 0.02f);
+  for (size_t blk = 0; blk < bytes / size_t(info.block_bytes); ++blk) {
+    for (size_t off : scale_offsets) {
+      const uint16_t h = F32ToF16(sd(rng));
+      std::memcpy(&b[blk * size_t(info.block_bytes) + off], &h, 2);
+    }
+  }
+  return b;
+}
+
+class CpuOps : public ::testing::Test {
+ protected:
+  CpuBackend backend_{2};
+};
+
+class CpuMatmul : public ::testing::TestWithParam<std::tuple<DType, int64_t>> {
+ protected:
+  CpuBackend backend_{2};
+};
+
+TEST_P(CpuMatmul, MatchesDequantisedReference) {
+  const auto [dtype, t] = GetParam();
+  const int64_t in = 512, out = 45;
+  auto wbytes = RandomWeightBytes(dtype, out, in, 1);
+  auto x = RandomFloats(size_t(t * in), 2);
+  auto bias = RandomFloats(size_t(out), 3);
+  std::vector<float> y(size_t(t * out));
+
+  Tensor w = Tensor::Of(wbytes.data(), dtype, {out, in});
+  Tensor xt = Tensor::Of(x.data(), DType::kF32, {t, in});
+  Tensor bt = Tensor::Of(bias.data(), DType::kF32, {out});
+  Tensor yt = Tensor::Of(y.data(), DType::kF32, {t, out});
+  backend_.Matmul(xt, w, &bt, yt);
+
+  std::vector<float> row(static_cast<size_t>(in));
+  const uint64_t row_bytes = BytesFor(dtype, uint64_t(in)).value();
+  for (int64_t o = 0; o < out; ++o) {
+    DequantizeRow(dtype, wbytes.data() + o * row_bytes, row.data(), in);
+    for (int64_t i = 0; i < t; ++i) {
+      double ref = bias[size_t(o)];
+      for (int64_t k = 0; k < in; ++k) ref += double(row[size_t(k)]) * x[size_t(i * in + k)];
+      EXPECT_NEAR(y[size_t(i * out + o)], ref, 1e-4 * (1 + std::fabs(ref)))
+          << Name(dtype) << " t=" << t << " row " << o;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AllDTypes, CpuMatmul,
+    ::testing::Combine(::testing::Values(DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0,
+                                         DType::kQ4_0, DType::kQ4_1, DType::kQ4_K, DType::kQ5_K,
+                                         DType::kQ6_K),
+                       ::testing::Values(int64_t(1), int64_t(3), int64_t(70))),
+    [](const auto& info) {
+      return std::string(Name(std::get<0>(info.param))) + "_t" +
+             std::to_string(std::get<1>(info.param));
+    });
+
+TEST_F(CpuOps, GqaAttentionOverPartlyFilledCache) {
+  const int64_t t = 3, n_past = 5, n_h = 4, n_kv = 2, d_k = 8, d_v = 6, cap = 16;
+  auto q = RandomFloats(size_t(t * n_h * d_k), 4);
+  auto k = RandomFloats(size_t(cap * n_kv * d_k), 5);
+  auto v = RandomFloats(size_t(cap * n_kv * d_v), 6);
+  std::vector<float> out(size_t(t * n_h * d_v));
+  const float scale = 0.3f;
+  backend_.Attention(Tensor::Of(q.data(), DType::kF32, {t, n_h, d_k}),
+                     Tensor::Of(k.data(), DType::kF32, {cap, n_kv, d_k}),
+                     Tensor::Of(v.data(), DType::kF32, {cap, n_kv, d_v}), n_past, scale,
+                     Tensor::Of(out.data(), DType::kF32, {t, n_h, d_v}));
+  for (int64_t i = 0; i < t; ++i) {
+    for (int64_t h = 0; h < n_h; ++h) {
+      const int64_t kvh = h / (n_h / n_kv), keys = n_past + i + 1;
+      std::vector<double> s(static_cast<size_t>(keys));
+      double mx = -1e300, sum = 0;
+      for (int64_t j = 0; j < keys; ++j) {
+        double dot = 0;
+        for (int64_t d = 0; d < d_k; ++d) {
+          dot += double(q[size_t((i * n_h + h) * d_k + d)]) * k[size_t((j * n_kv + kvh) * d_k + d)];
+        }
+        s[size_t(j)] = dot * scale;
+        mx = std::max(mx, s[size_t(j)]);
+      }
+      for (double& x : s) sum += (x = std::exp(x - mx));
+      for (int64_t d = 0; d < d_v; ++d) {
+        double ref = 0;
+        for (int64_t j = 0; j < keys; ++j) ref += s[size_t(j)] / sum * v[size_t((j * n_kv + kvh) * d_v + d)];
+        EXPECT_NEAR(out[size_t((i * n_h + h) * d_v + d)], ref, 1e-5);
+      }
+    }
+  }
+}
+
+TEST_F(CpuOps, RmsNormSwiGluAddEmbedding) {
+  const int64_t n = 37;
+  auto x = RandomFloats(size_t(2 * n), 7);
+  auto w = RandomFloats(size_t(n), 8);
+  std::vector<float> y(size_t(2 * n));
+  backend_.RmsNorm(Tensor::Of(x.data(), DType::kF32, {2, n}), Tensor::Of(w.data(), DType::kF32, {n}),
+                   1e-5f, Tensor::Of(y.data(), DType::kF32, {2, n}));
+  for (int64_t r = 0; r < 2; ++r) {
+    double ss = 0;
+    for (int64_t i = 0; i < n; ++i) ss += double(x[size_t(r * n + i)]) * x[size_t(r * n + i)];
+    const double inv = 1.0 / std::sqrt(ss / n + 1e-5);
+    for (int64_t i = 0; i < n; ++i) {
+      EXPECT_NEAR(y[size_t(r * n + i)], x[size_t(r * n + i)] * inv * w[size_t(i)], 1e-5);
+    }
+  }
+
+  auto g = RandomFloats(size_t(n), 9), u = RandomFloats(size_t(n), 10);
+  std::vector<float> s(static_cast<size_t>(n));
+  backend_.SwiGlu(Tensor::Of(g.data(), DType::kF32, {1, n}), Tensor::Of(u.data(), DType::kF32, {1, n}),
+                  Tensor::Of(s.data(), DType::kF32, {1, n}));
+  for (int64_t i = 0; i < n; ++i) {
+    const double gi = g[size_t(i)];
+    EXPECT_NEAR(s[size_t(i)], gi / (1 + std::exp(-gi)) * u[size_t(i)], 1e-6);
+  }
+
+  backend_.Add(Tensor::Of(g.data(), DType::kF32, {n}), Tensor::Of(u.data(), DType::kF32, {n}),
+               Tensor::Of(s.data(), DType::kF32, {n}));
+  for (int64_t i = 0; i < n; ++i) EXPECT_FLOAT_EQ(s[size_t(i)], g[size_t(i)] + u[size_t(i)]);
+
+  auto table = RandomWeightBytes(DType::kQ8_0, 5, 64, 11);
+  std::vector<float> emb(2 * 64), ref(64);
+  const int32_t ids[2] = {4, 1};
+  backend_.Embedding(Tensor::Of(table.data(), DType::kQ8_0, {5, 64}), ids,
+                     Tensor::Of(emb.data(), DType::kF32, {2, 64}));
+  DequantizeRow(DType::kQ8_0, table.data() + 4 * 68, ref.data(), 64);
+  EXPECT_EQ(std::vector<float>(emb.begin(), emb.begin() + 64), ref);
+}
+
+TEST_F(CpuOps, PrepareWeightConvertsSmallVectorsToF32) {
+  std::vector<uint16_t> bf = {F32ToBF16(1.5f), F32ToBF16(-2.0f)};
+  TensorInfo info{"norm.weight", DType::kBF16, {2}, reinterpret_cast<const uint8_t*>(bf.data()), 4};
+  auto t = backend_.PrepareWeight(info);
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->dtype, DType::kF32);
+  EXPECT_EQ(t->as<float>()[0], 1.5f);
+  EXPECT_EQ(t->as<float>()[1], -2.0f);
+}
+
+}  // namespace
+}  // namespace anymoe

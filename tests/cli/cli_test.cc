@@ -1,0 +1,170 @@
+// The anymoe binary as a user meets it: the run command reproduces
+// transformers' greedy ids and logits on the tiny llama checkpoint, sampling is
+// repeatable by seed, and bad input (missing, truncated or hostile model files,
+// bad token ids, prompts longer than the context, unknown templates) gives a
+// one-line error and a non-zero exit code, never a crash.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "cli/token_list.h"
+#include "core/npy.h"
+#include "testing/test_files.h"
+
+namespace anymoe {
+namespace {
+
+struct RunResult {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string Quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+class Cli : public testing::TempDirTest {
+ protected:
+  RunResult Run(const std::vector<std::string>& args) {
+    std::string cmd = ANYMOE_BINARY;
+    for (const auto& a : args) cmd += " " + Quote(a);
+    const std::string out = Path("stdout"), err = Path("stderr");
+    cmd += " >" + out + " 2>" + err + " </dev/null";
+    RunResult r;
+    const int status = std::system(cmd.c_str());
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    r.out = ReadFile(out);
+    r.err = ReadFile(err);
+    return r;
+  }
+
+  // A failing run: non-zero exit (not a signal), and one line on stderr that
+  // contains every needle.
+  void ExpectCleanError(const RunResult& r, const std::vector<std::string>& needles) {
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    for (const auto& n : needles) EXPECT_NE(r.err.find(n), std::string::npos) << r.err;
+  }
+
+  static std::string Golden(const std::string& rel) {
+    return std::string(ANYMOE_GOLDEN_DIR) + "/" + rel;
+  }
+
+  // A valid llama GGUF header with one tensor, for corrupting.
+  testing::GgufBuilder TinyGguf() {
+    testing::GgufBuilder b;
+    b.String("general.architecture", "llama");
+    b.AddTensor({"token_embd.weight", {64, 8}, 0});
+    return b;
+  }
+};
+
+TEST_F(Cli, GreedyIdsAndLogitsMatchTransformers) {
+  const auto meta = nlohmann::json::parse(ReadFile(Golden("llama_tiny/golden.json")));
+  const std::string logits = Path("logits.npy");
+  const auto r = Run({"run", "-m", Golden("llama_tiny"), "--prompt-tokens",
+                      cli::FormatTokenList(meta["prompt_ids"].get<std::vector<int32_t>>()),
+                      "-n", "16", "--temp", "0", "--ignore-eos", "--print-tokens",
+                      "--logits-out", logits, "-t", "2"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("tokens: " +
+                       cli::FormatTokenList(meta["greedy_ids"].get<std::vector<int32_t>>())),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.err.find("generated: 16 tokens"), std::string::npos) << r.err;
+  auto ours = ReadNpy(logits);
+  ASSERT_TRUE(ours.ok()) << ours.status().message();
+  EXPECT_EQ(ours->shape, (std::vector<int64_t>{16, 512}));
+  const auto want = ReadNpy(Golden("llama_tiny/decode_logits.npy"))->F32().value();
+  const auto got = ours->F32().value();
+  float diff = 0;
+  for (size_t i = 0; i < want.size(); ++i) diff = std::max(diff, std::fabs(want[i] - got[i]));
+  EXPECT_LT(diff, 1e-4f);
+}
+
+TEST_F(Cli, SameSeedSameTextDifferentSeedDifferentText) {
+  auto run = [&](const std::string& seed) {
+    const auto r = Run({"run", "-m", Golden("llama_tiny"), "-p", "hello world", "-n", "24",
+                        "--temp", "1.0", "--seed", seed, "--ignore-eos", "--print-tokens"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.out;
+  };
+  EXPECT_EQ(run("11"), run("11"));
+  EXPECT_NE(run("11"), run("12"));
+}
+
+TEST_F(Cli, MissingFile) {
+  ExpectCleanError(Run({"run", "-m", Path("nope.gguf"), "-p", "hi"}),
+                   {"nope.gguf", "no such file"});
+}
+
+TEST_F(Cli, TruncatedGguf) {
+  auto bytes = TinyGguf().Build();
+  bytes.resize(bytes.size() - 100);
+  const std::string p = Write("truncated.gguf", bytes);
+  ExpectCleanError(Run({"run", "-m", p, "-p", "hi"}), {"truncated.gguf", "token_embd.weight"});
+  ExpectCleanError(Run({"info", "-m", p}), {"truncated.gguf"});
+}
+
+TEST_F(Cli, GgufTensorOffsetPastEnd) {
+  auto b = TinyGguf();
+  b.AddTensor({"output_norm.weight", {64}, 0, uint64_t(1) << 40});
+  const std::string p = Write("offset.gguf", b.Build());
+  ExpectCleanError(Run({"run", "-m", p, "-p", "hi"}), {"offset.gguf", "output_norm.weight"});
+}
+
+TEST_F(Cli, SafetensorsHeaderLongerThanFile) {
+  std::filesystem::create_directories(dir_ / "model");
+  std::filesystem::copy_file(Golden("llama_tiny/config.json"), dir_ / "model/config.json");
+  std::vector<uint8_t> bytes;
+  testing::PutLE<uint64_t>(bytes, 1 << 20);
+  const std::string header = "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}";
+  bytes.insert(bytes.end(), header.begin(), header.end());
+  Write("model/model.safetensors", bytes);
+  ExpectCleanError(Run({"run", "-m", Path("model"), "-p", "hi"}), {"model.safetensors"});
+}
+
+TEST_F(Cli, PromptTokenOutsideVocabulary) {
+  ExpectCleanError(Run({"run", "-m", Golden("llama_tiny"), "--prompt-tokens", "1,512"}),
+                   {"512", "vocabulary"});
+  ExpectCleanError(Run({"run", "-m", Golden("llama_tiny"), "--prompt-tokens", "1,x"}),
+                   {"'x'"});
+}
+
+TEST_F(Cli, PromptLongerThanContext) {
+  ExpectCleanError(Run({"run", "-m", Golden("llama_tiny"), "-c", "8", "--prompt-tokens",
+                        "5,6,7,8,9,10,11,12,13,14"}),
+                   {"10 tokens", "context of 8"});
+}
+
+TEST_F(Cli, UnknownChatTemplateListsKnownOnes) {
+  ExpectCleanError(
+      Run({"run", "-m", Golden("llama_tiny"), "--chat", "-p", "hi", "--chat-template", "vicuna"}),
+      {"vicuna", "chatml", "glm", "llama3"});
+}
+
+TEST_F(Cli, InfoDescribesTheModel) {
+  const auto r = Run({"info", "-m", Golden("llama_tiny_tied")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("architecture: llama"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("4 query heads, 2 kv heads, head dim 16"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("scaling llama3"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("bf16"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace anymoe
