@@ -18,6 +18,8 @@ Reference tokenizers (all byte-level BPE, HF tokenizers):
                  TemplateProcessing BOS, Llama-3 special tokens
   qwen2          trained 3k BPE, Qwen2's Split regex, NFC, ChatML specials and a
                  non-special <tool_call>
+  gpt2_flags     smollm2_small's vocabulary with GPT-2's plain ByteLevel(use_regex)
+                 pre-tokenizer and added tokens using lstrip / rstrip / single_word
   glm4           trained 3k BPE, GLM-4.x's Split regex (= Llama-3's, \\p{N}{1,3}),
                  ignore_merges, GLM specials, non-special <think> / </think>
 
@@ -121,6 +123,8 @@ def corpus():
           "Xx'll", "A'd", "b'Re", "c'vE", "dogs' toys", "'twas the night"]
     s += ["word " * 30, "ab" * 50, "\n" * 12, " " * 17 + "x", "!" * 20, "é" * 10,
           "日本" * 15, "1" * 25, "a b " * 20, "😀" * 8]
+    s += ["a <mask> b", "x  \t<mask>", "<rtok>  \n y", "<mask><mask>", " \t<mask>\n\n<rtok>\n z",
+          "word words sword word. _word word_ (word)", "wordword", "1word word2 éword"]
     s += ["Ünïcödé ẞtraße", "İstanbul ıi", "ǅ ǈ ǋ titlecase", "ꓐ lisu", "𐐀𐐁 deseret",
           "ᏣᎳᎩ cherokee", "ⲁⲃⲅ coptic", "ᚠᚢᚦ runes", "ꦗꦮ javanese", "𓀀 hieroglyph"]
     return s
@@ -231,6 +235,7 @@ def golden_cases(tok, strings, with_bos=False):
         tok.encode_special_tokens = False
         case = {"ids": ids, "ids_no_special": ids_text,
                 "decoded": tok.decode(ids, skip_special_tokens=False),
+                "decoded_no_special": tok.decode(ids_text, skip_special_tokens=False),
                 "decoded_skip_special": tok.decode(ids, skip_special_tokens=True)}
         if with_bos:
             case["ids_with_bos"] = tok.encode(text, add_special_tokens=True).ids
@@ -240,8 +245,9 @@ def golden_cases(tok, strings, with_bos=False):
 
 def versions():
     import transformers
+    from importlib.metadata import version
     return {"tokenizers": tokenizers.__version__, "transformers": transformers.__version__,
-            "gguf": getattr(gguf, "__version__", "unknown")}
+            "gguf": version("gguf")}
 
 
 def write_json(name, obj):
@@ -331,6 +337,14 @@ def main():
     write_small_gguf(os.path.join(OUT, "smollm2_small.gguf"), tokens[:n_small],
                      types[:n_small], merges[:SMOLLM2_MERGES], smol_template)
     write_json("smollm2_small.golden.json", {**meta, "cases": golden_cases(small, strings)})
+
+    flags = Tokenizer.from_str(small.to_str())
+    flags.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    flags.add_special_tokens([AddedToken("<mask>", special=True, lstrip=True, normalized=False)])
+    flags.add_tokens([AddedToken("<rtok>", special=False, rstrip=True, normalized=False),
+                      AddedToken("word", special=False, single_word=True, normalized=False)])
+    write_tokenizer("gpt2_flags", flags, {"eos_token": "<|endoftext|>"})
+    write_json("gpt2_flags.golden.json", {**meta, "cases": golden_cases(flags, strings)})
 
     llama_specials = ["<|begin_of_text|>", "<|end_of_text|>", "<|reserved_special_token_0|>",
                       "<|reserved_special_token_1|>", "<|start_header_id|>", "<|end_header_id|>",
