@@ -109,6 +109,14 @@ const BpeModel::MergeResult* BpeModel::FindMerge(int32_t left, int32_t right) co
 
 void BpeModel::Encode(std::string_view piece, std::vector<int32_t>* ids) const {
   if (piece.empty()) return;
+  // Symbol indices are int32: merge pieces of over 1 GiB in independent chunks
+  // (no real pre-tokenizer piece is that long; this only bounds hostile input).
+  constexpr size_t kMaxPiece = size_t{1} << 30;
+  if (piece.size() > kMaxPiece) {
+    for (size_t at = 0; at < piece.size(); at += kMaxPiece)
+      Encode(piece.substr(at, kMaxPiece), ids);
+    return;
+  }
   if (ignore_merges_ || piece.size() == 1) {
     auto it = vocab_.find(piece);
     if (it != vocab_.end()) {

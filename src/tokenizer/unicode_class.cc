@@ -170,9 +170,9 @@ std::vector<TextChar> DecodeText(std::string_view text) {
     uint32_t cp = 0;
     size_t len = 0;
     if (DecodeUtf8At(text, i, &cp, &len) == Utf8Step::kValid) {
-      chars.push_back({i, cp, static_cast<uint32_t>(len), ClassifyCodepoint(cp)});
+      chars.push_back({i, cp, static_cast<uint8_t>(len), ClassifyCodepoint(cp)});
     } else {
-      chars.push_back({i, kInvalidCodepoint, static_cast<uint32_t>(len), CharClass::kOther});
+      chars.push_back({i, kInvalidCodepoint, static_cast<uint8_t>(len), CharClass::kOther});
     }
     i += len;
   }

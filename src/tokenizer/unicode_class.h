@@ -22,9 +22,9 @@ inline constexpr uint32_t kInvalidCodepoint = 0xFFFFFFFFu;
 struct TextChar {
   size_t offset;
   uint32_t cp;
-  uint32_t len;
+  uint8_t len;  // 1..4
   CharClass cls;
-};
+};  // 16 bytes: DecodeText of an n-byte text needs at most 16n bytes
 
 // \p{L} -> kLetter, \p{N} -> kNumber, \s (Unicode White_Space) -> kWhitespace.
 CharClass ClassifyCodepoint(uint32_t cp);

@@ -31,7 +31,7 @@ bool IsValidUtf8(const std::string& s) { return ToValidUtf8(s) == s; }
 TEST(TokenizerRobustnessTest, HugeSingleClassRunsAreLinearAndExact) {
   const std::vector<std::string> inputs = {
       std::string(1 << 20, 'a'),  std::string(1 << 20, ' '), std::string(100000, '7'),
-      std::string(1 << 20, '\n'), std::string(1 << 20, '!'), std::string(1 << 19, '\xC3') + "",
+      std::string(1 << 20, '\n'), std::string(1 << 20, '!'), std::string(1 << 19, '\xC3'),
   };
   for (const char* name : kReferences) {
     auto tok = Load(name);
@@ -43,7 +43,9 @@ TEST(TokenizerRobustnessTest, HugeSingleClassRunsAreLinearAndExact) {
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       EXPECT_LT(seconds, 30.0) << name << " input " << i;
       EXPECT_FALSE(ids.empty()) << name << " input " << i;
-      if (i < 5) EXPECT_EQ(tok->Decode(ids), inputs[i]) << name << " input " << i;
+      if (i < 5) {  // the last input is invalid UTF-8 and decodes to U+FFFD
+        EXPECT_EQ(tok->Decode(ids), inputs[i]) << name << " input " << i;
+      }
     }
   }
 }
