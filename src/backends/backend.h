@@ -28,9 +28,28 @@ enum class RopePairing {
 // Precomputed rotary frequencies of one model (see models/rope.h).
 struct RopeTable {
   std::span<const float> inv_freq;  // [rotary_dims / 2]
-  int rotary_dims = 0;              // leading dims of each head that rotate
+  int rotary_dims = 0;              // dims of each head that rotate, from `rotary_offset`
+  int rotary_offset = 0;            // first rotated dim (MLA puts the rope part last)
   float attention_factor = 1.0f;    // multiplies cos and sin (YaRN)
   RopePairing pairing = RopePairing::kHalfSplit;
+};
+
+// How a MoE router turns its logits into experts and weights (always in f32).
+struct RouterSpec {
+  enum class Scoring { kSoftmax, kSigmoid };
+  Scoring scoring = Scoring::kSoftmax;
+  int experts_per_token = 0;
+  int n_group = 1;        // sigmoid: group-limited selection
+  int topk_group = 1;
+  bool normalize = false;        // renormalise the chosen weights to sum 1
+  float scaling = 1.0f;          // routed_scaling_factor, after normalisation
+};
+
+// For each query row, the cached keys it may attend to (DSA top-k), ascending.
+struct KeySelection {
+  std::span<const int32_t> keys;    // [T, stride]
+  std::span<const int32_t> counts;  // [T]; row t uses keys[t * stride, + counts[t])
+  int64_t stride = 0;
 };
 
 // Backend-owned memory; released when destroyed.
@@ -71,6 +90,43 @@ class Backend {
   // out [T, n_h, d_v]. Head h reads kv head h / (n_h / n_kv).
   virtual void Attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
                          int64_t n_past, float scale, const Tensor& out) = 0;
+  // Multi-head latent attention over a latent cache (absorbed form, MQA-like):
+  // q [T, n_h, d_c + d_r] (query in latent space | rotated rope part); cache
+  // [S_max, d_c + d_r] (normalised latent | rotated k_rope), the T new rows already
+  // written at [n_past, n_past + T); out [T, n_h, d_c] = softmax(q.k * scale) . latent.
+  // `selection` (optional) restricts each query to its DSA top-k keys.
+  virtual void LatentAttention(const Tensor& q, const Tensor& cache, int64_t latent_dim,
+                               int64_t n_past, float scale, const KeySelection* selection,
+                               const Tensor& out) = 0;
+  // Per-head projection: y[t, h] = W[h] . x[t, h]. W [n_h, d_out, d_in] f32; x holds
+  // T x n_h slots of x_stride floats (the first d_in used), y T x n_h slots of
+  // y_stride floats (the first d_out written).
+  virtual void HeadMatmul(const Tensor& x, int64_t x_stride, const Tensor& w, const Tensor& y,
+                          int64_t y_stride) = 0;
+  // dst[r, dst_col + j] = src[r, src_col + j] for j < n, every row r (f32).
+  virtual void CopyColumns(const Tensor& src, int64_t src_col, const Tensor& dst,
+                           int64_t dst_col, int64_t n) = 0;
+  // DSA lightning indexer: score(t, u) = sum_h w[t, h] * relu(scale * q[t, h] . k[u]) over
+  // keys u <= n_past + t; writes the top `topk` keys of each query (all of them when
+  // fewer), ascending, into `selection` (host memory, [T, topk]) and their counts.
+  // q [T, n_I, d_I], keys [S_max, d_I] (new rows already written), w [T, n_I].
+  virtual void IndexerTopK(const Tensor& q, const Tensor& keys, const Tensor& head_weights,
+                           int64_t n_past, float scale, int64_t topk, std::span<int32_t> selection,
+                           std::span<int32_t> counts) = 0;
+  // out = (x - mean) / sqrt(var + eps) * weight + bias, per row.
+  virtual void LayerNorm(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps,
+                         const Tensor& out) = 0;
+  // MoE routing in f32: logits [T, E] (+ selection-only bias [E]) -> expert ids
+  // [T, K] (ties to the lower id) and their weights [T, K], into host memory.
+  virtual void Route(const Tensor& logits, const Tensor* selection_bias, const RouterSpec& spec,
+                     std::span<int32_t> ids, std::span<float> weights) = 0;
+  // dst[i] = src[rows[i]] for each listed row.
+  virtual void GatherRows(const Tensor& src, std::span<const int32_t> rows, const Tensor& dst) = 0;
+  // dst[rows[i]] += scales[i] * src[i].
+  virtual void ScatterAddRows(const Tensor& src, std::span<const int32_t> rows,
+                              std::span<const float> scales, const Tensor& dst) = 0;
+  // Sets every element to zero.
+  virtual void Zero(const Tensor& t) = 0;
   // out = silu(gate) * up, all [T, I]; out may alias gate.
   virtual void SwiGlu(const Tensor& gate, const Tensor& up, const Tensor& out) = 0;
   // out = a + b, same shapes; out may alias a or b.
@@ -79,6 +135,8 @@ class Backend {
   virtual void Copy(const Tensor& src, const Tensor& dst) = 0;
   // Copies a tensor's values into host memory as f32 (logits to the sampler).
   virtual void ReadF32(const Tensor& src, std::span<float> dst) = 0;
+  // Copies host f32 values into an f32 tensor (load-time derived weights).
+  virtual void WriteF32(std::span<const float> src, const Tensor& dst) = 0;
 
   // Waits for queued work (no-op on synchronous backends).
   virtual void Synchronize() = 0;

@@ -54,6 +54,15 @@ struct Tensor {
     return t;
   }
 
+  // The first rows * cols elements of this (contiguous) tensor as [rows, cols].
+  Tensor Prefix(int64_t rows, int64_t cols) const {
+    CHECK(rows * cols <= elements());
+    Tensor t = *this;
+    t.rank = 2;
+    t.shape = {rows, cols, 0, 0};
+    return t;
+  }
+
   // Same bytes, new shape (element count must match).
   Tensor Reshaped(std::initializer_list<int64_t> dims) const {
     Tensor t = *this;

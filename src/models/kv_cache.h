@@ -1,6 +1,8 @@
-// The key/value cache of one sequence for standard (GQA) attention: per layer a
-// K and a V tensor [capacity, n_kv, head_dim] f32, carved from one backend
-// buffer allocated before the first token, so decoding never allocates.
+// The attention cache of one sequence, per layer whatever its attention kind:
+// K and V [capacity, n_kv, head_dim] for GQA; the latent [capacity, kv_lora +
+// rope] for MLA (the compressed kv and the rotated rope key, not full K/V); and
+// the DSA indexer's keys [capacity, index_head_dim]. One backend buffer,
+// allocated before the first token, so decoding never allocates.
 #pragma once
 
 #include <cstdint>
@@ -11,15 +13,25 @@
 
 namespace anymoe {
 
+// Floats per token of each cache tensor of one layer (0: none).
+struct LayerCacheSpec {
+  int64_t kv_heads = 0, k_dim = 0, v_dim = 0;  // GQA
+  int64_t latent_dim = 0;                      // MLA
+  int64_t index_dim = 0;                       // DSA indexer keys
+  int64_t floats_per_token() const { return kv_heads * (k_dim + v_dim) + latent_dim + index_dim; }
+};
+
 class KvCache {
  public:
-  static Expected<std::unique_ptr<KvCache>> Create(Backend& backend, int64_t layers,
-                                                   int64_t capacity, int64_t kv_heads,
-                                                   int64_t k_dim, int64_t v_dim);
+  static Expected<std::unique_ptr<KvCache>> Create(Backend& backend, int64_t capacity,
+                                                   const std::vector<LayerCacheSpec>& layers);
 
-  // [capacity, kv_heads, dim] views of one layer.
-  Tensor k(int64_t layer) const { return k_[size_t(layer)]; }
-  Tensor v(int64_t layer) const { return v_[size_t(layer)]; }
+  struct Layer {
+    Tensor k, v;        // [capacity, kv_heads, dim]
+    Tensor latent;      // [capacity, latent_dim]
+    Tensor index_keys;  // [capacity, index_dim]
+  };
+  const Layer& layer(int64_t i) const { return layers_[size_t(i)]; }
 
   int64_t capacity() const { return capacity_; }
   int64_t length() const { return length_; }
@@ -31,7 +43,7 @@ class KvCache {
  private:
   KvCache() = default;
   std::unique_ptr<Buffer> buffer_;
-  std::vector<Tensor> k_, v_;
+  std::vector<Layer> layers_;
   int64_t capacity_ = 0;
   int64_t length_ = 0;
   uint64_t bytes_per_token_ = 0;

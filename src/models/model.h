@@ -7,11 +7,19 @@
 #include <span>
 
 #include "backends/backend.h"
+#include "models/blocks/step_context.h"
 #include "models/kv_cache.h"
 #include "models/model_config.h"
 #include "models/model_file.h"
 
 namespace anymoe {
+
+// Tokens routed to each expert, per MoE layer, since load or the last reset.
+struct RoutingStats {
+  int64_t experts_per_token = 0;
+  std::vector<int64_t> layers;               // indices of the MoE layers
+  std::vector<std::vector<int64_t>> counts;  // [moe layer][expert]
+};
 
 struct LoadOptions {
   int64_t max_step_tokens = 128;  // most tokens one Forward call takes (prefill chunk)
@@ -33,6 +41,11 @@ class Model {
   // the next Forward. Errors when the cache cannot hold the tokens.
   virtual Expected<Tensor> Forward(std::span<const int32_t> tokens, KvCache& cache,
                                    bool all_logits) = 0;
+
+  virtual RoutingStats routing_stats() const = 0;
+  virtual void ResetRoutingStats() = 0;
+  // Taps for tests and tools (null to remove); not owned.
+  virtual void SetObserver(const ForwardObserver* observer) = 0;
 
   uint64_t weight_bytes() const { return weight_bytes_; }
   uint64_t activation_bytes() const { return activation_bytes_; }

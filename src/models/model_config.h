@@ -1,10 +1,12 @@
-// The architecture-neutral description of a model: sizes, norms, RoPE, and how
-// its weights are laid out. Filled from GGUF metadata or an HF config.json, so
-// the forward code never looks at file formats.
+// The architecture-neutral description of a model: sizes, norms, RoPE, the
+// attention variant (GQA or MLA, optionally with DSA), and which layers are
+// dense or MoE. Filled from GGUF metadata or an HF config.json, so the forward
+// code never looks at file formats.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "backends/backend.h"
 
@@ -29,15 +31,52 @@ struct RopeScaling {
 
 std::string RopeScalingName(RopeScaling::Type t);
 
+enum class AttentionKind { kGqa, kMla };
+enum class FfnKind { kDense, kMoe };
+enum class IndexerKind { kNone, kFull, kShared };
+
+// Multi-head latent attention (DeepSeek-V3, GLM-4.7-Flash, GLM-5).
+struct MlaConfig {
+  int64_t q_lora_rank = 0;  // 0: a plain q_proj
+  int64_t kv_lora_rank = 0;
+  int64_t qk_nope_head_dim = 0;
+  int64_t qk_rope_head_dim = 0;
+  int64_t v_head_dim = 0;
+  float latent_norm_eps = 1e-6f;  // q_a/kv_a layernorms: HF's class default, not rms_norm_eps
+};
+
+// DeepSeek sparse attention's lightning indexer (GLM-5).
+struct DsaConfig {
+  int64_t n_heads = 0;
+  int64_t head_dim = 0;
+  int64_t topk = 0;
+  RopePairing pairing = RopePairing::kInterleaved;
+  float norm_eps = 1e-6f;  // the indexer's LayerNorm
+};
+
+struct MoeConfig {
+  enum class Scoring { kSoftmax, kSigmoid };
+  int64_t num_experts = 0;
+  int64_t experts_per_token = 0;
+  int64_t expert_ffn = 0;          // moe_intermediate_size
+  int64_t shared_ffn = 0;          // width of the shared-expert MLP (0: none)
+  int64_t n_group = 1;             // group-limited routing
+  int64_t topk_group = 1;
+  bool norm_topk_prob = false;
+  float routed_scaling_factor = 1.0f;
+  Scoring scoring = Scoring::kSoftmax;
+  bool selection_bias = false;     // e_score_correction_bias (selection only)
+};
+
 struct ModelConfig {
-  std::string arch;  // "llama"
+  std::string arch;  // "llama", "glm4_moe", "glm_moe_dsa", ...
   int64_t vocab_size = 0;
   int64_t hidden_size = 0;
   int64_t num_layers = 0;
   int64_t num_heads = 0;
   int64_t num_kv_heads = 0;
-  int64_t head_dim = 0;
-  int64_t intermediate_size = 0;
+  int64_t head_dim = 0;             // GQA head dim (MLA: qk_nope + qk_rope)
+  int64_t intermediate_size = 0;    // dense MLP width
   int64_t max_position_embeddings = 0;
   float rms_norm_eps = 1e-5f;
 
@@ -47,9 +86,20 @@ struct ModelConfig {
   RopeScaling rope_scaling;
 
   bool tie_word_embeddings = false;
-  bool attention_bias = false;
+  bool attention_bias = false;  // q/k/v biases
+  bool qk_norm = false;         // per-head RMSNorm on q and k (Qwen3, GLM-4.5)
 
-  std::string Summary() const;  // one line for logs
+  AttentionKind attention = AttentionKind::kGqa;
+  MlaConfig mla;
+  DsaConfig dsa;
+  MoeConfig moe;
+  std::vector<FfnKind> ffn_kinds;          // per layer
+  std::vector<IndexerKind> indexer_kinds;  // per layer; empty unless DSA
+
+  bool is_moe() const { return moe.num_experts > 0; }
+  int64_t num_moe_layers() const;
+  float AttentionScale() const;  // softmax scale, with YaRN's mscale for MLA
+  std::string Summary() const;   // one line for logs
 };
 
 }  // namespace anymoe

@@ -1,6 +1,7 @@
-// Maps an architecture name to the model class that runs it.
+// Builds the model for a file: every supported architecture is a DecoderModel
+// with the blocks its config names.
 #include "models/config_loader.h"
-#include "models/llama.h"
+#include "models/decoder_model.h"
 #include "models/model.h"
 
 namespace anymoe {
@@ -8,8 +9,7 @@ namespace anymoe {
 Expected<std::unique_ptr<Model>> LoadModel(const ModelFile& file, Backend& backend,
                                            const LoadOptions& options) {
   ASSIGN_OR_RETURN(ModelConfig config, LoadModelConfig(file));
-  if (config.arch == "llama") return LlamaModel::Load(file, std::move(config), backend, options);
-  return Status::Error(file.path + ": no forward pass for architecture '" + config.arch + "'");
+  return DecoderModel::Load(file, std::move(config), backend, options);
 }
 
 }  // namespace anymoe

@@ -1,28 +1,117 @@
 #include "models/weight_binder.h"
 
-#include <vector>
+#include <array>
+
+#include "models/tensor_names.h"
 
 namespace anymoe {
 
-Expected<std::optional<Tensor>> WeightBinder::Optional(const std::string& name,
-                                                       std::initializer_list<int64_t> shape) {
-  const TensorInfo* info = source_.Find(name);
+std::string WeightBinder::FileName(const std::string& hf_name) const {
+  return file_.format == ModelFormat::kGguf ? GgufTensorName(hf_name) : hf_name;
+}
+
+Expected<std::optional<Tensor>> WeightBinder::Bind(const std::string& hf_name,
+                                                   const std::vector<int64_t>& shape) {
+  const std::string name = FileName(hf_name);
+  const TensorInfo* info = file_.tensors().Find(name);
   if (info == nullptr) return std::optional<Tensor>();
-  const std::vector<int64_t> want(shape);
-  if (info->shape != want) {
-    return Status::Error(source_.description() + ": tensor '" + name + "' has shape " +
-                         ShapeString(info->shape) + ", expected " + ShapeString(want));
+  if (info->shape != shape) {
+    return Status::Error(file_.tensors().description() + ": tensor '" + name + "' has shape " +
+                         ShapeString(info->shape) + ", expected " + ShapeString(shape));
   }
   ASSIGN_OR_RETURN(Tensor t, backend_.PrepareWeight(*info));
   bound_bytes_ += info->bytes;
   return std::optional<Tensor>(t);
 }
 
+Expected<std::optional<Tensor>> WeightBinder::Optional(const std::string& name,
+                                                       std::initializer_list<int64_t> shape) {
+  return Bind(name, shape);
+}
+
 Expected<Tensor> WeightBinder::Require(const std::string& name,
                                        std::initializer_list<int64_t> shape) {
-  ASSIGN_OR_RETURN(auto t, Optional(name, shape));
-  if (!t) return Status::Error(source_.description() + ": missing tensor '" + name + "'");
+  ASSIGN_OR_RETURN(auto t, Bind(name, shape));
+  if (!t) {
+    return Status::Error(file_.tensors().description() + ": missing tensor '" + FileName(name) +
+                         "'");
+  }
   return *t;
+}
+
+Expected<Tensor> WeightBinder::Layer(int64_t i, const std::string& suffix,
+                                     std::initializer_list<int64_t> shape) {
+  return Require(LayerTensorName(i, suffix), shape);
+}
+
+Expected<std::optional<Tensor>> WeightBinder::OptionalLayer(int64_t i, const std::string& suffix,
+                                                            std::initializer_list<int64_t> shape) {
+  return Optional(LayerTensorName(i, suffix), shape);
+}
+
+Expected<bool> WeightBinder::PerExpert(int64_t i, const std::string& prefix, int64_t num_experts,
+                                       int64_t ffn, int64_t hidden, ExpertWeights& out) {
+  // HF per-expert names, or Mixtral's w1 (gate), w3 (up), w2 (down).
+  for (const auto& names : {std::array<const char*, 3>{"gate_proj", "up_proj", "down_proj"},
+                            std::array<const char*, 3>{"w1", "w3", "w2"}}) {
+    auto name = [&](int64_t e, const char* w) {
+      return LayerTensorName(i, prefix + "." + std::to_string(e) + "." + w + ".weight");
+    };
+    if (file_.tensors().Find(FileName(name(0, names[0]))) == nullptr) continue;
+    for (int64_t e = 0; e < num_experts; ++e) {
+      ASSIGN_OR_RETURN(Tensor g, Require(name(e, names[0]), {ffn, hidden}));
+      ASSIGN_OR_RETURN(Tensor u, Require(name(e, names[1]), {ffn, hidden}));
+      ASSIGN_OR_RETURN(Tensor d, Require(name(e, names[2]), {hidden, ffn}));
+      out.gate.push_back(g);
+      out.up.push_back(u);
+      out.down.push_back(d);
+    }
+    return true;
+  }
+  return false;
+}
+
+Expected<bool> WeightBinder::Stacked(int64_t i, const std::string& prefix, int64_t num_experts,
+                                     int64_t ffn, int64_t hidden, ExpertWeights& out) {
+  const std::string base = LayerTensorName(i, prefix);
+  ASSIGN_OR_RETURN(auto fused, Optional(base + ".gate_up_proj", {num_experts, 2 * ffn, hidden}));
+  std::optional<Tensor> gate, up, down;
+  if (fused) {  // transformers v5: gate rows then up rows per expert
+    ASSIGN_OR_RETURN(down, Optional(base + ".down_proj", {num_experts, hidden, ffn}));
+  } else {      // GGUF ffn_{gate,up,down}_exps
+    ASSIGN_OR_RETURN(gate, Optional(base + ".gate_proj.weight", {num_experts, ffn, hidden}));
+    if (!gate) return false;
+    ASSIGN_OR_RETURN(up, Optional(base + ".up_proj.weight", {num_experts, ffn, hidden}));
+    ASSIGN_OR_RETURN(down, Optional(base + ".down_proj.weight", {num_experts, hidden, ffn}));
+  }
+  if (!down || (!fused && !up)) {
+    return Status::Error(file_.tensors().description() + ": layer " + std::to_string(i) +
+                         " has only part of its stacked expert tensors");
+  }
+  for (int64_t e = 0; e < num_experts; ++e) {
+    if (fused) {
+      const Tensor rows = fused->Reshaped({num_experts * 2 * ffn, hidden});
+      out.gate.push_back(rows.RowSlice(e * 2 * ffn, ffn));
+      out.up.push_back(rows.RowSlice(e * 2 * ffn + ffn, ffn));
+    } else {
+      out.gate.push_back(gate->Reshaped({num_experts * ffn, hidden}).RowSlice(e * ffn, ffn));
+      out.up.push_back(up->Reshaped({num_experts * ffn, hidden}).RowSlice(e * ffn, ffn));
+    }
+    out.down.push_back(down->Reshaped({num_experts * hidden, ffn}).RowSlice(e * hidden, hidden));
+  }
+  return true;
+}
+
+Expected<ExpertWeights> WeightBinder::Experts(int64_t i, const std::string& prefix,
+                                              int64_t num_experts, int64_t ffn, int64_t hidden) {
+  ExpertWeights w;
+  ASSIGN_OR_RETURN(bool per_expert, PerExpert(i, prefix, num_experts, ffn, hidden, w));
+  if (per_expert) return w;
+  ASSIGN_OR_RETURN(bool stacked, Stacked(i, prefix, num_experts, ffn, hidden, w));
+  if (stacked) return w;
+  return Status::Error(file_.tensors().description() + ": layer " + std::to_string(i) +
+                       " has no expert weights under '" + FileName(LayerTensorName(i, prefix)) +
+                       "' (per-expert, stacked or fused gate_up)");
 }
 
 }  // namespace anymoe

@@ -65,8 +65,9 @@ TEST(RopeGolden, RotationKernelReproducesCosSinTables) {
     SCOPED_TRACE(c["name"].get<std::string>());
     const int64_t dims = c["head_dim"].get<int64_t>();
     const auto inv = c["inv_freq_used"].get<std::vector<float>>();
-    RopeTable table{inv, int(dims), c["attention_scaling_used"].get<float>(),
-                    RopePairing::kHalfSplit};
+    RopeTable table{.inv_freq = inv, .rotary_dims = int(dims),
+                    .attention_factor = c["attention_scaling_used"].get<float>(),
+                    .pairing = RopePairing::kHalfSplit};
     const auto positions = c["positions"].get<std::vector<int32_t>>();
     for (size_t p = 0; p < positions.size(); ++p) {
       for (int64_t i = 0; i < dims / 2; ++i) {
@@ -82,7 +83,7 @@ TEST(RopeGolden, RotationKernelReproducesCosSinTables) {
 
 TEST(Rope, InterleavedPairingRotatesAdjacentPairs) {
   const std::vector<float> inv = {0.5f, 0.25f};
-  RopeTable table{inv, 4, 1.0f, RopePairing::kInterleaved};
+  RopeTable table{.inv_freq = inv, .rotary_dims = 4, .pairing = RopePairing::kInterleaved};
   std::vector<float> z = {1, 0, 0, 1};
   cpu::RopeToken(z.data(), 1, 4, 3, table);
   EXPECT_NEAR(z[0], std::cos(1.5f), 1e-6);
@@ -91,9 +92,20 @@ TEST(Rope, InterleavedPairingRotatesAdjacentPairs) {
   EXPECT_NEAR(z[3], std::cos(0.75f), 1e-6);
 }
 
+TEST(Rope, RotaryOffsetRotatesOnlyTheTail) {
+  const std::vector<float> inv = {1.0f};
+  RopeTable table{.inv_freq = inv, .rotary_dims = 2, .rotary_offset = 2};
+  std::vector<float> z = {1, 2, 1, 0};
+  cpu::RopeToken(z.data(), 1, 4, 5, table);
+  EXPECT_EQ(z[0], 1.0f);
+  EXPECT_EQ(z[1], 2.0f);
+  EXPECT_NEAR(z[2], std::cos(5.0f), 1e-6);
+  EXPECT_NEAR(z[3], std::sin(5.0f), 1e-6);
+}
+
 TEST(Rope, PartialRotaryLeavesTrailingDimsUntouched) {
   const std::vector<float> inv = {1.0f};
-  RopeTable table{inv, 2, 1.0f, RopePairing::kHalfSplit};
+  RopeTable table{.inv_freq = inv, .rotary_dims = 2};
   std::vector<float> z = {1, 2, 3, 4};
   cpu::RopeToken(z.data(), 1, 4, 5, table);
   EXPECT_EQ(z[2], 3.0f);

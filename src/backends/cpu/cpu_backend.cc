@@ -7,8 +7,10 @@
 #include <new>
 #include <thread>
 
+#include "backends/cpu/indexer.h"
 #include "backends/cpu/kernels.h"
 #include "backends/cpu/matmul.h"
+#include "backends/cpu/route.h"
 #include "formats/tensor_source.h"
 
 namespace anymoe {
@@ -117,10 +119,127 @@ void CpuBackend::Attention(const Tensor& q, const Tensor& k_cache, const Tensor&
   const uint64_t max_keys = uint64_t(n_past + t);
   pool_.ParallelFor(t * n_h, [&](int64_t task, int thread) {
     const int64_t ti = task / n_h, h = task % n_h, kvh = h / group;
-    cpu::AttendOneQuery(qp + (ti * n_h + h) * d_k, kp + kvh * d_k, vp + kvh * d_v, n_past + ti + 1,
-                        n_kv * d_k, n_kv * d_v, d_k, d_v, scale, Scratch(thread, max_keys),
-                        op + (ti * n_h + h) * d_v);
+    cpu::AttendOneQuery(qp + (ti * n_h + h) * d_k, kp + kvh * d_k, vp + kvh * d_v,
+                        n_past + ti + 1, nullptr, n_kv * d_k, n_kv * d_v, d_k, d_v, scale,
+                        Scratch(thread, max_keys), op + (ti * n_h + h) * d_v);
   });
+}
+
+void CpuBackend::LatentAttention(const Tensor& q, const Tensor& cache, int64_t latent_dim,
+                                 int64_t n_past, float scale, const KeySelection* selection,
+                                 const Tensor& out) {
+  CHECK(q.rank == 3 && cache.rank == 2 && out.rank == 3);
+  const int64_t t = q.dim(0), n_h = q.dim(1), d = q.dim(2);
+  CHECK(cache.cols() == d && out.dim(2) == latent_dim && n_past + t <= cache.rows());
+  const float* qp = q.as<const float>();
+  const float* cp = cache.as<const float>();
+  float* op = out.as<float>();
+  const uint64_t max_keys = uint64_t(n_past + t);
+  pool_.ParallelFor(t * n_h, [&](int64_t task, int thread) {
+    const int64_t ti = task / n_h, h = task % n_h;
+    int64_t n_keys = n_past + ti + 1;
+    const int32_t* key_ids = nullptr;
+    if (selection != nullptr) {
+      key_ids = selection->keys.data() + ti * selection->stride;
+      n_keys = selection->counts[size_t(ti)];
+    }
+    // The latent is both the key (with the rope part) and the value (without it).
+    cpu::AttendOneQuery(qp + (ti * n_h + h) * d, cp, cp, n_keys, key_ids, d, d, d, latent_dim,
+                        scale, Scratch(thread, max_keys), op + (ti * n_h + h) * latent_dim);
+  });
+}
+
+void CpuBackend::HeadMatmul(const Tensor& x, int64_t x_stride, const Tensor& w, const Tensor& y,
+                            int64_t y_stride) {
+  CHECK(w.rank == 3 && w.dtype == DType::kF32);
+  const int64_t n_h = w.dim(0), d_out = w.dim(1), d_in = w.dim(2);
+  CHECK(x_stride >= d_in && y_stride >= d_out && x.elements() % (n_h * x_stride) == 0);
+  const int64_t t = x.elements() / (n_h * x_stride);
+  CHECK(y.elements() == t * n_h * y_stride);
+  const float* xp = x.as<const float>();
+  const float* wp = w.as<const float>();
+  float* yp = y.as<float>();
+  pool_.ParallelFor(n_h, [&](int64_t h, int) {
+    // [T, d_in] (row stride n_h * x_stride) x W[h]^T -> [T, d_out] (row stride n_h * y_stride)
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(t), int(d_out), int(d_in), 1.0f,
+                xp + h * x_stride, int(n_h * x_stride), wp + h * d_out * d_in, int(d_in), 0.0f,
+                yp + h * y_stride, int(n_h * y_stride));
+  });
+}
+
+void CpuBackend::CopyColumns(const Tensor& src, int64_t src_col, const Tensor& dst,
+                             int64_t dst_col, int64_t n) {
+  CHECK(src.rows() == dst.rows() && src_col + n <= src.cols() && dst_col + n <= dst.cols());
+  for (int64_t r = 0; r < src.rows(); ++r) {
+    std::memcpy(dst.as<float>() + r * dst.cols() + dst_col,
+                src.as<const float>() + r * src.cols() + src_col, size_t(n) * sizeof(float));
+  }
+}
+
+void CpuBackend::IndexerTopK(const Tensor& q, const Tensor& keys, const Tensor& head_weights,
+                             int64_t n_past, float scale, int64_t topk,
+                             std::span<int32_t> selection, std::span<int32_t> counts) {
+  CHECK(q.rank == 3 && keys.rank == 2);
+  const int64_t t = q.dim(0), n_heads = q.dim(1), dim = q.dim(2);
+  CHECK(keys.cols() == dim && head_weights.cols() == n_heads && n_past + t <= keys.rows());
+  CHECK(selection.size() == size_t(t * topk) && counts.size() == size_t(t));
+  const float* qp = q.as<const float>();
+  const float* kp = keys.as<const float>();
+  const float* wp = head_weights.as<const float>();
+  const uint64_t max_keys = uint64_t(n_past + t);
+  pool_.ParallelFor(t, [&](int64_t ti, int thread) {
+    float* scratch = Scratch(thread, 2 * max_keys);
+    counts[size_t(ti)] = int32_t(cpu::IndexerSelect(
+        qp + ti * n_heads * dim, kp, wp + ti * n_heads, n_heads, dim, n_past + ti + 1, scale,
+        topk, scratch, reinterpret_cast<int32_t*>(scratch + max_keys),
+        selection.data() + ti * topk));
+  });
+}
+
+void CpuBackend::LayerNorm(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps,
+                           const Tensor& out) {
+  const int64_t n = x.cols();
+  CHECK(weight.dtype == DType::kF32 && bias.dtype == DType::kF32 && weight.elements() == n);
+  for (int64_t r = 0; r < x.rows(); ++r) {
+    cpu::LayerNormRow(x.as<const float>() + r * n, weight.as<const float>(),
+                      bias.as<const float>(), eps, n, out.as<float>() + r * n);
+  }
+}
+
+void CpuBackend::Route(const Tensor& logits, const Tensor* selection_bias, const RouterSpec& spec,
+                       std::span<int32_t> ids, std::span<float> weights) {
+  const int64_t t = logits.rows(), e = logits.cols(), k = spec.experts_per_token;
+  CHECK(ids.size() == size_t(t * k) && weights.size() == size_t(t * k));
+  const float* bias = selection_bias ? selection_bias->as<const float>() : nullptr;
+  float* scratch = Scratch(0, uint64_t(3 * e));
+  for (int64_t i = 0; i < t; ++i) {
+    cpu::RouteToken(logits.as<const float>() + i * e, bias, e, spec, scratch, ids.data() + i * k,
+                    weights.data() + i * k);
+  }
+}
+
+void CpuBackend::GatherRows(const Tensor& src, std::span<const int32_t> rows, const Tensor& dst) {
+  const uint64_t row_bytes = src.row_bytes();
+  CHECK(dst.row_bytes() == row_bytes && dst.rows() >= int64_t(rows.size()));
+  for (size_t i = 0; i < rows.size(); ++i) {
+    std::memcpy(dst.as<uint8_t>() + i * row_bytes, src.as<const uint8_t>() + rows[i] * row_bytes,
+                row_bytes);
+  }
+}
+
+void CpuBackend::ScatterAddRows(const Tensor& src, std::span<const int32_t> rows,
+                                std::span<const float> scales, const Tensor& dst) {
+  const int64_t n = src.cols();
+  CHECK(dst.cols() == n && rows.size() == scales.size());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const float* s = src.as<const float>() + i * n;
+    float* d = dst.as<float>() + rows[i] * n;
+    for (int64_t j = 0; j < n; ++j) d[j] += scales[i] * s[j];
+  }
+}
+
+void CpuBackend::Zero(const Tensor& t) {
+  std::memset(t.as<void>(), 0, t.rows() * t.row_bytes());
 }
 
 void CpuBackend::SwiGlu(const Tensor& gate, const Tensor& up, const Tensor& out) {
@@ -139,6 +258,11 @@ void CpuBackend::Add(const Tensor& a, const Tensor& b, const Tensor& out) {
 void CpuBackend::Copy(const Tensor& src, const Tensor& dst) {
   CHECK(src.dtype == dst.dtype && src.elements() == dst.elements());
   std::memmove(dst.as<void>(), src.as<const void>(), src.rows() * src.row_bytes());
+}
+
+void CpuBackend::WriteF32(std::span<const float> src, const Tensor& dst) {
+  CHECK(dst.dtype == DType::kF32 && uint64_t(dst.elements()) == src.size());
+  std::memcpy(dst.as<float>(), src.data(), src.size() * sizeof(float));
 }
 
 void CpuBackend::ReadF32(const Tensor& src, std::span<float> dst) {

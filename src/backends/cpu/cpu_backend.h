@@ -27,10 +27,28 @@ class CpuBackend final : public Backend {
   void Rope(const Tensor& x, std::span<const int32_t> positions, const RopeTable& rope) override;
   void Attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, int64_t n_past,
                  float scale, const Tensor& out) override;
+  void LatentAttention(const Tensor& q, const Tensor& cache, int64_t latent_dim, int64_t n_past,
+                       float scale, const KeySelection* selection, const Tensor& out) override;
+  void HeadMatmul(const Tensor& x, int64_t x_stride, const Tensor& w, const Tensor& y,
+                  int64_t y_stride) override;
+  void CopyColumns(const Tensor& src, int64_t src_col, const Tensor& dst, int64_t dst_col,
+                   int64_t n) override;
+  void IndexerTopK(const Tensor& q, const Tensor& keys, const Tensor& head_weights,
+                   int64_t n_past, float scale, int64_t topk, std::span<int32_t> selection,
+                   std::span<int32_t> counts) override;
+  void LayerNorm(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps,
+                 const Tensor& out) override;
+  void Route(const Tensor& logits, const Tensor* selection_bias, const RouterSpec& spec,
+             std::span<int32_t> ids, std::span<float> weights) override;
+  void GatherRows(const Tensor& src, std::span<const int32_t> rows, const Tensor& dst) override;
+  void ScatterAddRows(const Tensor& src, std::span<const int32_t> rows,
+                      std::span<const float> scales, const Tensor& dst) override;
+  void Zero(const Tensor& t) override;
   void SwiGlu(const Tensor& gate, const Tensor& up, const Tensor& out) override;
   void Add(const Tensor& a, const Tensor& b, const Tensor& out) override;
   void Copy(const Tensor& src, const Tensor& dst) override;
   void ReadF32(const Tensor& src, std::span<float> dst) override;
+  void WriteF32(std::span<const float> src, const Tensor& dst) override;
   void Synchronize() override {}
 
  private:

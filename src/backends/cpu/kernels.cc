@@ -18,7 +18,7 @@ void RopeToken(float* x, int64_t heads, int64_t head_dim, int32_t position,
                const RopeTable& rope) {
   constexpr int kMaxHalf = 512;
   const int half = rope.rotary_dims / 2;
-  CHECK(half <= kMaxHalf && rope.rotary_dims <= head_dim);
+  CHECK(half <= kMaxHalf && rope.rotary_offset + rope.rotary_dims <= head_dim);
   float cos_t[kMaxHalf], sin_t[kMaxHalf];
   for (int i = 0; i < half; ++i) {
     // Same order of operations as the reference: angle in f32, then cos/sin.
@@ -27,7 +27,7 @@ void RopeToken(float* x, int64_t heads, int64_t head_dim, int32_t position,
     sin_t[i] = std::sin(angle) * rope.attention_factor;
   }
   for (int64_t h = 0; h < heads; ++h) {
-    float* z = x + h * head_dim;
+    float* z = x + h * head_dim + rope.rotary_offset;
     for (int i = 0; i < half; ++i) {
       const int a = rope.pairing == RopePairing::kHalfSplit ? i : 2 * i;
       const int b = rope.pairing == RopePairing::kHalfSplit ? i + half : 2 * i + 1;
@@ -46,11 +46,12 @@ void SwiGluRow(const float* gate, const float* up, int64_t n, float* out) {
 }
 
 void AttendOneQuery(const float* q, const float* k, const float* v, int64_t n_keys,
-                    int64_t k_stride, int64_t v_stride, int64_t d_k, int64_t d_v, float scale, float* scores,
-                    float* out) {
+                    const int32_t* key_ids, int64_t k_stride, int64_t v_stride, int64_t d_k,
+                    int64_t d_v, float scale, float* scores, float* out) {
+  auto key = [&](int64_t j) { return key_ids != nullptr ? int64_t(key_ids[j]) : j; };
   float max_score = -INFINITY;
   for (int64_t j = 0; j < n_keys; ++j) {
-    const float* kj = k + j * k_stride;
+    const float* kj = k + key(j) * k_stride;
     float dot = 0.0f;
     for (int64_t d = 0; d < d_k; ++d) dot += q[d] * kj[d];
     scores[j] = dot * scale;
@@ -65,9 +66,20 @@ void AttendOneQuery(const float* q, const float* k, const float* v, int64_t n_ke
   std::fill(out, out + d_v, 0.0f);
   for (int64_t j = 0; j < n_keys; ++j) {
     const float p = scores[j] * inv_sum;
-    const float* vj = v + j * v_stride;
+    const float* vj = v + key(j) * v_stride;
     for (int64_t d = 0; d < d_v; ++d) out[d] += p * vj[d];
   }
+}
+
+void LayerNormRow(const float* x, const float* w, const float* b, float eps, int64_t n,
+                  float* out) {
+  double sum = 0;
+  for (int64_t i = 0; i < n; ++i) sum += x[i];
+  const float mean = float(sum / double(n));
+  double var = 0;
+  for (int64_t i = 0; i < n; ++i) var += double(x[i] - mean) * double(x[i] - mean);
+  const float inv = 1.0f / std::sqrt(float(var / double(n)) + eps);
+  for (int64_t i = 0; i < n; ++i) out[i] = (x[i] - mean) * inv * w[i] + b[i];
 }
 
 }  // namespace anymoe::cpu

@@ -1,0 +1,35 @@
+// The SwiGLU MLP: down(silu(gate(x)) * up(x)), no biases. Used for dense layers,
+// shared experts, and (with per-expert weights) each routed expert.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "models/blocks/attention.h"
+#include "models/weight_binder.h"
+
+namespace anymoe {
+
+class DenseMlp final : public FeedForwardBlock {
+ public:
+  // Binds `<prefix>.{gate,up,down}_proj.weight` of layer `layer`, width `ffn`.
+  static Expected<std::unique_ptr<DenseMlp>> Bind(WeightBinder& w, int64_t layer,
+                                                  const std::string& prefix, int64_t hidden,
+                                                  int64_t ffn);
+  DenseMlp(Tensor gate, Tensor up, Tensor down) : gate_(gate), up_(up), down_(down) {}
+
+  void Forward(StepContext& ctx, const Tensor& x, const Tensor& out) override;
+  uint64_t workspace_floats(int64_t t) const override;
+  const Tensor& gate() const { return gate_; }
+  const Tensor& up() const { return up_; }
+  const Tensor& down() const { return down_; }
+  // The same computation with explicit weights (routed experts share this code);
+  // g and u are scratch of at least [T, ffn] floats each.
+  static void Run(Backend& be, const Tensor& x, const Tensor& gate, const Tensor& up,
+                  const Tensor& down, const Tensor& g, const Tensor& u, const Tensor& out);
+
+ private:
+  Tensor gate_, up_, down_;
+};
+
+}  // namespace anymoe

@@ -1,0 +1,57 @@
+#include "models/blocks/gqa_attention.h"
+
+namespace anymoe {
+
+Expected<std::unique_ptr<AttentionBlock>> GqaAttention::Bind(WeightBinder& w,
+                                                             const ModelConfig& c, int64_t i,
+                                                             const RopeTable& rope) {
+  std::unique_ptr<GqaAttention> a(new GqaAttention(c, rope));
+  const int64_t h = c.hidden_size, q_dim = c.num_heads * c.head_dim,
+                kv_dim = c.num_kv_heads * c.head_dim;
+  ASSIGN_OR_RETURN(a->wq_, w.Layer(i, "self_attn.q_proj.weight", {q_dim, h}));
+  ASSIGN_OR_RETURN(a->wk_, w.Layer(i, "self_attn.k_proj.weight", {kv_dim, h}));
+  ASSIGN_OR_RETURN(a->wv_, w.Layer(i, "self_attn.v_proj.weight", {kv_dim, h}));
+  ASSIGN_OR_RETURN(a->wo_, w.Layer(i, "self_attn.o_proj.weight", {h, q_dim}));
+  ASSIGN_OR_RETURN(a->bq_, w.OptionalLayer(i, "self_attn.q_proj.bias", {q_dim}));
+  ASSIGN_OR_RETURN(a->bk_, w.OptionalLayer(i, "self_attn.k_proj.bias", {kv_dim}));
+  ASSIGN_OR_RETURN(a->bv_, w.OptionalLayer(i, "self_attn.v_proj.bias", {kv_dim}));
+  if (c.qk_norm) {
+    ASSIGN_OR_RETURN(a->q_norm_, w.Layer(i, "self_attn.q_norm.weight", {c.head_dim}));
+    ASSIGN_OR_RETURN(a->k_norm_, w.Layer(i, "self_attn.k_norm.weight", {c.head_dim}));
+  }
+  return std::unique_ptr<AttentionBlock>(std::move(a));
+}
+
+LayerCacheSpec GqaAttention::cache_spec() const {
+  return LayerCacheSpec{.kv_heads = c_.num_kv_heads, .k_dim = c_.head_dim, .v_dim = c_.head_dim};
+}
+
+uint64_t GqaAttention::workspace_floats(int64_t t) const {
+  const int64_t q_dim = c_.num_heads * c_.head_dim, kv_dim = c_.num_kv_heads * c_.head_dim;
+  return 2 * Workspace::Footprint(t, q_dim) + 2 * Workspace::Footprint(t, kv_dim);
+}
+
+void GqaAttention::Forward(StepContext& ctx, const Tensor& x, const Tensor& out) {
+  Backend& be = ctx.backend;
+  const int64_t t = ctx.t, n_h = c_.num_heads, n_kv = c_.num_kv_heads, hd = c_.head_dim;
+  Tensor q = ctx.ws.Take(t, n_h * hd), k = ctx.ws.Take(t, n_kv * hd),
+         v = ctx.ws.Take(t, n_kv * hd), attn = ctx.ws.Take(t, n_h * hd);
+  be.Matmul(x, wq_, bq_ ? &*bq_ : nullptr, q);  // [T, n_h * hd]
+  be.Matmul(x, wk_, bk_ ? &*bk_ : nullptr, k);  // [T, n_kv * hd]
+  be.Matmul(x, wv_, bv_ ? &*bv_ : nullptr, v);
+  if (q_norm_) {
+    be.RmsNorm(q.Reshaped({t * n_h, hd}), *q_norm_, c_.rms_norm_eps, q.Reshaped({t * n_h, hd}));
+    be.RmsNorm(k.Reshaped({t * n_kv, hd}), *k_norm_, c_.rms_norm_eps, k.Reshaped({t * n_kv, hd}));
+  }
+  be.Rope(q.Reshaped({t, n_h, hd}), ctx.positions, rope_);
+  be.Rope(k.Reshaped({t, n_kv, hd}), ctx.positions, rope_);
+  const KvCache::Layer& cache = ctx.cache.layer(ctx.layer);
+  const int64_t cap = ctx.cache.capacity();
+  be.Copy(k, cache.k.Reshaped({cap, n_kv * hd}).RowSlice(ctx.n_past, t));
+  be.Copy(v, cache.v.Reshaped({cap, n_kv * hd}).RowSlice(ctx.n_past, t));
+  be.Attention(q.Reshaped({t, n_h, hd}), cache.k, cache.v, ctx.n_past, c_.AttentionScale(),
+               attn.Reshaped({t, n_h, hd}));
+  be.Matmul(attn, wo_, nullptr, out);
+}
+
+}  // namespace anymoe

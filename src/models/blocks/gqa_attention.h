@@ -1,0 +1,31 @@
+// Grouped-query attention with RoPE (half-split or interleaved, full or
+// partial), optional q/k/v biases and optional per-head q/k RMSNorm (applied
+// after the bias, before RoPE), over a K/V cache.
+#pragma once
+
+#include <memory>
+#include <optional>
+
+#include "models/blocks/attention.h"
+#include "models/model_config.h"
+#include "models/weight_binder.h"
+
+namespace anymoe {
+
+class GqaAttention final : public AttentionBlock {
+ public:
+  static Expected<std::unique_ptr<AttentionBlock>> Bind(WeightBinder& w, const ModelConfig& c,
+                                                        int64_t layer, const RopeTable& rope);
+  void Forward(StepContext& ctx, const Tensor& x, const Tensor& out) override;
+  LayerCacheSpec cache_spec() const override;
+  uint64_t workspace_floats(int64_t t) const override;
+
+ private:
+  GqaAttention(const ModelConfig& c, const RopeTable& rope) : c_(c), rope_(rope) {}
+  const ModelConfig& c_;
+  const RopeTable& rope_;
+  Tensor wq_, wk_, wv_, wo_;
+  std::optional<Tensor> bq_, bk_, bv_, q_norm_, k_norm_;
+};
+
+}  // namespace anymoe

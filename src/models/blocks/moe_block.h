@@ -1,0 +1,51 @@
+// The Mixture-of-Experts feed-forward: an f32 router picks k experts per token
+// (softmax, or sigmoid with a selection-only bias and group-limited top-k),
+// tokens are grouped by expert and each chosen expert runs only on its own
+// tokens, the weighted outputs are summed back, and the shared expert (if any)
+// is added. Counts every selection for routing statistics.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "models/blocks/attention.h"
+#include "models/blocks/dense_mlp.h"
+#include "models/model_config.h"
+#include "models/weight_binder.h"
+
+namespace anymoe {
+
+class MoeBlock final : public FeedForwardBlock {
+ public:
+  static Expected<std::unique_ptr<MoeBlock>> Bind(WeightBinder& w, const ModelConfig& c,
+                                                  int64_t layer, int64_t max_step_tokens);
+  void Forward(StepContext& ctx, const Tensor& x, const Tensor& out) override;
+  uint64_t workspace_floats(int64_t t) const override;
+
+  // Tokens routed to each expert since load (or the last reset).
+  const std::vector<int64_t>& expert_counts() const { return counts_; }
+  void ResetCounts() { std::fill(counts_.begin(), counts_.end(), 0); }
+
+ private:
+  MoeBlock(const ModelConfig& c) : c_(c) {}
+  // Groups the step's (token, expert) pairs by expert: rows_/scales_ hold each
+  // expert's tokens and weights contiguously, starting at offsets_[e].
+  void GroupByExpert(int64_t t);
+
+  const ModelConfig& c_;
+  std::string prefix_;  // "mlp" or Mixtral's "block_sparse_moe"
+  Tensor router_;
+  std::optional<Tensor> selection_bias_;
+  ExpertWeights experts_;
+  std::unique_ptr<DenseMlp> shared_;
+  RouterSpec spec_;
+  // Per-step routing results and grouping, sized at load (no per-token allocation).
+  std::vector<int32_t> ids_;
+  std::vector<float> weights_;
+  std::vector<int32_t> offsets_, rows_, cursor_;
+  std::vector<float> scales_;
+  std::vector<int64_t> counts_;
+};
+
+}  // namespace anymoe

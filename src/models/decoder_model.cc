@@ -1,0 +1,178 @@
+#include "models/decoder_model.h"
+
+#include <algorithm>
+
+#include "models/blocks/dense_mlp.h"
+#include "models/blocks/gqa_attention.h"
+#include "models/blocks/mla_attention.h"
+#include "models/weight_binder.h"
+
+namespace anymoe {
+
+Expected<std::unique_ptr<Model>> DecoderModel::Load(const ModelFile& file, ModelConfig config,
+                                                    Backend& backend, const LoadOptions& options) {
+  std::unique_ptr<DecoderModel> m(new DecoderModel(std::move(config), backend));
+  m->max_step_tokens_ = options.max_step_tokens;
+  RETURN_IF_ERROR(m->Bind(file));
+  RETURN_IF_ERROR(m->AllocateActivations());
+  return std::unique_ptr<Model>(std::move(m));
+}
+
+Status DecoderModel::Bind(const ModelFile& file) {
+  const ModelConfig& c = config_;
+  rope_freq_ = ComputeRopeFrequencies(c.rope_theta, c.rotary_dims, c.rope_scaling,
+                                      c.max_position_embeddings);
+  // llama.cpp stores llama3-style scaling as per-frequency divisors.
+  if (const TensorInfo* f = file.tensors().Find("rope_freqs.weight")) {
+    if (f->dtype != DType::kF32 || f->elements() != int64_t(rope_freq_.inv_freq.size())) {
+      return Status::Error(file.path + ": tensor 'rope_freqs.weight' must be f32 [" +
+                           std::to_string(rope_freq_.inv_freq.size()) + "]");
+    }
+    const float* div = reinterpret_cast<const float*>(f->data);
+    for (size_t i = 0; i < rope_freq_.inv_freq.size(); ++i) rope_freq_.inv_freq[i] /= div[i];
+  }
+  rope_.inv_freq = rope_freq_.inv_freq;
+  rope_.rotary_dims = int(c.rotary_dims);
+  rope_.attention_factor = rope_freq_.attention_factor;
+  rope_.pairing = c.rope_pairing;
+
+  WeightBinder w(file, backend_);
+  ASSIGN_OR_RETURN(tok_embd_, w.Require("model.embed_tokens.weight", {c.vocab_size, c.hidden_size}));
+  ASSIGN_OR_RETURN(output_norm_, w.Require("model.norm.weight", {c.hidden_size}));
+  if (c.tie_word_embeddings) {
+    output_ = tok_embd_;
+  } else {
+    ASSIGN_OR_RETURN(output_, w.Require("lm_head.weight", {c.vocab_size, c.hidden_size}));
+  }
+  for (int64_t i = 0; i < c.num_layers; ++i) RETURN_IF_ERROR(BindLayer(w, i));
+  weight_bytes_ = w.bound_bytes();
+  return Status::Ok();
+}
+
+Status DecoderModel::BindLayer(WeightBinder& w, int64_t i) {
+  const ModelConfig& c = config_;
+  Layer L;
+  ASSIGN_OR_RETURN(L.attn_norm, w.Layer(i, "input_layernorm.weight", {c.hidden_size}));
+  ASSIGN_OR_RETURN(L.ffn_norm, w.Layer(i, "post_attention_layernorm.weight", {c.hidden_size}));
+  if (c.attention == AttentionKind::kMla) {
+    ASSIGN_OR_RETURN(L.attention, MlaAttention::Bind(w, backend_, c, i, rope_));
+  } else {
+    ASSIGN_OR_RETURN(L.attention, GqaAttention::Bind(w, c, i, rope_));
+  }
+  if (c.ffn_kinds[size_t(i)] == FfnKind::kMoe) {
+    ASSIGN_OR_RETURN(auto moe, MoeBlock::Bind(w, c, i, max_step_tokens_));
+    L.moe = moe.get();
+    L.ffn = std::move(moe);
+  } else {
+    ASSIGN_OR_RETURN(L.ffn, DenseMlp::Bind(w, i, "mlp", c.hidden_size, c.intermediate_size));
+  }
+  layers_.push_back(std::move(L));
+  return Status::Ok();
+}
+
+Status DecoderModel::AllocateActivations() {
+  const int64_t t = max_step_tokens_, h = config_.hidden_size;
+  const uint64_t stream_floats = 3 * Workspace::Footprint(t, h) +
+                                 Workspace::Footprint(t, config_.vocab_size);
+  ASSIGN_OR_RETURN(stream_buffer_, backend_.Allocate(stream_floats * sizeof(float), "activations"));
+  uint64_t offset = 0;
+  for (Tensor* s : {&x_, &xn_, &y_, &logits_}) {
+    const int64_t cols = s == &logits_ ? config_.vocab_size : h;
+    *s = Tensor::Of(stream_buffer_->base(), DType::kF32, {t, cols});
+    s->offset = offset;
+    offset += Workspace::Footprint(t, cols) * sizeof(float);
+  }
+  uint64_t scratch = 0;
+  for (const Layer& L : layers_) {
+    scratch = std::max({scratch, L.attention->workspace_floats(t), L.ffn->workspace_floats(t)});
+  }
+  RETURN_IF_ERROR(workspace_.Allocate(backend_, scratch));
+  activation_bytes_ = stream_floats * sizeof(float) + workspace_.bytes();
+  positions_.resize(size_t(t));
+  if (config_.dsa.topk > 0) {
+    dsa_.keys.resize(size_t(t * config_.dsa.topk));
+    dsa_.counts.resize(size_t(t));
+  }
+  return Status::Ok();
+}
+
+Expected<std::unique_ptr<KvCache>> DecoderModel::NewCache(int64_t capacity) {
+  std::vector<LayerCacheSpec> specs;
+  for (const Layer& L : layers_) specs.push_back(L.attention->cache_spec());
+  return KvCache::Create(backend_, capacity, specs);
+}
+
+Status DecoderModel::CheckStep(std::span<const int32_t> tokens, const KvCache& cache) const {
+  const int64_t t = int64_t(tokens.size());
+  if (t == 0 || t > max_step_tokens_) {
+    return Status::Error("forward step of " + std::to_string(t) + " tokens (allowed 1.." +
+                         std::to_string(max_step_tokens_) + ")");
+  }
+  if (cache.length() + t > cache.capacity()) {
+    return Status::Error("context full: " + std::to_string(cache.length()) + " + " +
+                         std::to_string(t) + " tokens exceed the KV cache of " +
+                         std::to_string(cache.capacity()));
+  }
+  for (int32_t id : tokens) {
+    if (id < 0 || id >= config_.vocab_size) {
+      return Status::Error("token id " + std::to_string(id) + " is outside the vocabulary [0, " +
+                           std::to_string(config_.vocab_size) + ")");
+    }
+  }
+  return Status::Ok();
+}
+
+Expected<Tensor> DecoderModel::Forward(std::span<const int32_t> tokens, KvCache& cache,
+                                       bool all_logits) {
+  RETURN_IF_ERROR(CheckStep(tokens, cache));
+  const int64_t t = int64_t(tokens.size());
+  for (int64_t i = 0; i < t; ++i) positions_[size_t(i)] = int32_t(cache.length() + i);
+  StepContext ctx{backend_, workspace_, cache};
+  ctx.t = t;
+  ctx.n_past = cache.length();
+  ctx.positions = std::span<const int32_t>(positions_).first(size_t(t));
+  ctx.dsa = &dsa_;
+  ctx.observer = observer_;
+  dsa_.valid = false;
+
+  const Tensor x = x_.RowSlice(0, t), xn = xn_.RowSlice(0, t), y = y_.RowSlice(0, t);
+  backend_.Embedding(tok_embd_, tokens, x);
+  for (int64_t l = 0; l < config_.num_layers; ++l) {
+    const Layer& L = layers_[size_t(l)];
+    ctx.layer = l;
+    workspace_.Reset();
+    backend_.RmsNorm(x, L.attn_norm, config_.rms_norm_eps, xn);
+    L.attention->Forward(ctx, xn, y);
+    backend_.Add(x, y, x);
+    workspace_.Reset();
+    backend_.RmsNorm(x, L.ffn_norm, config_.rms_norm_eps, xn);
+    L.ffn->Forward(ctx, xn, y);
+    backend_.Add(x, y, x);
+  }
+  cache.set_length(cache.length() + t);
+
+  const int64_t first = all_logits ? 0 : t - 1, rows = t - first;
+  const Tensor normed = xn_.RowSlice(0, rows), logits = logits_.RowSlice(0, rows);
+  backend_.RmsNorm(x_.RowSlice(first, rows), output_norm_, config_.rms_norm_eps, normed);
+  backend_.Matmul(normed, output_, nullptr, logits);
+  return logits;
+}
+
+RoutingStats DecoderModel::routing_stats() const {
+  RoutingStats s;
+  s.experts_per_token = config_.moe.experts_per_token;
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    if (layers_[l].moe == nullptr) continue;
+    s.layers.push_back(int64_t(l));
+    s.counts.push_back(layers_[l].moe->expert_counts());
+  }
+  return s;
+}
+
+void DecoderModel::ResetRoutingStats() {
+  for (Layer& L : layers_) {
+    if (L.moe) L.moe->ResetCounts();
+  }
+}
+
+}  // namespace anymoe

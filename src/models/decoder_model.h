@@ -1,0 +1,62 @@
+// The decoder-only transformer every supported architecture is an instance of:
+// embedding, then per layer `x += Attn(RMSNorm(x))` and `x += FFN(RMSNorm(x))`
+// with the attention block (GQA or MLA, +DSA) and feed-forward block (dense or
+// MoE) the config asks for, then the final norm and the output head.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "models/blocks/attention.h"
+#include "models/blocks/moe_block.h"
+#include "models/model.h"
+#include "models/rope.h"
+
+namespace anymoe {
+
+class DecoderModel final : public Model {
+ public:
+  static Expected<std::unique_ptr<Model>> Load(const ModelFile& file, ModelConfig config,
+                                               Backend& backend, const LoadOptions& options);
+
+  const ModelConfig& config() const override { return config_; }
+  Backend& backend() override { return backend_; }
+  Expected<std::unique_ptr<KvCache>> NewCache(int64_t capacity) override;
+  Expected<Tensor> Forward(std::span<const int32_t> tokens, KvCache& cache,
+                           bool all_logits) override;
+  RoutingStats routing_stats() const override;
+  void ResetRoutingStats() override;
+  void SetObserver(const ForwardObserver* observer) override { observer_ = observer; }
+
+ private:
+  struct Layer {
+    Tensor attn_norm, ffn_norm;
+    std::unique_ptr<AttentionBlock> attention;
+    std::unique_ptr<FeedForwardBlock> ffn;
+    MoeBlock* moe = nullptr;  // `ffn` when it is a MoE block
+  };
+
+  DecoderModel(ModelConfig config, Backend& backend)
+      : config_(std::move(config)), backend_(backend) {}
+  Status Bind(const ModelFile& file);
+  Status BindLayer(WeightBinder& w, int64_t i);
+  Status AllocateActivations();
+  Status CheckStep(std::span<const int32_t> tokens, const KvCache& cache) const;
+
+  ModelConfig config_;
+  Backend& backend_;
+  Tensor tok_embd_, output_norm_, output_;
+  std::vector<Layer> layers_;
+  RopeFrequencies rope_freq_;
+  RopeTable rope_;
+  // The residual stream x, its normed copy, a block's output, and the logits,
+  // [max_step_tokens, ...] each; block scratch lives in the workspace.
+  std::unique_ptr<Buffer> stream_buffer_;
+  Tensor x_, xn_, y_, logits_;
+  Workspace workspace_;
+  DsaSelection dsa_;
+  std::vector<int32_t> positions_;
+  const ForwardObserver* observer_ = nullptr;
+};
+
+}  // namespace anymoe

@@ -1,0 +1,74 @@
+#include "models/tensor_names.h"
+
+#include <utility>
+
+namespace anymoe {
+namespace {
+
+// HF layer-relative module path -> llama.cpp name (same .weight/.bias suffix).
+constexpr std::pair<std::string_view, std::string_view> kLayerRules[] = {
+    {"input_layernorm", "attn_norm"},
+    {"post_attention_layernorm", "ffn_norm"},
+    {"self_attn.q_proj", "attn_q"},
+    {"self_attn.k_proj", "attn_k"},
+    {"self_attn.v_proj", "attn_v"},
+    {"self_attn.o_proj", "attn_output"},
+    {"self_attn.q_norm", "attn_q_norm"},
+    {"self_attn.k_norm", "attn_k_norm"},
+    {"self_attn.q_a_proj", "attn_q_a"},
+    {"self_attn.q_a_layernorm", "attn_q_a_norm"},
+    {"self_attn.q_b_proj", "attn_q_b"},
+    {"self_attn.kv_a_proj_with_mqa", "attn_kv_a_mqa"},
+    {"self_attn.kv_a_layernorm", "attn_kv_a_norm"},
+    {"self_attn.kv_b_proj", "attn_kv_b"},
+    {"self_attn.indexer.wq_b", "indexer.attn_q_b"},
+    {"self_attn.indexer.wk", "indexer.attn_k"},
+    {"self_attn.indexer.k_norm", "indexer.k_norm"},
+    {"self_attn.indexer.weights_proj", "indexer.proj"},
+    {"mlp.gate_proj", "ffn_gate"},
+    {"mlp.up_proj", "ffn_up"},
+    {"mlp.down_proj", "ffn_down"},
+    {"mlp.gate", "ffn_gate_inp"},
+    {"mlp.shared_experts.gate_proj", "ffn_gate_shexp"},
+    {"mlp.shared_experts.up_proj", "ffn_up_shexp"},
+    {"mlp.shared_experts.down_proj", "ffn_down_shexp"},
+    {"mlp.experts.gate_proj", "ffn_gate_exps"},  // stacked [E, ...] in GGUF
+    {"mlp.experts.up_proj", "ffn_up_exps"},
+    {"mlp.experts.down_proj", "ffn_down_exps"},
+};
+
+constexpr std::pair<std::string_view, std::string_view> kGlobalRules[] = {
+    {"model.embed_tokens.weight", "token_embd.weight"},
+    {"model.norm.weight", "output_norm.weight"},
+    {"lm_head.weight", "output.weight"},
+};
+
+}  // namespace
+
+std::string LayerTensorName(int64_t layer, std::string_view suffix) {
+  return "model.layers." + std::to_string(layer) + "." + std::string(suffix);
+}
+
+std::string GgufTensorName(std::string_view name) {
+  for (const auto& [hf, gguf] : kGlobalRules) {
+    if (name == hf) return std::string(gguf);
+  }
+  constexpr std::string_view kPrefix = "model.layers.";
+  if (!name.starts_with(kPrefix)) return std::string(name);
+  const size_t dot = name.find('.', kPrefix.size());
+  if (dot == std::string_view::npos) return std::string(name);
+  const std::string_view layer = name.substr(kPrefix.size(), dot - kPrefix.size());
+  std::string_view rest = name.substr(dot + 1);
+  // The selection bias is a parameter of the gate module in HF, its own tensor in GGUF.
+  if (rest == "mlp.gate.e_score_correction_bias") {
+    return "blk." + std::string(layer) + ".exp_probs_b.bias";
+  }
+  const size_t last = rest.rfind('.');
+  const std::string_view module = rest.substr(0, last), suffix = rest.substr(last);
+  for (const auto& [hf, gguf] : kLayerRules) {
+    if (module == hf) return "blk." + std::string(layer) + "." + std::string(gguf) + std::string(suffix);
+  }
+  return std::string(name);
+}
+
+}  // namespace anymoe
