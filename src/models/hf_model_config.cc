@@ -152,7 +152,8 @@ Status ReadArchitecture(const json& j, ModelConfig& c, const std::string& where)
   if (a == "qwen3_moe") {
     c.qk_norm = true;
     MoeConfig& m = c.moe;
-    m.num_experts = JsonOr<int64_t>(j, "num_experts", 0);
+    // Real Qwen3 checkpoints say num_experts; transformers 5.x writes num_local_experts.
+    m.num_experts = JsonOr<int64_t>(j, "num_experts", JsonOr<int64_t>(j, "num_local_experts", 0));
     m.experts_per_token = JsonOr<int64_t>(j, "num_experts_per_tok", 0);
     m.expert_ffn = JsonOr<int64_t>(j, "moe_intermediate_size", 0);
     m.norm_topk_prob = JsonOr<bool>(j, "norm_topk_prob", false);
