@@ -1,9 +1,11 @@
-// `anymoe info`: what a model file holds and what running it will cost, read
-// from the file alone (no weights are touched).
+// `anymoe info`: what a model holds and what running it will cost, from the
+// file's metadata alone (no weights are read). `-m config.json` describes a
+// model from its HF config only, e.g. to size a 744B model before downloading.
 #include <cstdio>
 
 #include "cli/commands.h"
 #include "cli/common_options.h"
+#include "formats/hf_config.h"
 #include "models/config_loader.h"
 #include "models/model_stats.h"
 
@@ -13,68 +15,122 @@ namespace {
 struct InfoFlags {
   std::string model_path;
   int64_t context = 4096;
-  int64_t max_step_tokens = 128;
 };
 
-std::string Human(double v, const char* unit) {
-  const char* prefixes[] = {"", "K", "M", "G", "T"};
+std::string Count(double v) {
+  const char* suffix[] = {"", "K", "M", "B", "T"};
   int i = 0;
   while (v >= 1000 && i < 4) {
     v /= 1000;
     ++i;
   }
   char buf[64];
-  std::snprintf(buf, sizeof(buf), "%.2f %s%s", v, prefixes[i], unit);
+  std::snprintf(buf, sizeof(buf), "%.2f%s", v, suffix[i]);
   return buf;
 }
 
-std::string Gib(uint64_t bytes) {
+std::string Gib(double bytes) {
   char buf[64];
-  std::snprintf(buf, sizeof(buf), "%.3f GiB", double(bytes) / double(uint64_t(1) << 30));
+  std::snprintf(buf, sizeof(buf), "%.3f GiB", bytes / double(uint64_t(1) << 30));
   return buf;
+}
+
+void PrintArchitecture(const ModelConfig& c) {
+  std::printf("architecture: %s\n", c.arch.c_str());
+  std::printf("layers:       %lld (%lld dense, %lld MoE)\n", (long long)c.num_layers,
+              (long long)(c.num_layers - c.num_moe_layers()), (long long)c.num_moe_layers());
+  std::printf("hidden:       %lld, dense ffn %lld, vocab %lld\n", (long long)c.hidden_size,
+              (long long)c.intermediate_size, (long long)c.vocab_size);
+  if (c.attention == AttentionKind::kMla) {
+    const MlaConfig& m = c.mla;
+    std::printf("attention:    MLA, %lld heads, q_lora %lld, kv_lora %lld, qk %lld+%lld, v %lld\n",
+                (long long)c.num_heads, (long long)m.q_lora_rank, (long long)m.kv_lora_rank,
+                (long long)m.qk_nope_head_dim, (long long)m.qk_rope_head_dim,
+                (long long)m.v_head_dim);
+  } else {
+    std::printf("attention:    GQA, %lld query heads, %lld kv heads, head dim %lld%s%s\n",
+                (long long)c.num_heads, (long long)c.num_kv_heads, (long long)c.head_dim,
+                c.qk_norm ? ", qk-norm" : "", c.attention_bias ? ", qkv bias" : "");
+  }
+  if (c.dsa.topk > 0) {
+    int64_t full = 0;
+    for (IndexerKind k : c.indexer_kinds) full += k == IndexerKind::kFull;
+    std::printf("sparse attn:  DSA, %lld indexer heads x %lld, top-%lld keys, %lld full / %lld "
+                "shared indexer layers\n",
+                (long long)c.dsa.n_heads, (long long)c.dsa.head_dim, (long long)c.dsa.topk,
+                (long long)full, (long long)(c.num_layers - full));
+  }
+  if (c.is_moe()) {
+    const MoeConfig& m = c.moe;
+    std::printf("experts:      %lld routed (top-%lld, ffn %lld), shared ffn %lld, %s router%s, "
+                "top %lld of %lld groups, scaling %g\n",
+                (long long)m.num_experts, (long long)m.experts_per_token, (long long)m.expert_ffn,
+                (long long)m.shared_ffn,
+                m.scoring == MoeConfig::Scoring::kSigmoid ? "sigmoid" : "softmax",
+                m.selection_bias ? " + selection bias" : "", (long long)m.topk_group,
+                (long long)m.n_group, m.routed_scaling_factor);
+  } else {
+    std::printf("experts:      none (dense)\n");
+  }
+  std::printf("rope:         theta %g, %lld rotary dims, %s pairs, scaling %s (factor %g)\n",
+              c.rope_theta, (long long)c.rotary_dims,
+              c.rope_pairing == RopePairing::kInterleaved ? "interleaved" : "half-split",
+              RopeScalingName(c.rope_scaling.type).c_str(), c.rope_scaling.factor);
+  std::printf("context:      %lld max positions\n", (long long)c.max_position_embeddings);
+  const ParameterCounts p = CountParameters(c);
+  std::printf("parameters:   %s total, %s active per token (%s in routed experts)\n",
+              Count(double(p.total)).c_str(), Count(double(p.active)).c_str(),
+              Count(double(p.routed_experts)).c_str());
+}
+
+void PrintMemory(const ModelConfig& c, int64_t ctx, uint64_t weight_bytes) {
+  const KvFootprint kv = KvValuesPerToken(c);
+  const double kv_bytes = double(kv.values_per_token) * sizeof(float);
+  std::printf("kv cache:     %lld values/token = %.0f bytes/token (f32)", (long long)kv.values_per_token,
+              kv_bytes);
+  if (kv.full_kv_values_per_token != kv.values_per_token) {
+    std::printf("; full per-head K/V would be %lld values = %.0f bytes (%.1fx)",
+                (long long)kv.full_kv_values_per_token,
+                double(kv.full_kv_values_per_token) * sizeof(float),
+                double(kv.full_kv_values_per_token) / double(kv.values_per_token));
+  }
+  std::printf("\n");
+  std::printf("memory:       weights %s + KV cache %s for %lld tokens\n", Gib(double(weight_bytes)).c_str(),
+              Gib(kv_bytes * double(ctx)).c_str(), (long long)ctx);
+}
+
+int InfoFromConfig(const InfoFlags& f) {
+  auto hf = HfConfig::Load(f.model_path);
+  if (!hf.ok()) return ReportError(hf.status());
+  auto config = ModelConfigFromHf(**hf);
+  if (!config.ok()) return ReportError(config.status());
+  std::printf("model:        %s (config only, no weights)\n", f.model_path.c_str());
+  PrintArchitecture(*config);
+  const ParameterCounts p = CountParameters(*config);
+  PrintMemory(*config, std::min(f.context, config->max_position_embeddings),
+              uint64_t(p.total) * 2 /* bf16 */);
+  std::printf("              (weights sized as bf16)\n");
+  return 0;
 }
 
 int Info(const InfoFlags& f) {
+  if (f.model_path.ends_with(".json")) return InfoFromConfig(f);
   auto file = OpenModelFile(f.model_path);
   if (!file.ok()) return ReportError(file.status());
   auto config = LoadModelConfig(*file);
   if (!config.ok()) return ReportError(config.status());
-  const ModelConfig& c = *config;
-  const ParameterCounts params = CountParameters(c, file->tensors());
-  const int64_t ctx = std::min(f.context, c.max_position_embeddings);
-
   std::printf("model:        %s (%s)\n", f.model_path.c_str(),
               file->format == ModelFormat::kGguf ? "gguf" : "hf safetensors");
-  std::printf("architecture: %s\n", c.arch.c_str());
-  std::printf("layers:       %lld\n", static_cast<long long>(c.num_layers));
-  std::printf("hidden:       %lld, ffn %lld, vocab %lld\n", static_cast<long long>(c.hidden_size),
-              static_cast<long long>(c.intermediate_size), static_cast<long long>(c.vocab_size));
-  std::printf("attention:    %lld query heads, %lld kv heads, head dim %lld\n",
-              static_cast<long long>(c.num_heads), static_cast<long long>(c.num_kv_heads),
-              static_cast<long long>(c.head_dim));
-  std::printf("experts:      none (dense)\n");
-  std::printf("rope:         theta %g, %lld rotary dims, scaling %s (factor %g)\n", c.rope_theta,
-              static_cast<long long>(c.rotary_dims), RopeScalingName(c.rope_scaling.type).c_str(),
-              c.rope_scaling.factor);
-  std::printf("context:      %lld max positions\n",
-              static_cast<long long>(c.max_position_embeddings));
-  std::printf("parameters:   %s total, %s active per token\n", Human(double(params.total), "").c_str(),
-              Human(double(params.active), "").c_str());
-  std::printf("tensors:\n");
+  PrintArchitecture(*config);
+  std::printf("tensors:      %s elements in the file\n",
+              Count(double(CountTensorElements(file->tensors()))).c_str());
   uint64_t weight_bytes = 0;
   for (const auto& [dtype, u] : SummarizeDTypes(file->tensors())) {
-    std::printf("  %-6s %5lld tensors %14lld elements %12s\n", dtype.c_str(),
-                static_cast<long long>(u.tensors), static_cast<long long>(u.elements),
-                Gib(u.bytes).c_str());
+    std::printf("  %-6s %5lld tensors %14lld elements %12s\n", dtype.c_str(), (long long)u.tensors,
+                (long long)u.elements, Gib(double(u.bytes)).c_str());
     weight_bytes += u.bytes;
   }
-  const uint64_t kv = KvBytesPerToken(c) * uint64_t(ctx);
-  const uint64_t act = ActivationBytes(c, f.max_step_tokens);
-  std::printf("memory:       weights %s (mmap) + KV cache %s (%lld tokens, %llu bytes/token)\n",
-              Gib(weight_bytes).c_str(), Gib(kv).c_str(), static_cast<long long>(ctx),
-              static_cast<unsigned long long>(KvBytesPerToken(c)));
-  std::printf("              + activations %s = %s\n", Gib(act).c_str(),
-              Gib(weight_bytes + kv + act).c_str());
+  PrintMemory(*config, std::min(f.context, config->max_position_embeddings), weight_bytes);
   return 0;
 }
 
@@ -82,9 +138,9 @@ int Info(const InfoFlags& f) {
 
 CommandFn RegisterInfo(CLI::App& cmd) {
   auto f = std::make_shared<InfoFlags>();
-  cmd.add_option("-m,--model", f->model_path, "GGUF file or HF model folder")->required();
+  cmd.add_option("-m,--model", f->model_path, "GGUF file, HF model folder, or config.json")
+      ->required();
   cmd.add_option("-c,--ctx", f->context, "context length to size the KV cache for");
-  cmd.add_option("--batch", f->max_step_tokens, "prompt tokens per forward step");
   return [f] { return Info(*f); };
 }
 

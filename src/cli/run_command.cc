@@ -10,6 +10,7 @@
 #include "cli/token_list.h"
 #include "core/npy.h"
 #include "runtime/generator.h"
+#include "runtime/routing_report.h"
 
 namespace anymoe::cli {
 namespace {
@@ -25,8 +26,17 @@ struct RunFlags {
   bool print_tokens = false;
   bool ignore_eos = false;
   std::string logits_out;
+  std::string routing_stats;
   std::vector<std::string> stops;
 };
+
+Status WriteTextFile(const std::string& path, const std::string& text) {
+  FILE* f = std::fopen(path.c_str(), "wb");
+  if (f == nullptr) return Status::Error(path + ": cannot open for writing");
+  const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  if (std::fclose(f) != 0 || !ok) return Status::Error(path + ": write failed");
+  return Status::Ok();
+}
 
 Expected<std::vector<int32_t>> PromptTokens(const RunFlags& f, const Engine& engine) {
   if (!f.prompt_tokens.empty()) {
@@ -73,6 +83,11 @@ int Run(const RunFlags& f) {
     Status st = WriteNpyF32(f.logits_out, shape, result->logits);
     if (!st.ok()) return ReportError(st);
   }
+  if (!f.routing_stats.empty()) {
+    Status st = WriteTextFile(f.routing_stats,
+                              RoutingStatsJson(engine->model().routing_stats(), f.engine.model_path));
+    if (!st.ok()) return ReportError(st);
+  }
   std::fflush(stdout);
   std::fprintf(stderr, "%s | stop: %s\n", result->stats.Line().c_str(),
                std::string(StopReasonName(result->reason)).c_str());
@@ -96,6 +111,8 @@ CommandFn RegisterRun(CLI::App& cmd) {
   cmd.add_flag("--ignore-eos", f->ignore_eos, "keep generating past end-of-sequence tokens");
   cmd.add_option("--logits-out", f->logits_out, "write every step's f32 logits to FILE.npy");
   cmd.add_option("--stop", f->stops, "stop before this string (repeatable)");
+  cmd.add_option("--routing-stats", f->routing_stats,
+                 "write per-layer, per-expert token counts of the run to FILE.json");
   return [f] { return Run(*f); };
 }
 

@@ -1,6 +1,7 @@
-// Figures about a model that need no backend: parameter counts, the memory its
-// KV cache and activations take. `anymoe info` prints them; the loader uses the
-// same formulas to size its buffers.
+// Figures about a model that need no backend and no weights: parameter counts
+// from the config (total, and active per token: only the routed experts a token
+// uses), the KV cache per token (latent for MLA, with what full K/V would take),
+// and the dtype mix of a file's tensors. `anymoe info` prints them.
 #pragma once
 
 #include <cstdint>
@@ -14,9 +15,15 @@ namespace anymoe {
 
 struct ParameterCounts {
   int64_t total = 0;
-  int64_t active = 0;  // touched per token (all of them for a dense model)
+  // Weights one token multiplies by: everything but the unused routed experts and
+  // the embedding table (a token reads one row of it).
+  int64_t active = 0;
+  int64_t routed_experts = 0;  // part of total
 };
-ParameterCounts CountParameters(const ModelConfig& config, const TensorSource& tensors);
+ParameterCounts CountParameters(const ModelConfig& config);
+
+// Sum of the elements of every tensor in a file (cross-checks the config count).
+int64_t CountTensorElements(const TensorSource& tensors);
 
 struct DTypeUsage {
   int64_t tensors = 0;
@@ -25,7 +32,10 @@ struct DTypeUsage {
 };
 std::map<std::string, DTypeUsage> SummarizeDTypes(const TensorSource& tensors);
 
-uint64_t KvBytesPerToken(const ModelConfig& config);  // f32 K and V, all layers
-uint64_t ActivationBytes(const ModelConfig& config, int64_t max_step_tokens);
+struct KvFootprint {
+  int64_t values_per_token = 0;       // what anymoe caches, all layers
+  int64_t full_kv_values_per_token = 0;  // per-head K and V, as a non-latent cache would
+};
+KvFootprint KvValuesPerToken(const ModelConfig& config);
 
 }  // namespace anymoe

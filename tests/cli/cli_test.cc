@@ -107,6 +107,33 @@ TEST_F(Cli, SameSeedSameTextDifferentSeedDifferentText) {
   EXPECT_NE(run("11"), run("12"));
 }
 
+TEST_F(Cli, RoutingStatsCountEveryForwardedTokenTopKTimes) {
+  const std::string stats = Path("routing.json");
+  const auto r = Run({"run", "-m", Golden("moe/glm_moe_dsa"), "--prompt-tokens",
+                      "5,6,7,8,9,10,11,12,13,14", "-n", "6", "--temp", "0", "--ignore-eos",
+                      "--routing-stats", stats});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(ReadFile(stats));
+  // 10 prompt tokens + 5 generated ones fed back (the 6th is never forwarded).
+  const int64_t tokens = 10 + 6 - 1;
+  EXPECT_EQ(j["tokens"], tokens);
+  ASSERT_EQ(j["layers"].size(), 3u);  // layers 1..3 are MoE
+  for (const auto& layer : j["layers"]) {
+    int64_t sum = 0;
+    for (int64_t c : layer["counts"]) sum += c;
+    EXPECT_EQ(sum, tokens * j["experts_per_token"].get<int64_t>());
+    EXPECT_EQ(layer["counts"].size(), 8u);
+  }
+}
+
+TEST_F(Cli, InfoFromConfigAloneSizesGlm5) {
+  const auto r = Run({"info", "-m", Golden("configs/glm5.json")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("743.91B total, 40.83B active"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("54912 values/token"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("78 full / 0 shared"), std::string::npos) << r.out;
+}
+
 TEST_F(Cli, MissingFile) {
   ExpectCleanError(Run({"run", "-m", Path("nope.gguf"), "-p", "hi"}),
                    {"nope.gguf", "no such file"});
