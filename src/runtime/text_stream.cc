@@ -2,22 +2,9 @@
 
 #include <algorithm>
 
-namespace anymoe {
+#include "tokenizer/unicode_class.h"
 
-size_t CompleteUtf8Prefix(std::string_view s) {
-  // Look back at most 3 bytes for a lead byte whose sequence is not complete.
-  const size_t n = s.size();
-  for (size_t back = 1; back <= std::min<size_t>(3, n); ++back) {
-    const unsigned char c = static_cast<unsigned char>(s[n - back]);
-    if ((c & 0xC0) == 0x80) continue;  // continuation byte: keep looking
-    size_t need = 1;
-    if ((c & 0xE0) == 0xC0) need = 2;
-    else if ((c & 0xF0) == 0xE0) need = 3;
-    else if ((c & 0xF8) == 0xF0) need = 4;
-    return back < need ? n - back : n;
-  }
-  return n;
-}
+namespace anymoe {
 
 TextStream::TextStream(std::vector<std::string> stop_strings) {
   for (auto& s : stop_strings) {
@@ -55,7 +42,7 @@ std::string TextStream::Append(std::string_view bytes) {
     released_ = text_.size();
     return out;
   }
-  size_t end = CompleteUtf8Prefix(text_);
+  size_t end = CompleteUtf8PrefixLength(text_);
   if (end < released_) end = released_;
   end -= HeldBackTail(end);
   std::string out = text_.substr(released_, end - released_);

@@ -31,7 +31,4 @@ class TextStream {
   bool stopped_ = false;
 };
 
-// Length of the longest prefix of `s` that does not end inside a UTF-8 character.
-size_t CompleteUtf8Prefix(std::string_view s);
-
 }  // namespace anymoe

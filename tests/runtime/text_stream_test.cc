@@ -52,12 +52,5 @@ TEST(TextStream, EarliestOfSeveralStopsWins) {
   EXPECT_EQ(s.text(), "xx");
 }
 
-TEST(CompleteUtf8Prefix, FindsTheBoundary) {
-  EXPECT_EQ(CompleteUtf8Prefix("abc"), 3u);
-  EXPECT_EQ(CompleteUtf8Prefix("ab\xF0\x9F\x98"), 2u);
-  EXPECT_EQ(CompleteUtf8Prefix("ab\xF0\x9F\x98\x80"), 6u);
-  EXPECT_EQ(CompleteUtf8Prefix("\x80\x80"), 2u);  // stray continuation bytes pass through
-}
-
 }  // namespace
 }  // namespace anymoe
