@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <unistd.h>
 #include <nlohmann/json.hpp>
 
 #include "core/npy.h"
@@ -179,6 +180,46 @@ INSTANTIATE_TEST_SUITE_P(Architectures, MoeGolden,
                                            "glm4_moe_lite", "deepseek_v3", "qwen3_moe", "mixtral"));
 INSTANTIATE_TEST_SUITE_P(Architectures, DsaGolden,
                          ::testing::Values("glm_moe_dsa", "glm_moe_dsa_dense", "glm_moe_dsa_dv20"));
+
+}  // namespace
+}  // namespace anymoe
+
+namespace anymoe {
+namespace {
+
+// With index_topk >= every sequence length DSA keeps every key: the GLM-5 model
+// must then equal the same weights run as plain MLA (glm4_moe_lite, no indexer).
+TEST(DsaNoOp, EqualsDenseMlaOnTheSameWeights) {
+  namespace fs = std::filesystem;
+  const fs::path src = fs::path(ANYMOE_GOLDEN_DIR) / "moe" / "glm_moe_dsa_dense";
+  const fs::path dst = fs::temp_directory_path() / ("anymoe_dense_mla_" + std::to_string(::getpid()));
+  fs::remove_all(dst);
+  fs::create_directories(dst);
+  fs::create_symlink(src / "model.safetensors", dst / "model.safetensors");
+  json config = ReadJson((src / "config.json").string());
+  ASSERT_GE(config["index_topk"].get<int64_t>(), 40);
+  config["model_type"] = "glm4_moe_lite";
+  std::ofstream((dst / "config.json").string()) << config.dump();
+
+  auto run = [](const std::string& dir) {
+    auto file = OpenModelFile(dir);
+    EXPECT_TRUE(file.ok()) << file.status().message();
+    auto backend = std::move(CreateBackend("cpu", BackendOptions{.num_threads = 2})).value();
+    auto model = std::move(LoadModel(*file, *backend, LoadOptions{.max_step_tokens = 64})).value();
+    EXPECT_EQ(model->config().dsa.topk > 0, dir.find("anymoe_dense_mla") == std::string::npos);
+    auto cache = std::move(model->NewCache(64)).value();
+    const auto prompt = ReadJson(std::string(ANYMOE_GOLDEN_DIR) +
+                                 "/moe/glm_moe_dsa_dense/golden.json")["prompt_ids"]
+                            .get<std::vector<int32_t>>();
+    Tensor logits = model->Forward(prompt, *cache, true).value();
+    std::vector<float> out(size_t(logits.elements()));
+    backend->ReadF32(logits, out);
+    return out;
+  };
+  const auto dsa = run(src.string()), mla = run(dst.string());
+  EXPECT_LT(MaxAbsDiff(dsa, mla), 1e-6f);
+  fs::remove_all(dst);
+}
 
 }  // namespace
 }  // namespace anymoe
