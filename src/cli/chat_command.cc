@@ -57,6 +57,7 @@ int Chat(const ChatFlags& f) {
                                        return true;
                                      });
     std::printf("\n");
+    std::fflush(stdout);
     if (!result.ok()) {
       // A full context ends this conversation, not the program.
       ReportError(result.status());

@@ -39,11 +39,12 @@ std::string Quote(const std::string& s) {
 
 class Cli : public testing::TempDirTest {
  protected:
-  RunResult Run(const std::vector<std::string>& args) {
+  RunResult Run(const std::vector<std::string>& args, const std::string& input = "") {
     std::string cmd = ANYMOE_BINARY;
     for (const auto& a : args) cmd += " " + Quote(a);
-    const std::string out = Path("stdout"), err = Path("stderr");
-    cmd += " >" + out + " 2>" + err + " </dev/null";
+    const std::string out = Path("stdout"), err = Path("stderr"), in = Path("stdin");
+    WriteText("stdin", input);
+    cmd += " >" + out + " 2>" + err + " <" + in;
     RunResult r;
     const int status = std::system(cmd.c_str());
     r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
@@ -132,6 +133,19 @@ TEST_F(Cli, InfoFromConfigAloneSizesGlm5) {
   EXPECT_NE(r.out.find("743.91B total, 40.83B active"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("54912 values/token"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("78 full / 0 shared"), std::string::npos) << r.out;
+}
+
+TEST_F(Cli, ChatKeepsTheConversationAndReusesItsCache) {
+  const auto r = Run({"chat", "-m", Golden("llama_tiny"), "--temp", "0", "-n", "5", "--stats"},
+                     "hello there\nand again\n/exit\n");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 3) << r.err;  // banner + 2 stats
+  // The second turn re-renders the whole conversation but only prefills what is new.
+  const size_t second = r.err.rfind("prompt: ");
+  ASSERT_NE(second, std::string::npos);
+  const int new_tokens = std::stoi(r.err.substr(second + 8));
+  const size_t first = r.err.find("prompt: ");
+  EXPECT_LT(new_tokens, std::stoi(r.err.substr(first + 8))) << r.err;
 }
 
 TEST_F(Cli, MissingFile) {
