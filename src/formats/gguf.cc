@@ -159,6 +159,11 @@ std::optional<int64_t> GgufValue::IntAt(uint64_t i) const {
   return Narrow<int64_t>(IntFromRaw(element_type_, raw));
 }
 
+std::optional<bool> GgufValue::BoolAt(uint64_t i) const {
+  if (!is_array() || i >= array_size_ || element_type_ != GgufType::kBool) return std::nullopt;
+  return array_data_[i] != 0;
+}
+
 std::optional<double> GgufValue::DoubleAt(uint64_t i) const {
   if (!is_array() || i >= array_size_ || array_data_ == nullptr) return std::nullopt;
   const int n = ScalarBytes(element_type_);

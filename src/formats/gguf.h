@@ -58,6 +58,7 @@ class GgufValue {
   std::span<const std::string> strings() const { return strings_; }  // string arrays
   std::optional<int64_t> IntAt(uint64_t i) const;
   std::optional<double> DoubleAt(uint64_t i) const;
+  std::optional<bool> BoolAt(uint64_t i) const;  // bool arrays only
 
   // Short human-readable rendering, e.g. `[1, 2, 3, ... (32000 items)]`.
   std::string ToString(size_t max_elements = 8) const;

@@ -7,9 +7,11 @@
 
 namespace anymoe {
 
+class GgufFile;
 class HfConfig;
 
 Expected<ModelConfig> LoadModelConfig(const ModelFile& file);
 Expected<ModelConfig> ModelConfigFromHf(const HfConfig& config);
+Expected<ModelConfig> ModelConfigFromGguf(const GgufFile& file);
 
 }  // namespace anymoe

@@ -35,6 +35,10 @@ constexpr std::pair<std::string_view, std::string_view> kLayerRules[] = {
     {"mlp.experts.gate_proj", "ffn_gate_exps"},  // stacked [E, ...] in GGUF
     {"mlp.experts.up_proj", "ffn_up_exps"},
     {"mlp.experts.down_proj", "ffn_down_exps"},
+    {"block_sparse_moe.gate", "ffn_gate_inp"},  // Mixtral
+    {"block_sparse_moe.experts.gate_proj", "ffn_gate_exps"},
+    {"block_sparse_moe.experts.up_proj", "ffn_up_exps"},
+    {"block_sparse_moe.experts.down_proj", "ffn_down_exps"},
 };
 
 constexpr std::pair<std::string_view, std::string_view> kGlobalRules[] = {
@@ -49,7 +53,7 @@ std::string LayerTensorName(int64_t layer, std::string_view suffix) {
   return "model.layers." + std::to_string(layer) + "." + std::string(suffix);
 }
 
-std::string GgufTensorName(std::string_view name) {
+std::string GgufTensorName(std::string_view gguf_arch, std::string_view name) {
   for (const auto& [hf, gguf] : kGlobalRules) {
     if (name == hf) return std::string(gguf);
   }
@@ -65,6 +69,10 @@ std::string GgufTensorName(std::string_view name) {
   }
   const size_t last = rest.rfind('.');
   const std::string_view module = rest.substr(0, last), suffix = rest.substr(last);
+  // GLM-4.5 files name the pre-FFN norm after HF's module, not `ffn_norm`.
+  if (gguf_arch == "glm4moe" && module == "post_attention_layernorm") {
+    return "blk." + std::string(layer) + ".post_attention_norm" + std::string(suffix);
+  }
   for (const auto& [hf, gguf] : kLayerRules) {
     if (module == hf) return "blk." + std::string(layer) + "." + std::string(gguf) + std::string(suffix);
   }

@@ -8,8 +8,9 @@
 
 namespace anymoe {
 
-// The GGUF name of an HF-style tensor name; the input unchanged when no rule applies.
-std::string GgufTensorName(std::string_view hf_name);
+// The GGUF name of an HF-style tensor name in a file of llama.cpp architecture
+// `gguf_arch`; the input unchanged when no rule applies.
+std::string GgufTensorName(std::string_view gguf_arch, std::string_view hf_name);
 
 // "model.layers.{layer}.{suffix}".
 std::string LayerTensorName(int64_t layer, std::string_view suffix);

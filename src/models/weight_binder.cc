@@ -2,12 +2,20 @@
 
 #include <array>
 
+#include "formats/gguf.h"
 #include "models/tensor_names.h"
 
 namespace anymoe {
 
+WeightBinder::WeightBinder(const ModelFile& file, Backend& backend)
+    : file_(file), backend_(backend) {
+  if (!is_gguf()) return;
+  auto arch = file.gguf->GetString("general.architecture");
+  if (arch.ok()) gguf_arch_ = *arch;
+}
+
 std::string WeightBinder::FileName(const std::string& hf_name) const {
-  return file_.format == ModelFormat::kGguf ? GgufTensorName(hf_name) : hf_name;
+  return is_gguf() ? GgufTensorName(gguf_arch_, hf_name) : hf_name;
 }
 
 Expected<std::optional<Tensor>> WeightBinder::Bind(const std::string& hf_name,

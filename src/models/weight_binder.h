@@ -22,7 +22,9 @@ struct ExpertWeights {
 
 class WeightBinder {
  public:
-  WeightBinder(const ModelFile& file, Backend& backend) : file_(file), backend_(backend) {}
+  WeightBinder(const ModelFile& file, Backend& backend);
+
+  bool is_gguf() const { return file_.format == ModelFormat::kGguf; }
 
   // The tensor `name` with exactly `shape` (outer-first); a clear error if it is
   // missing or shaped differently.
@@ -53,6 +55,7 @@ class WeightBinder {
 
   const ModelFile& file_;
   Backend& backend_;
+  std::string gguf_arch_;
   uint64_t bound_bytes_ = 0;
 };
 

@@ -21,10 +21,22 @@ Expected<std::unique_ptr<AttentionBlock>> MlaAttention::Bind(WeightBinder& w, Ba
   ASSIGN_OR_RETURN(a->wkv_a_, w.Layer(i, "self_attn.kv_a_proj_with_mqa.weight",
                                       {m.kv_lora_rank + m.qk_rope_head_dim, h}));
   ASSIGN_OR_RETURN(a->kv_a_norm_, w.Layer(i, "self_attn.kv_a_layernorm.weight", {m.kv_lora_rank}));
-  ASSIGN_OR_RETURN(Tensor kv_b, w.Layer(i, "self_attn.kv_b_proj.weight",
-                                        {n_h * (m.qk_nope_head_dim + m.v_head_dim), m.kv_lora_rank}));
   ASSIGN_OR_RETURN(a->wo_, w.Layer(i, "self_attn.o_proj.weight", {h, n_h * m.v_head_dim}));
-  RETURN_IF_ERROR(a->AbsorbKvB(backend, kv_b));
+  ASSIGN_OR_RETURN(auto kv_b, w.OptionalLayer(i, "self_attn.kv_b_proj.weight",
+                                              {n_h * (m.qk_nope_head_dim + m.v_head_dim),
+                                               m.kv_lora_rank}));
+  if (kv_b) {
+    RETURN_IF_ERROR(a->AbsorbKvB(backend, *kv_b));
+  } else {
+    // llama.cpp's converter already splits kv_b_proj into the absorbed pair:
+    // attn_k_b [n_h, kv_lora, d_nope] (transposed) and attn_v_b [n_h, d_v, kv_lora].
+    const std::string blk = "blk." + std::to_string(i) + ".";
+    ASSIGN_OR_RETURN(Tensor k_b, w.Require(blk + "attn_k_b.weight",
+                                           {n_h, m.kv_lora_rank, m.qk_nope_head_dim}));
+    ASSIGN_OR_RETURN(Tensor v_b, w.Require(blk + "attn_v_b.weight",
+                                           {n_h, m.v_head_dim, m.kv_lora_rank}));
+    RETURN_IF_ERROR(a->StoreAbsorbed(backend, k_b, v_b));
+  }
   if (c.dsa.topk > 0) {
     a->uses_dsa_ = true;
     if (c.indexer_kinds[size_t(i)] == IndexerKind::kFull) {
@@ -50,10 +62,26 @@ Status MlaAttention::AbsorbKvB(Backend& backend, const Tensor& kv_b) {
     }
     std::copy(rows + dn * r, rows + (dn + dv) * r, wv.begin() + h * dv * r);
   }
+  return WriteAbsorbed(backend, wk, wv);
+}
+
+Status MlaAttention::StoreAbsorbed(Backend& backend, const Tensor& k_b, const Tensor& v_b) {
+  std::vector<float> wk(size_t(k_b.elements())), wv(size_t(v_b.elements()));
+  backend.ReadF32(k_b, wk);
+  backend.ReadF32(v_b, wv);
+  return WriteAbsorbed(backend, wk, wv);
+}
+
+// Keeps the two per-head matrices in f32 device memory: [n_h, kv_lora, d_nope]
+// then [n_h, d_v, kv_lora].
+Status MlaAttention::WriteAbsorbed(Backend& backend, std::span<const float> wk,
+                                   std::span<const float> wv) {
+  const MlaConfig& m = c_.mla;
+  const int64_t n_h = c_.num_heads, r = m.kv_lora_rank;
   ASSIGN_OR_RETURN(absorbed_, backend.Allocate((wk.size() + wv.size()) * sizeof(float),
                                                "absorbed MLA weights"));
-  w_k_absorb_ = Tensor::Of(absorbed_->base(), DType::kF32, {n_h, r, dn});
-  w_v_absorb_ = Tensor::Of(absorbed_->base(), DType::kF32, {n_h, dv, r});
+  w_k_absorb_ = Tensor::Of(absorbed_->base(), DType::kF32, {n_h, r, m.qk_nope_head_dim});
+  w_v_absorb_ = Tensor::Of(absorbed_->base(), DType::kF32, {n_h, m.v_head_dim, r});
   w_v_absorb_.offset = wk.size() * sizeof(float);
   backend.WriteF32(wk, w_k_absorb_);
   backend.WriteF32(wv, w_v_absorb_);

@@ -27,6 +27,8 @@ class MlaAttention final : public AttentionBlock {
  private:
   MlaAttention(const ModelConfig& c, const RopeTable& rope) : c_(c), rope_(rope) {}
   Status AbsorbKvB(Backend& backend, const Tensor& kv_b);
+  Status StoreAbsorbed(Backend& backend, const Tensor& k_b, const Tensor& v_b);
+  Status WriteAbsorbed(Backend& backend, std::span<const float> wk, std::span<const float> wv);
   // The query [T, n_h, d_nope + d_rope], with its rope part rotated.
   Tensor Query(StepContext& ctx, const Tensor& x, Tensor* q_latent);
   void WriteLatent(StepContext& ctx, const Tensor& x);
