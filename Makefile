@@ -5,7 +5,7 @@ JOBS ?= 2
 MODEL := models/SmolLM2-135M-Instruct.Q4_1.gguf
 PROMPT ?= What is the capital of France? Answer in one sentence.
 
-.PHONY: all deps build model run test clean
+.PHONY: all deps build model run test test-arm64 clean
 
 all: build
 
@@ -28,6 +28,10 @@ run: build model
 
 test: build model
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS)
+
+# aarch64: cross-compile the SIMD kernels and run their tests under qemu-aarch64.
+test-arm64:
+	./scripts/install-arm64-deps.sh && JOBS=$(JOBS) ./scripts/test-arm64.sh
 
 clean:
 	rm -rf $(BUILD_DIR)
