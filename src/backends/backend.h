@@ -71,6 +71,9 @@ class Backend {
 
   // ---- memory (load time only)
   virtual Expected<std::unique_ptr<Buffer>> Allocate(uint64_t bytes, const std::string& what) = 0;
+  // Sizes per-op scratch for sequences of up to `max_keys` cached tokens, so
+  // that no op grows a buffer while decoding (called when a cache is made).
+  virtual Status ReserveForContext(int64_t max_keys) = 0;
   // Makes a file tensor usable by this backend's ops. The CPU backend returns a
   // view into the mmap (zero copy); device backends upload (and may repack).
   virtual Expected<Tensor> PrepareWeight(const TensorInfo& info) = 0;

@@ -12,5 +12,6 @@ using CommandFn = std::function<int()>;
 CommandFn RegisterRun(CLI::App& app);
 CommandFn RegisterChat(CLI::App& app);
 CommandFn RegisterInfo(CLI::App& app);
+CommandFn RegisterBench(CLI::App& app);
 
 }  // namespace anymoe::cli

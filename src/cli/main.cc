@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   add("run", "generate text from a prompt", anymoe::cli::RegisterRun);
   add("chat", "interactive multi-turn chat in the terminal", anymoe::cli::RegisterChat);
   add("info", "describe a model file", anymoe::cli::RegisterInfo);
+  add("bench", "measure prompt and generation speed (llama-bench's tests)", anymoe::cli::RegisterBench);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -63,7 +63,7 @@ void ThreadPool::WorkerLoop(int thread_index) {
   }
 }
 
-void ThreadPool::ParallelFor(int64_t num_tasks, const std::function<void(int64_t, int)>& task) {
+void ThreadPool::ParallelFor(int64_t num_tasks, FunctionRef<void(int64_t, int)> task) {
   if (num_tasks <= 0) return;
   if (workers_.empty() || num_tasks == 1) {
     for (int64_t i = 0; i < num_tasks; ++i) task(i, 0);
@@ -84,7 +84,7 @@ void ThreadPool::ParallelFor(int64_t num_tasks, const std::function<void(int64_t
 }
 
 void ThreadPool::ParallelRange(int64_t n, int64_t grain,
-                               const std::function<void(int64_t, int64_t, int)>& fn) {
+                               FunctionRef<void(int64_t, int64_t, int)> fn) {
   if (n <= 0) return;
   grain = std::max<int64_t>(1, grain);
   // A few chunks per thread balance uneven rows without much dispatch overhead.

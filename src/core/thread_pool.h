@@ -6,10 +6,11 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
-#include <functional>
 #include <mutex>
 #include <thread>
 #include <vector>
+
+#include "core/function_ref.h"
 
 namespace anymoe {
 
@@ -25,12 +26,12 @@ class ThreadPool {
 
   // Runs task(i, thread_index) for i in [0, num_tasks) across the pool and the
   // calling thread; returns when all are done. Tasks are handed out dynamically.
-  // Not reentrant: one ParallelFor at a time, from one thread.
-  void ParallelFor(int64_t num_tasks, const std::function<void(int64_t, int)>& task);
+  // Not reentrant: one ParallelFor at a time, from one thread. Never allocates.
+  void ParallelFor(int64_t num_tasks, FunctionRef<void(int64_t, int)> task);
 
   // Splits [0, n) into contiguous ranges, about `grain` items or more each.
   void ParallelRange(int64_t n, int64_t grain,
-                     const std::function<void(int64_t begin, int64_t end, int thread)>& fn);
+                     FunctionRef<void(int64_t begin, int64_t end, int thread)> fn);
 
  private:
   void WorkerLoop(int thread_index);
@@ -43,7 +44,7 @@ class ThreadPool {
   std::atomic<int64_t> next_task_{0};
   std::atomic<int> busy_workers_{0};
   int64_t num_tasks_ = 0;
-  const std::function<void(int64_t, int)>* task_ = nullptr;
+  const FunctionRef<void(int64_t, int)>* task_ = nullptr;
   bool stop_ = false;
 };
 

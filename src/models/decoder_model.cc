@@ -97,6 +97,7 @@ Status DecoderModel::AllocateActivations() {
 }
 
 Expected<std::unique_ptr<KvCache>> DecoderModel::NewCache(int64_t capacity) {
+  RETURN_IF_ERROR(backend_.ReserveForContext(capacity));
   std::vector<LayerCacheSpec> specs;
   for (const Layer& L : layers_) specs.push_back(L.attention->cache_spec());
   return KvCache::Create(backend_, capacity, specs);

@@ -46,6 +46,7 @@ Generator::Generator(Model& model, const Tokenizer* tokenizer)
 Expected<Sequence> Generator::NewSequence(int64_t capacity) {
   Sequence seq;
   ASSIGN_OR_RETURN(seq.cache, model_.NewCache(capacity));
+  seq.tokens.reserve(size_t(capacity));
   return seq;
 }
 
@@ -71,6 +72,7 @@ Expected<GenerateResult> Generator::Generate(Sequence& seq, std::span<const int3
   }
   const auto start = Clock::now();
   GenerateResult result;
+  result.tokens.reserve(size_t(std::min<int64_t>(options.max_new_tokens, seq.capacity())));
   // Reuse the cached common prefix, but always run at least one token to get logits.
   size_t common = 0;
   while (common < seq.tokens.size() && common < prompt.size() &&

@@ -41,6 +41,12 @@ float* CpuBackend::Scratch(int thread, uint64_t floats) {
   return s.data();
 }
 
+Status CpuBackend::ReserveForContext(int64_t max_keys) {
+  // Attention keeps one score per key; the DSA indexer a score and an index.
+  for (int t = 0; t < pool_.num_threads(); ++t) Scratch(t, uint64_t(2 * max_keys));
+  return Status::Ok();
+}
+
 Expected<std::unique_ptr<Buffer>> CpuBackend::Allocate(uint64_t bytes, const std::string& what) {
   void* p = ::operator new(std::max<uint64_t>(bytes, 64), std::align_val_t(64), std::nothrow);
   if (p == nullptr) {

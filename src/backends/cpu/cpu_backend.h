@@ -20,6 +20,7 @@ class CpuBackend final : public Backend {
 
   Expected<std::unique_ptr<Buffer>> Allocate(uint64_t bytes, const std::string& what) override;
   Expected<Tensor> PrepareWeight(const TensorInfo& info) override;
+  Status ReserveForContext(int64_t max_keys) override;
 
   void Embedding(const Tensor& table, std::span<const int32_t> ids, const Tensor& out) override;
   void RmsNorm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out) override;

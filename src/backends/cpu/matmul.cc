@@ -24,7 +24,7 @@ void MultiplyTile(const float* x, int64_t t, int64_t in, const float* w_tile, in
 
 }  // namespace
 
-void Matmul(ThreadPool& pool, const ScratchFn& scratch, const Tensor& x, const Tensor& w,
+void Matmul(ThreadPool& pool, ScratchFn scratch, const Tensor& x, const Tensor& w,
             const Tensor* bias, const Tensor& y) {
   const int64_t t = x.rows(), in = x.cols(), out = w.rows();
   CHECK(w.cols() == in && y.rows() == t && y.cols() == out);

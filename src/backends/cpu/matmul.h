@@ -3,16 +3,15 @@
 // and multiplied there, so the weight is read once per call whatever T is.
 #pragma once
 
-#include <functional>
 
 #include "core/tensor.h"
 #include "core/thread_pool.h"
 
 namespace anymoe::cpu {
 
-using ScratchFn = std::function<float*(int thread, uint64_t floats)>;
+using ScratchFn = FunctionRef<float*(int thread, uint64_t floats)>;
 
-void Matmul(ThreadPool& pool, const ScratchFn& scratch, const Tensor& x, const Tensor& w,
+void Matmul(ThreadPool& pool, ScratchFn scratch, const Tensor& x, const Tensor& w,
             const Tensor* bias, const Tensor& y);
 
 }  // namespace anymoe::cpu

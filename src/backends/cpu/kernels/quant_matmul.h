@@ -1,0 +1,57 @@
+// Matrix-vector products against weights stored in their GGUF block formats, the
+// decode hot path on CPU: y[t, n] = sum_k x[t, k] * W[n, k]. Quantised weights are
+// multiplied as integers against activations quantised once per call to int8 blocks
+// of 32 (like llama.cpp's q8_1), so no weight is ever dequantised to f32 in memory;
+// f16/bf16 weights are widened to f32 on the fly. Each weight row is read once for
+// all activation rows.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/dtype.h"
+
+namespace anymoe::kernels {
+
+// Elements per activation quantisation block (one f32 scale per block).
+inline constexpr int64_t kActivationBlock = 32;
+
+// View of the activation buffer written by QuantizeActivations. For quantised
+// weight types (the same layout for all of them):
+//   qs[t][k]      int8, x[r][i] ~= d[r][i / 32] * qs[r][i], round to nearest
+//   d[t][k / 32]  f32 scale of each block of 32 (max |x| / 127)
+//   s[t][k / 32]  f32 d * (sum of the block's qs), for the offsets and mins of
+//                 q4_0 / q4_1 / q4_k and the unsigned VNNI form of q8_0
+// For f16/bf16 weights the buffer holds x itself: f32[t][k] (`f32`), so those
+// products are exact f32 arithmetic.
+struct QuantizedActivations {
+  const int8_t* qs = nullptr;
+  const float* d = nullptr;
+  const float* s = nullptr;
+  const float* f32 = nullptr;
+  int64_t t = 0, k = 0;
+};
+
+// True for q8_0, q4_0, q4_1, q4_k, q6_k, f16 and bf16.
+bool IsQuantMatmulSupported(DType weight_type);
+
+// Bytes of the activation buffer for `t` rows of `k` values; the caller allocates
+// it once (the hot path allocates nothing). k must be a whole number of weight
+// blocks (32, or 256 for the k-quants).
+size_t QuantizedActivationBytes(DType weight_type, int64_t t, int64_t k);
+
+// Quantises x (f32 [t, k], rows contiguous) into `buffer` (at least
+// QuantizedActivationBytes, 64-byte aligned recommended).
+void QuantizeActivations(DType weight_type, const float* x, int64_t t, int64_t k, void* buffer);
+
+// The layout of a buffer written by QuantizeActivations (no copy).
+QuantizedActivations ActivationView(DType weight_type, const void* buffer, int64_t t, int64_t k);
+
+// Rows [n0, n1) of y for all t activation rows: y[r * ldy + n] = dot(x[r], W[n]),
+// where weight row n starts at w + n * w_row_bytes and holds k values of
+// `weight_type`. `qx` is the buffer from QuantizeActivations. Overwrites only
+// those entries of y; disjoint row ranges may run on different threads.
+void QuantMatmulRows(DType weight_type, const uint8_t* w, size_t w_row_bytes, const void* qx,
+                     int64_t t, int64_t k, int64_t n0, int64_t n1, float* y, int64_t ldy);
+
+}  // namespace anymoe::kernels

@@ -1,0 +1,132 @@
+#include "bench/bench_report.h"
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+namespace anymoe {
+namespace {
+
+std::string Printf(const char* fmt, auto... args) {
+  char buf[512];
+  std::snprintf(buf, sizeof(buf), fmt, args...);
+  return buf;
+}
+
+std::string SizeCell(uint64_t bytes) {
+  const double mib = double(bytes) / (1 << 20);
+  return mib < 1024 ? Printf("%.2f MiB", mib) : Printf("%.2f GiB", mib / 1024);
+}
+
+std::string ParamsCell(int64_t n) {
+  return n < 1000000000 ? Printf("%.2f M", double(n) / 1e6) : Printf("%.2f B", double(n) / 1e9);
+}
+
+}  // namespace
+
+std::string FormatBytes(double bytes) {
+  if (bytes >= double(1 << 30)) return Printf("%.2f GiB", bytes / double(1 << 30));
+  if (bytes >= double(1 << 20)) return Printf("%.2f MiB", bytes / double(1 << 20));
+  return Printf("%.2f KiB", bytes / 1024);
+}
+
+// Column widths are llama-bench's (negative: left-aligned).
+std::string MarkdownHeader() {
+  return "| model                          |       size |     params | backend    | threads |"
+         "            test |                  t/s |\n"
+         "| ------------------------------ | ---------: | ---------: | ---------- | ------: |"
+         " --------------: | -------------------: |\n";
+}
+
+std::string MarkdownRow(const BenchResult& r) {
+  const std::vector<double> ts = r.samples_ts();
+  // "±" is two bytes in UTF-8, so the column is one byte wider.
+  const std::string tps = Printf("%.2f ± %.2f", Mean(ts), SampleStddev(ts));
+  return Printf("| %-30s | %10s | %10s | %-10s | %7d | %15s | %21s |\n", r.model.type.c_str(),
+                SizeCell(r.model.size_bytes).c_str(), ParamsCell(r.model.n_params).c_str(),
+                r.backend.c_str(), r.threads, r.test.Name().c_str(), tps.c_str());
+}
+
+std::string MarkdownRoofline(std::span<const MembwResult> bandwidths,
+                             std::span<const BenchResult> results) {
+  std::string out;
+  for (const MembwResult& m : bandwidths) {
+    out += Printf("memory bandwidth (read, %d threads, %s buffer x %zu passes): best %.2f GB/s, "
+                  "median %.2f GB/s\n",
+                  m.threads, FormatBytes(double(m.buffer_bytes)).c_str(), m.pass_gbs.size(),
+                  m.best_gbs(), m.median_gbs());
+  }
+  std::string rows;
+  std::string last_model;
+  for (const BenchResult& r : results) {
+    if (!r.roofline) continue;
+    const DecodeBytes& b = r.roofline->bytes;
+    if (r.model.filename != last_model) {
+      last_model = r.model.filename;
+      out += Printf("%s: weights read per token = other %s + %s %s + routed experts %s x %lld/%lld "
+                    "= %s\n",
+                    r.model.type.c_str(), FormatBytes(double(b.other)).c_str(),
+                    b.tied_embeddings ? "tied embedding/head" : "embedding row",
+                    FormatBytes(double(b.tied_embeddings ? b.embedding : b.embedding_row)).c_str(),
+                    FormatBytes(double(b.routed_experts)).c_str(), (long long)b.experts_per_token,
+                    (long long)b.num_experts, FormatBytes(b.per_token()).c_str());
+    }
+    const Roofline roof = r.roofline->roofline();
+    const double tps = Mean(r.samples_ts());
+    rows += Printf("| %-30s | %7d | %15s | %12s | %10.2f | %10.2f | %9.1f %% |\n",
+                   r.model.type.c_str(), r.threads, r.test.Name().c_str(),
+                   FormatBytes(roof.bytes_per_token).c_str(), roof.bound_tps(), tps,
+                   roof.percent_of_bound(tps));
+  }
+  if (rows.empty()) return out;
+  out += "\n| model                          | threads |            test |  bytes/token |"
+         "  bound t/s |        t/s | % of bound |\n"
+         "| ------------------------------ | ------: | --------------: | -----------: |"
+         " ---------: | ---------: | ---------: |\n";
+  return out + rows;
+}
+
+std::string JsonReport(std::span<const BenchResult> results, const std::string& cpu_info) {
+  nlohmann::ordered_json array = nlohmann::ordered_json::array();
+  for (const BenchResult& r : results) {
+    std::vector<double> ns(r.samples_ns.begin(), r.samples_ns.end());
+    const std::vector<double> ts = r.samples_ts();
+    nlohmann::ordered_json o;
+    o["build_commit"] = "unknown";
+    o["build_number"] = 0;
+    o["cpu_info"] = cpu_info;
+    o["gpu_info"] = "";
+    o["backends"] = "CPU";
+    o["model_filename"] = r.model.filename;
+    o["model_type"] = r.model.type;
+    o["model_size"] = r.model.size_bytes;
+    o["model_n_params"] = r.model.n_params;
+    o["n_batch"] = r.batch;
+    o["n_ubatch"] = r.batch;
+    o["n_threads"] = r.threads;
+    o["type_k"] = "f32";  // anymoe's KV cache is f32
+    o["type_v"] = "f32";
+    o["n_gpu_layers"] = 0;
+    o["n_prompt"] = r.test.n_prompt;
+    o["n_gen"] = r.test.n_gen;
+    o["n_depth"] = 0;
+    o["test_time"] = r.test_time;
+    o["avg_ns"] = uint64_t(Mean(ns) + 0.5);
+    o["stddev_ns"] = uint64_t(SampleStddev(ns) + 0.5);
+    o["avg_ts"] = Mean(ts);
+    o["stddev_ts"] = SampleStddev(ts);
+    o["samples_ns"] = r.samples_ns;
+    o["samples_ts"] = ts;
+    o["backend"] = r.backend;
+    if (r.roofline) {
+      const Roofline roof = r.roofline->roofline();
+      o["membw_gbs"] = roof.bandwidth_gbs;
+      o["decode_bytes_per_token"] = roof.bytes_per_token;
+      o["roofline_ts"] = roof.bound_tps();
+      o["roofline_pct"] = roof.percent_of_bound(Mean(ts));
+    }
+    array.push_back(std::move(o));
+  }
+  return array.dump(2) + "\n";
+}
+
+}  // namespace anymoe

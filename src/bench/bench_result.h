@@ -1,0 +1,56 @@
+// One benchmark result as llama-bench reports it: which model, threads and
+// test (pp<n>: a prompt of n tokens in one prefill; tg<n>: n tokens generated
+// one at a time), the wall time of each repetition, and the mean and sample
+// standard deviation of their tokens/s.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "bench/roofline.h"
+
+namespace anymoe {
+
+struct BenchTest {
+  int64_t n_prompt = 0;  // pp test when > 0
+  int64_t n_gen = 0;     // tg test when > 0
+  std::string Name() const;  // "pp128", "tg64", "pp128+tg64"
+};
+
+struct ModelDescription {
+  std::string filename;  // as given on the command line
+  std::string type;      // "<arch> <params> <main dtype>", e.g. "llama 135M Q4_1"
+  uint64_t size_bytes = 0;  // bytes of all tensors
+  int64_t n_params = 0;     // elements of all tensors
+};
+
+// The decode roofline of a tg result (with `anymoe bench --membw`).
+struct RooflineFigures {
+  double bandwidth_gbs = 0;
+  DecodeBytes bytes;
+  Roofline roofline() const { return {bandwidth_gbs, bytes.per_token()}; }
+};
+
+struct BenchResult {
+  ModelDescription model;
+  std::string backend = "cpu";
+  int threads = 0;
+  int64_t batch = 0;  // tokens per prefill step
+  BenchTest test;
+  std::string test_time;           // RFC 3339 UTC, when the test started
+  std::vector<uint64_t> samples_ns;  // wall time of each repetition
+  std::optional<RooflineFigures> roofline;
+
+  int64_t tokens() const { return test.n_prompt + test.n_gen; }
+  std::vector<double> samples_ts() const;  // tokens / seconds per repetition
+};
+
+// Mean, and sample standard deviation (n - 1; 0 for fewer than two values),
+// as llama-bench computes them.
+double Mean(std::span<const double> v);
+double SampleStddev(std::span<const double> v);
+
+}  // namespace anymoe

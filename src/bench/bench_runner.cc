@@ -1,0 +1,129 @@
+#include "bench/bench_runner.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <map>
+
+#include "formats/gguf.h"
+#include "models/model_stats.h"
+
+namespace anymoe {
+namespace {
+
+// "135M", "1.2B": the way llama.cpp labels sizes.
+std::string SizeLabel(int64_t n) {
+  char buf[32];
+  if (n < 1000000000) {
+    std::snprintf(buf, sizeof(buf), "%.0fM", double(n) / 1e6);
+  } else {
+    std::snprintf(buf, sizeof(buf), "%.1fB", double(n) / 1e9);
+  }
+  return buf;
+}
+
+std::string Upper(std::string_view s) {
+  std::string u(s);
+  for (char& c : u) c = char(std::toupper(static_cast<unsigned char>(c)));
+  return u;
+}
+
+// The dtype holding the most elements of the matrices (vectors are f32 anyway).
+std::string MainDType(const TensorSource& tensors) {
+  std::map<std::string_view, int64_t> elements;
+  for (const TensorInfo& t : tensors.tensors()) {
+    if (t.shape.size() >= 2) elements[Name(t.dtype)] += t.elements();
+  }
+  std::string_view best = "f32";
+  int64_t most = -1;
+  for (const auto& [name, n] : elements) {
+    if (n > most) best = name, most = n;
+  }
+  return Upper(best);
+}
+
+}  // namespace
+
+ModelDescription DescribeModel(Engine& engine) {
+  const ModelFile& file = engine.file();
+  const ModelConfig& config = engine.model().config();
+  ModelDescription d;
+  d.filename = file.path;
+  for (const TensorInfo& t : file.tensors().tensors()) d.size_bytes += t.bytes;
+  d.n_params = CountTensorElements(file.tensors());
+
+  std::string arch = config.arch;
+  if (file.gguf != nullptr) {
+    auto name = file.gguf->FindString("general.architecture");
+    if (name.ok() && name->has_value()) arch = **name;
+  }
+  const ParameterCounts p = CountParameters(config);
+  std::string size = SizeLabel(d.n_params);
+  if (config.is_moe()) size += ".A" + SizeLabel(p.active);
+  d.type = arch + " " + size + " " + MainDType(file.tensors());
+  return d;
+}
+
+BenchRunner::BenchRunner(Engine& engine, uint64_t seed) : engine_(engine), rng_(seed) {}
+
+int32_t BenchRunner::RandomToken() {
+  const uint64_t vocab = uint64_t(engine_.model().config().vocab_size);
+  return int32_t(rng_() % vocab);
+}
+
+Status BenchRunner::EnsureCache(int64_t tokens) {
+  if (tokens > engine_.context()) {
+    return Status::Error("test needs " + std::to_string(tokens) + " tokens of context but " +
+                         engine_.file().path + " allows " + std::to_string(engine_.context()));
+  }
+  if (cache_ == nullptr || cache_->capacity() < tokens) {
+    ASSIGN_OR_RETURN(cache_, engine_.model().NewCache(tokens));
+  }
+  return Status::Ok();
+}
+
+Status BenchRunner::RunOnce(const BenchTest& test) {
+  Model& model = engine_.model();
+  cache_->Clear();
+  const int64_t step = std::max<int64_t>(1, model.max_step_tokens());
+  for (int64_t done = 0; done < test.n_prompt;) {
+    const int64_t n = std::min(step, test.n_prompt - done);
+    tokens_.resize(size_t(n));
+    for (int32_t& t : tokens_) t = RandomToken();
+    ASSIGN_OR_RETURN(Tensor logits, model.Forward(tokens_, *cache_, /*all_logits=*/false));
+    (void)logits;
+    done += n;
+  }
+  model.backend().Synchronize();
+  for (int64_t i = 0; i < test.n_gen; ++i) {
+    const int32_t token = RandomToken();
+    ASSIGN_OR_RETURN(Tensor logits, model.Forward({&token, 1}, *cache_, /*all_logits=*/false));
+    (void)logits;
+    model.backend().Synchronize();
+  }
+  return Status::Ok();
+}
+
+Expected<std::vector<uint64_t>> BenchRunner::Measure(const BenchTest& test, int repetitions) {
+  if (test.n_prompt < 0 || test.n_gen < 0 || test.n_prompt + test.n_gen == 0) {
+    return Status::Error("bench test " + test.Name() + " has no tokens");
+  }
+  if (repetitions < 1) {
+    return Status::Error("bench repetitions must be at least 1, got " +
+                         std::to_string(repetitions));
+  }
+  RETURN_IF_ERROR(EnsureCache(test.n_prompt + test.n_gen));  // outside the timed runs
+  // Warm-up as llama-bench does it: the whole prompt, or one generated token.
+  RETURN_IF_ERROR(RunOnce(test.n_prompt > 0 ? BenchTest{test.n_prompt, 0} : BenchTest{0, 1}));
+  std::vector<uint64_t> samples;
+  for (int r = 0; r < repetitions; ++r) {
+    const auto start = std::chrono::steady_clock::now();
+    RETURN_IF_ERROR(RunOnce(test));
+    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+        std::chrono::steady_clock::now() - start);
+    samples.push_back(uint64_t(ns.count()));
+  }
+  return samples;
+}
+
+}  // namespace anymoe

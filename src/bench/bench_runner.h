@@ -1,0 +1,45 @@
+// Runs llama-bench's two tests on a loaded engine. pp<n>: n random token ids
+// prefilled into an empty cache (in steps of the model's max_step_tokens), so
+// t/s = n / time. tg<n>: n random ids fed one Forward call each into an empty
+// cache, so t/s = n / time; no sampling, as in llama-bench. Each test runs once
+// untimed, then `repetitions` times, each from an empty cache.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "bench/bench_result.h"
+#include "runtime/engine.h"
+
+namespace anymoe {
+
+// Filename, "<arch> <params> <main dtype>", tensor bytes and elements of the
+// engine's model.
+ModelDescription DescribeModel(Engine& engine);
+
+class BenchRunner {
+ public:
+  // Token ids come from a generator seeded with `seed`: the same on every run.
+  explicit BenchRunner(Engine& engine, uint64_t seed = 1234);
+
+  // The wall time in ns of each of `repetitions` runs of `test`, after one
+  // warm-up run. Errors when the test does not fit the engine's context or a
+  // forward step fails.
+  Expected<std::vector<uint64_t>> Measure(const BenchTest& test, int repetitions);
+
+ private:
+  // A cache of at least `tokens` (allocated only when the current one is smaller).
+  Status EnsureCache(int64_t tokens);
+  // One run of `test` from an empty cache; EnsureCache must have made room.
+  Status RunOnce(const BenchTest& test);
+  int32_t RandomToken();
+
+  Engine& engine_;
+  std::unique_ptr<KvCache> cache_;
+  std::mt19937_64 rng_;
+  std::vector<int32_t> tokens_;
+};
+
+}  // namespace anymoe

@@ -1,0 +1,171 @@
+// `anymoe bench`: llama-bench's pp<n> / tg<n> tests on one or more models and
+// thread counts, printed as llama-bench's markdown table or JSON; `--membw`
+// adds the machine's read bandwidth and each model's decode roofline. The
+// measuring lives in src/bench/; this file is flags and printing.
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bench/bench_report.h"
+#include "bench/bench_runner.h"
+#include "bench/machine.h"
+#include "bench/membw.h"
+#include "bench/roofline.h"
+#include "cli/commands.h"
+#include "cli/common_options.h"
+
+namespace anymoe::cli {
+namespace {
+
+struct BenchFlags {
+  std::vector<std::string> models;
+  std::vector<int64_t> prompts{128};
+  std::vector<int64_t> gens{64};
+  std::vector<int> threads;  // empty: all cores
+  int repetitions = 5;
+  std::string output = "md";
+  int64_t batch = 512;
+  bool membw = false;
+  int64_t membw_mib = 1024;
+  int membw_passes = 5;
+};
+
+Status Validate(const BenchFlags& f) {
+  for (int64_t p : f.prompts) {
+    if (p < 0) return Status::Error("-p: prompt sizes must be >= 0, got " + std::to_string(p));
+  }
+  for (int64_t n : f.gens) {
+    if (n < 0) return Status::Error("-n: generation sizes must be >= 0, got " + std::to_string(n));
+  }
+  for (int t : f.threads) {
+    if (t < 1) return Status::Error("-t: thread counts must be >= 1, got " + std::to_string(t));
+  }
+  const bool any_pp = std::any_of(f.prompts.begin(), f.prompts.end(), [](int64_t p) { return p > 0; });
+  const bool any_tg = std::any_of(f.gens.begin(), f.gens.end(), [](int64_t n) { return n > 0; });
+  if (!any_pp && !any_tg) return Status::Error("nothing to run: every -p and -n is 0");
+  return Status::Ok();
+}
+
+std::vector<BenchTest> Tests(const BenchFlags& f) {
+  std::vector<BenchTest> tests;
+  for (int64_t p : f.prompts) {
+    if (p > 0) tests.push_back({p, 0});
+  }
+  for (int64_t n : f.gens) {
+    if (n > 0) tests.push_back({0, n});
+  }
+  return tests;
+}
+
+int Bench(BenchFlags f) {
+  if (Status st = Validate(f); !st.ok()) return ReportError(st);
+  if (f.threads.empty()) f.threads = {int(std::max(1u, std::thread::hardware_concurrency()))};
+  const bool markdown = f.output == "md";
+  const std::vector<BenchTest> tests = Tests(f);
+  int64_t max_prompt = 0, max_tokens = 1;
+  for (const BenchTest& t : tests) {
+    max_prompt = std::max(max_prompt, t.n_prompt);
+    max_tokens = std::max(max_tokens, t.n_prompt + t.n_gen);
+  }
+
+  std::vector<MembwResult> bandwidths;
+  std::map<int, double> best_gbs;  // by thread count
+  if (f.membw) {
+    for (int t : f.threads) {
+      std::fprintf(stderr, "bench: measuring read bandwidth with %d threads\n", t);
+      auto bw = MeasureReadBandwidth({t, uint64_t(f.membw_mib) << 20, f.membw_passes});
+      if (!bw.ok()) return ReportError(bw.status());
+      best_gbs[t] = bw->best_gbs();
+      bandwidths.push_back(*bw);
+    }
+  }
+
+  if (markdown) std::printf("%s", MarkdownHeader().c_str());
+  std::fflush(stdout);
+  std::vector<BenchResult> results;
+  for (const std::string& path : f.models) {
+    for (int threads : f.threads) {
+      EngineOptions options;
+      options.model_path = path;
+      options.threads = threads;
+      options.context = max_tokens;
+      options.max_step_tokens = std::clamp<int64_t>(max_prompt, 1, f.batch);
+      auto engine = LoadEngineOrReport(options);
+      if (!engine) return 1;
+      if (max_tokens > engine->context()) {
+        return ReportError(Status::Error("tests need " + std::to_string(max_tokens) +
+                                         " tokens of context but " + path + " allows " +
+                                         std::to_string(engine->context())));
+      }
+      const ModelDescription model = DescribeModel(*engine);
+      std::optional<DecodeBytes> decode_bytes;
+      if (f.membw) {
+        auto bytes = DecodeBytesPerToken(engine->file().tensors(), engine->model().config());
+        if (!bytes.ok()) return ReportError(bytes.status());
+        decode_bytes = *bytes;
+      }
+      BenchRunner runner(*engine);
+      for (const BenchTest& test : tests) {
+        std::fprintf(stderr, "bench: %s, %d threads: %s\n", path.c_str(), threads,
+                     test.Name().c_str());
+        BenchResult r;
+        r.model = model;
+        r.threads = threads;
+        r.batch = engine->model().max_step_tokens();
+        r.test = test;
+        r.test_time = UtcTimestamp();
+        auto samples = runner.Measure(test, f.repetitions);
+        if (!samples.ok()) return ReportError(samples.status().WithContext(path));
+        r.samples_ns = std::move(samples).value();
+        if (decode_bytes && test.n_prompt == 0) r.roofline = {best_gbs[threads], *decode_bytes};
+        if (markdown) {
+          std::printf("%s", MarkdownRow(r).c_str());
+          std::fflush(stdout);
+        }
+        results.push_back(std::move(r));
+      }
+    }
+  }
+  if (markdown && f.membw) std::printf("\n%s", MarkdownRoofline(bandwidths, results).c_str());
+  if (!markdown) std::printf("%s", JsonReport(results, CpuModelName()).c_str());
+  return 0;
+}
+
+}  // namespace
+
+CommandFn RegisterBench(CLI::App& cmd) {
+  auto f = std::make_shared<BenchFlags>();
+  cmd.add_option("-m,--model", f->models, "GGUF file or HF model folder (repeatable)")
+      ->required();
+  cmd.add_option("-p,--n-prompt", f->prompts, "prompt sizes for pp tests, e.g. 128,512 (0: none)")
+      ->delimiter(',')
+      ->capture_default_str();
+  cmd.add_option("-n,--n-gen", f->gens, "token counts for tg tests, e.g. 64 (0: none)")
+      ->delimiter(',')
+      ->capture_default_str();
+  cmd.add_option("-t,--threads", f->threads, "CPU thread counts, e.g. 1,2 (default: all cores)")
+      ->delimiter(',');
+  cmd.add_option("-r,--repetitions", f->repetitions, "timed runs of each test")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  cmd.add_option("-o,--output", f->output, "md (llama-bench's table) or json")
+      ->check(CLI::IsMember({"md", "json"}))
+      ->capture_default_str();
+  cmd.add_option("--batch", f->batch, "most prompt tokens per forward step")
+      ->check(CLI::Range(int64_t(1), int64_t(4096)))
+      ->capture_default_str();
+  cmd.add_flag("--membw", f->membw,
+               "measure read memory bandwidth and print each model's decode roofline");
+  cmd.add_option("--membw-mib", f->membw_mib, "bandwidth buffer size in MiB")
+      ->check(CLI::Range(int64_t(1), int64_t(1) << 20))
+      ->capture_default_str();
+  cmd.add_option("--membw-passes", f->membw_passes, "timed bandwidth passes")
+      ->check(CLI::Range(1, 100))
+      ->capture_default_str();
+  return [f] { return Bench(*f); };
+}
+
+}  // namespace anymoe::cli

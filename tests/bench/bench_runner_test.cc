@@ -1,0 +1,65 @@
+// The runner on the tiny llama checkpoint: each repetition is timed, the model
+// is described like llama-bench does, and a test longer than the context is a
+// clean error rather than a cache overflow.
+#include "bench/bench_runner.h"
+
+#include <gtest/gtest.h>
+
+namespace anymoe {
+namespace {
+
+std::unique_ptr<Engine> LoadTiny(int64_t context = 4096) {
+  EngineOptions o;
+  o.model_path = std::string(ANYMOE_GOLDEN_DIR) + "/llama_tiny";
+  o.threads = 1;
+  o.context = context;
+  o.max_step_tokens = 8;
+  o.progress = false;
+  auto e = Engine::Load(o);
+  EXPECT_TRUE(e.ok()) << e.status().message();
+  return e.ok() ? std::move(e).value() : nullptr;
+}
+
+TEST(BenchRunner, TimesEachRepetition) {
+  auto engine = LoadTiny();
+  ASSERT_NE(engine, nullptr);
+  BenchRunner runner(*engine);
+  for (BenchTest test : {BenchTest{20, 0}, BenchTest{0, 5}, BenchTest{8, 4}}) {
+    auto samples = runner.Measure(test, 3);
+    ASSERT_TRUE(samples.ok()) << samples.status().message();
+    ASSERT_EQ(samples->size(), 3u);
+    for (uint64_t ns : *samples) EXPECT_GT(ns, 0u);
+  }
+}
+
+TEST(BenchRunner, DescribesTheModel) {
+  auto engine = LoadTiny();
+  ASSERT_NE(engine, nullptr);
+  const ModelDescription d = DescribeModel(*engine);
+  EXPECT_NE(d.filename.find("llama_tiny"), std::string::npos);
+  EXPECT_EQ(d.type.substr(0, 6), "llama ");
+  EXPECT_NE(d.type.find("F32"), std::string::npos) << d.type;
+  uint64_t bytes = 0;
+  int64_t elements = 0;
+  for (const TensorInfo& t : engine->file().tensors().tensors()) {
+    bytes += t.bytes;
+    elements += t.elements();
+  }
+  EXPECT_EQ(d.size_bytes, bytes);
+  EXPECT_EQ(d.n_params, elements);
+}
+
+TEST(BenchRunner, RejectsTestsThatDoNotFit) {
+  auto engine = LoadTiny(/*context=*/16);
+  ASSERT_NE(engine, nullptr);
+  BenchRunner runner(*engine);
+  auto too_long = runner.Measure({12, 8}, 1);
+  ASSERT_FALSE(too_long.ok());
+  EXPECT_NE(too_long.status().message().find("20 tokens"), std::string::npos)
+      << too_long.status().message();
+  EXPECT_FALSE(runner.Measure({0, 0}, 1).ok());
+  EXPECT_FALSE(runner.Measure({4, 0}, 0).ok());
+}
+
+}  // namespace
+}  // namespace anymoe

@@ -1,0 +1,126 @@
+// `anymoe bench` as a user runs it: llama-bench-compatible JSON (one object
+// per test, positive t/s), the markdown table, the roofline with --membw, and
+// one-line errors for bad arguments.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "testing/test_files.h"
+
+namespace anymoe {
+namespace {
+
+struct RunResult {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+class BenchCli : public testing::TempDirTest {
+ protected:
+  RunResult Bench(const std::vector<std::string>& args) {
+    std::string cmd = std::string(ANYMOE_BINARY) + " bench";
+    for (const auto& a : args) cmd += " '" + a + "'";
+    const std::string out = Path("stdout"), err = Path("stderr");
+    cmd += " >" + out + " 2>" + err + " </dev/null";
+    RunResult r;
+    const int status = std::system(cmd.c_str());
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    r.out = Read(out);
+    r.err = Read(err);
+    return r;
+  }
+  static std::string Read(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  }
+  static std::string Golden(const std::string& rel) {
+    return std::string(ANYMOE_GOLDEN_DIR) + "/" + rel;
+  }
+};
+
+TEST_F(BenchCli, JsonHasOneObjectPerTest) {
+  const auto r = Bench({"-m", Golden("llama_tiny"), "-p", "8", "-n", "4", "-r", "2", "-o", "json",
+                        "-t", "1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto json = nlohmann::json::parse(r.out);
+  ASSERT_TRUE(json.is_array());
+  ASSERT_EQ(json.size(), 2u) << r.out;
+  EXPECT_EQ(json[0]["n_prompt"], 8);
+  EXPECT_EQ(json[0]["n_gen"], 0);
+  EXPECT_EQ(json[1]["n_prompt"], 0);
+  EXPECT_EQ(json[1]["n_gen"], 4);
+  for (const auto& o : json) {
+    EXPECT_GT(o["avg_ts"].get<double>(), 0.0);
+    EXPECT_EQ(o["samples_ns"].size(), 2u);
+    EXPECT_EQ(o["samples_ts"].size(), 2u);
+    EXPECT_EQ(o["n_threads"], 1);
+    EXPECT_EQ(o["backend"], "cpu");
+    EXPECT_EQ(o["model_filename"], Golden("llama_tiny"));
+    EXPECT_GT(o["model_size"].get<int64_t>(), 0);
+    EXPECT_GT(o["model_n_params"].get<int64_t>(), 0);
+  }
+}
+
+TEST_F(BenchCli, CommaListsMultiplyTests) {
+  const auto r = Bench({"-m", Golden("llama_tiny"), "-p", "4,8", "-n", "0", "-r", "1", "-o",
+                        "json", "-t", "1,2"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto json = nlohmann::json::parse(r.out);
+  ASSERT_EQ(json.size(), 4u) << r.out;
+  EXPECT_EQ(json[0]["n_threads"], 1);
+  EXPECT_EQ(json[1]["n_prompt"], 8);
+  EXPECT_EQ(json[3]["n_threads"], 2);
+}
+
+TEST_F(BenchCli, MarkdownTableLikeLlamaBench) {
+  const auto r = Bench({"-m", Golden("llama_tiny"), "-p", "8", "-n", "4", "-r", "2", "-t", "1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("| model ", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("| backend    | threads |"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("pp8 |"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("tg4 |"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" ± "), std::string::npos) << r.out;
+}
+
+TEST_F(BenchCli, MembwAddsTheRoofline) {
+  const auto md = Bench({"-m", Golden("moe_gguf/glm4_moe.gguf"), "-p", "0", "-n", "4", "-r", "1",
+                         "-t", "1", "--membw", "--membw-mib", "32", "--membw-passes", "2"});
+  ASSERT_EQ(md.exit_code, 0) << md.err;
+  EXPECT_NE(md.out.find("memory bandwidth (read, 1 threads"), std::string::npos) << md.out;
+  EXPECT_NE(md.out.find("routed experts"), std::string::npos) << md.out;
+  EXPECT_NE(md.out.find("x 2/8"), std::string::npos) << md.out;
+  EXPECT_NE(md.out.find("% of bound"), std::string::npos) << md.out;
+
+  const auto js = Bench({"-m", Golden("moe_gguf/glm4_moe.gguf"), "-p", "0", "-n", "4", "-r", "1",
+                         "-t", "1", "-o", "json", "--membw", "--membw-mib", "32",
+                         "--membw-passes", "2"});
+  ASSERT_EQ(js.exit_code, 0) << js.err;
+  const auto json = nlohmann::json::parse(js.out);
+  ASSERT_EQ(json.size(), 1u);
+  EXPECT_GT(json[0]["membw_gbs"].get<double>(), 0.0);
+  EXPECT_GT(json[0]["decode_bytes_per_token"].get<double>(), 0.0);
+  EXPECT_GT(json[0]["roofline_ts"].get<double>(), 0.0);
+  EXPECT_GT(json[0]["roofline_pct"].get<double>(), 0.0);
+}
+
+TEST_F(BenchCli, BadArgumentsAreOneLineErrors) {
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"-m", Golden("llama_tiny"), "-p", "0", "-n", "0"},
+           {"-m", Golden("llama_tiny"), "-t", "0"},
+           {"-m", Golden("llama_tiny"), "-p", "1000", "-n", "0"},  // context is 128
+           {"-m", Golden("no_such_model")}}) {
+    const auto r = Bench(args);
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_NE(r.err.find("error"), std::string::npos) << r.err;
+  }
+}
+
+}  // namespace
+}  // namespace anymoe
