@@ -7,7 +7,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "backends/cpu/kernels.h"
+#include "backends/cpu/row_ops.h"
 #include "formats/hf_config.h"
 #include "models/config_loader.h"
 #include "models/rope.h"

@@ -8,9 +8,10 @@
 #include <thread>
 
 #include "backends/cpu/indexer.h"
-#include "backends/cpu/kernels.h"
+#include "backends/cpu/kernels/attention.h"
 #include "backends/cpu/matmul.h"
 #include "backends/cpu/route.h"
+#include "backends/cpu/row_ops.h"
 #include "formats/tensor_source.h"
 
 namespace anymoe {
@@ -42,7 +43,7 @@ float* CpuBackend::Scratch(int thread, uint64_t floats) {
 }
 
 Status CpuBackend::ReserveForContext(int64_t max_keys) {
-  // Attention keeps one score per key; the DSA indexer a score and an index.
+  // The DSA indexer keeps a score and an index per key.
   for (int t = 0; t < pool_.num_threads(); ++t) Scratch(t, uint64_t(2 * max_keys));
   return Status::Ok();
 }
@@ -122,12 +123,11 @@ void CpuBackend::Attention(const Tensor& q, const Tensor& k_cache, const Tensor&
   const float* kp = k_cache.as<const float>();
   const float* vp = v_cache.as<const float>();
   float* op = out.as<float>();
-  const uint64_t max_keys = uint64_t(n_past + t);
-  pool_.ParallelFor(t * n_h, [&](int64_t task, int thread) {
+  pool_.ParallelFor(t * n_h, [&](int64_t task, int) {
     const int64_t ti = task / n_h, h = task % n_h, kvh = h / group;
-    cpu::AttendOneQuery(qp + (ti * n_h + h) * d_k, kp + kvh * d_k, vp + kvh * d_v,
-                        n_past + ti + 1, nullptr, n_kv * d_k, n_kv * d_v, d_k, d_v, scale,
-                        Scratch(thread, max_keys), op + (ti * n_h + h) * d_v);
+    kernels::AttendOnlineSoftmax(qp + (ti * n_h + h) * d_k, kp + kvh * d_k, vp + kvh * d_v,
+                                 n_past + ti + 1, nullptr, n_kv * d_k, n_kv * d_v, d_k, d_v,
+                                 scale, op + (ti * n_h + h) * d_v);
   });
 }
 
@@ -140,8 +140,7 @@ void CpuBackend::LatentAttention(const Tensor& q, const Tensor& cache, int64_t l
   const float* qp = q.as<const float>();
   const float* cp = cache.as<const float>();
   float* op = out.as<float>();
-  const uint64_t max_keys = uint64_t(n_past + t);
-  pool_.ParallelFor(t * n_h, [&](int64_t task, int thread) {
+  pool_.ParallelFor(t * n_h, [&](int64_t task, int) {
     const int64_t ti = task / n_h, h = task % n_h;
     int64_t n_keys = n_past + ti + 1;
     const int32_t* key_ids = nullptr;
@@ -150,8 +149,8 @@ void CpuBackend::LatentAttention(const Tensor& q, const Tensor& cache, int64_t l
       n_keys = selection->counts[size_t(ti)];
     }
     // The latent is both the key (with the rope part) and the value (without it).
-    cpu::AttendOneQuery(qp + (ti * n_h + h) * d, cp, cp, n_keys, key_ids, d, d, d, latent_dim,
-                        scale, Scratch(thread, max_keys), op + (ti * n_h + h) * latent_dim);
+    kernels::AttendOnlineSoftmax(qp + (ti * n_h + h) * d, cp, cp, n_keys, key_ids, d, d, d,
+                                 latent_dim, scale, op + (ti * n_h + h) * latent_dim);
   });
 }
 
@@ -250,7 +249,8 @@ void CpuBackend::Zero(const Tensor& t) {
 
 void CpuBackend::SwiGlu(const Tensor& gate, const Tensor& up, const Tensor& out) {
   CHECK(gate.elements() == up.elements() && out.elements() == gate.elements());
-  cpu::SwiGluRow(gate.as<const float>(), up.as<const float>(), gate.elements(), out.as<float>());
+  kernels::SiluMul(gate.as<const float>(), up.as<const float>(), out.as<float>(),
+                   size_t(gate.elements()));
 }
 
 void CpuBackend::Add(const Tensor& a, const Tensor& b, const Tensor& out) {

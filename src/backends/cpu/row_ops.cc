@@ -1,4 +1,4 @@
-#include "backends/cpu/kernels.h"
+#include "backends/cpu/row_ops.h"
 
 #include <algorithm>
 #include <cmath>
@@ -35,39 +35,6 @@ void RopeToken(float* x, int64_t heads, int64_t head_dim, int32_t position,
       z[a] = za * cos_t[i] - zb * sin_t[i];
       z[b] = zb * cos_t[i] + za * sin_t[i];
     }
-  }
-}
-
-void SwiGluRow(const float* gate, const float* up, int64_t n, float* out) {
-  for (int64_t i = 0; i < n; ++i) {
-    const float g = gate[i];
-    out[i] = g / (1.0f + std::exp(-g)) * up[i];
-  }
-}
-
-void AttendOneQuery(const float* q, const float* k, const float* v, int64_t n_keys,
-                    const int32_t* key_ids, int64_t k_stride, int64_t v_stride, int64_t d_k,
-                    int64_t d_v, float scale, float* scores, float* out) {
-  auto key = [&](int64_t j) { return key_ids != nullptr ? int64_t(key_ids[j]) : j; };
-  float max_score = -INFINITY;
-  for (int64_t j = 0; j < n_keys; ++j) {
-    const float* kj = k + key(j) * k_stride;
-    float dot = 0.0f;
-    for (int64_t d = 0; d < d_k; ++d) dot += q[d] * kj[d];
-    scores[j] = dot * scale;
-    max_score = std::max(max_score, scores[j]);
-  }
-  float sum = 0.0f;
-  for (int64_t j = 0; j < n_keys; ++j) {
-    scores[j] = std::exp(scores[j] - max_score);
-    sum += scores[j];
-  }
-  const float inv_sum = 1.0f / sum;
-  std::fill(out, out + d_v, 0.0f);
-  for (int64_t j = 0; j < n_keys; ++j) {
-    const float p = scores[j] * inv_sum;
-    const float* vj = v + key(j) * v_stride;
-    for (int64_t d = 0; d < d_v; ++d) out[d] += p * vj[d];
   }
 }
 

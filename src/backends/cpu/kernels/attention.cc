@@ -1,0 +1,94 @@
+// Compiled once per Highway target; see dot.cc for the dispatch pattern.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "backends/cpu/kernels/attention.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+#include "hwy/contrib/math/math-inl.h"
+
+#include <cmath>
+
+HWY_BEFORE_NAMESPACE();
+namespace anymoe::kernels {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+float Dot(const float* a, const float* b, int64_t n) {
+  const hn::ScalableTag<float> d;
+  const int64_t lanes = int64_t(hn::Lanes(d));
+  auto sum = hn::Zero(d);
+  int64_t i = 0;
+  for (; i + lanes <= n; i += lanes) sum = hn::MulAdd(hn::LoadU(d, a + i), hn::LoadU(d, b + i), sum);
+  float total = hn::GetLane(hn::SumOfLanes(d, sum));
+  for (; i < n; ++i) total += a[i] * b[i];
+  return total;
+}
+
+// acc = acc * c + p * v
+void ScaleAdd(float c, float p, const float* v, float* acc, int64_t n) {
+  const hn::ScalableTag<float> d;
+  const int64_t lanes = int64_t(hn::Lanes(d));
+  const auto vc = hn::Set(d, c), vp = hn::Set(d, p);
+  int64_t i = 0;
+  for (; i + lanes <= n; i += lanes) {
+    hn::StoreU(hn::MulAdd(vp, hn::LoadU(d, v + i), hn::Mul(vc, hn::LoadU(d, acc + i))), d, acc + i);
+  }
+  for (; i < n; ++i) acc[i] = acc[i] * c + p * v[i];
+}
+
+void AttendOnlineSoftmaxImpl(const float* q, const float* k, const float* v, int64_t n_keys,
+                             const int32_t* key_ids, int64_t k_stride, int64_t v_stride,
+                             int64_t d_k, int64_t d_v, float scale, float* out) {
+  float running_max = -INFINITY, denom = 0.0f;
+  for (int64_t i = 0; i < d_v; ++i) out[i] = 0.0f;
+  for (int64_t j = 0; j < n_keys; ++j) {
+    const int64_t key = key_ids != nullptr ? int64_t(key_ids[j]) : j;
+    const float s = Dot(q, k + key * k_stride, d_k) * scale;
+    // Rescale what was accumulated whenever a new maximum appears.
+    const float new_max = s > running_max ? s : running_max;
+    const float c = std::exp(running_max - new_max), p = std::exp(s - new_max);
+    denom = denom * c + p;
+    ScaleAdd(c, p, v + key * v_stride, out, d_v);
+    running_max = new_max;
+  }
+  const float inv = 1.0f / denom;
+  for (int64_t i = 0; i < d_v; ++i) out[i] *= inv;
+}
+
+void SiluMulImpl(const float* gate, const float* up, float* out, size_t n) {
+  const hn::ScalableTag<float> d;
+  const size_t lanes = hn::Lanes(d);
+  const auto one = hn::Set(d, 1.0f);
+  size_t i = 0;
+  for (; i + lanes <= n; i += lanes) {
+    const auto g = hn::LoadU(d, gate + i);
+    const auto silu = hn::Div(g, hn::Add(one, hn::Exp(d, hn::Neg(g))));
+    hn::StoreU(hn::Mul(silu, hn::LoadU(d, up + i)), d, out + i);
+  }
+  for (; i < n; ++i) out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace anymoe::kernels
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+#include "backends/cpu/kernels/attention.h"
+
+namespace anymoe::kernels {
+
+HWY_EXPORT(AttendOnlineSoftmaxImpl);
+HWY_EXPORT(SiluMulImpl);
+
+void AttendOnlineSoftmax(const float* q, const float* k, const float* v, int64_t n_keys,
+                         const int32_t* key_ids, int64_t k_stride, int64_t v_stride, int64_t d_k,
+                         int64_t d_v, float scale, float* out) {
+  HWY_DYNAMIC_DISPATCH(AttendOnlineSoftmaxImpl)
+  (q, k, v, n_keys, key_ids, k_stride, v_stride, d_k, d_v, scale, out);
+}
+
+void SiluMul(const float* gate, const float* up, float* out, size_t n) {
+  HWY_DYNAMIC_DISPATCH(SiluMulImpl)(gate, up, out, n);
+}
+
+}  // namespace anymoe::kernels
+#endif  // HWY_ONCE

@@ -1,0 +1,24 @@
+// Small per-row CPU ops behind the CPU backend (norms, RoPE): scalar code that
+// works on one row of host memory; none allocates. The bandwidth-heavy kernels
+// are Highway code in kernels/.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "backends/backend.h"
+
+namespace anymoe::cpu {
+
+// out[i] = x[i] / sqrt(mean(x^2) + eps) * w[i] for one row of n.
+void RmsNormRow(const float* x, const float* w, float eps, int64_t n, float* out);
+
+// Rotates every head of one token in place: x [heads, head_dim].
+// Rotates dims [rotary_offset, rotary_offset + rotary_dims) of every head.
+void RopeToken(float* x, int64_t heads, int64_t head_dim, int32_t position, const RopeTable& rope);
+
+// out = (x - mean) / sqrt(var + eps) * w + b for one row of n.
+void LayerNormRow(const float* x, const float* w, const float* b, float eps, int64_t n,
+                  float* out);
+
+}  // namespace anymoe::cpu
