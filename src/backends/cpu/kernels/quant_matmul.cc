@@ -1,0 +1,641 @@
+// Integer matmul kernels for GGUF block weights (see quant_matmul.h), compiled once
+// per Highway target. Per weight row, a chunk of blocks is unpacked to int8 (int16
+// for q6_k) with one f32 scale per block of 32 in L1, then dotted against 1..4
+// activation rows at a time. q8_0 is used straight from the weights. On AVX3_DL
+// (AVX-512 VNNI) the int8 dot is one vpdpbusd per block; elsewhere it widens to
+// int16 with ReorderWidenMulAccumulate.
+//
+// Per block b of 32 and activation row r the kernels compute
+//   y += dw[b] * dx[r][b] * sum_i w_i * xq_i  +  cw[b] * s[r][b]
+// where w_i are the block's integer weights as unpacked (q4 nibbles 0..15, q8_0
+// values, or q8_0 + 128 in the unsigned VNNI form) and cw folds in what that
+// integer form leaves out: -8 dw (q4_0), the min (q4_1), -dmin * min (q4_k),
+// -128 dw (VNNI q8_0).
+
+// AVX3_DL (Ice Lake, Zen 4 and later: VNNI) is only generated on request in
+// Highway 1.0.3. Every file that dispatches to it must ask; this one does.
+#ifndef HWY_WANT_AVX3_DL
+#define HWY_WANT_AVX3_DL
+#endif
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "backends/cpu/kernels/quant_matmul.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+
+#include <algorithm>
+#include <cstring>
+#include <type_traits>
+
+#include "backends/cpu/kernels/quant_matmul.h"
+#include "core/check.h"
+#include "core/half.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace anymoe::kernels {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+constexpr int kTile = 4;             // activation rows per pass over a weight chunk
+constexpr int64_t kChunkBlocks = 64;  // blocks of 32 unpacked at a time (2 KiB of int8);
+                                      // a multiple of every vector length in floats
+constexpr int kQ = 32;               // elements per block
+
+// Weight block layouts (GGUF; see core/dtype.cc for the reference dequantisers).
+constexpr size_t kQ8_0Bytes = 34, kQ4_0Bytes = 18, kQ4_1Bytes = 20;
+constexpr size_t kQ4_KBytes = 144, kQ6_KBytes = 210;
+
+#if HWY_TARGET == HWY_AVX3_DL
+constexpr bool kVnni = true;
+#else
+constexpr bool kVnni = false;
+#endif
+
+// One chunk of a weight row in the form the dot kernels read.
+struct WeightChunk {
+  alignas(64) int8_t q[kChunkBlocks * kQ];     // unpacked 4-bit values (0..15)
+  alignas(64) int16_t q16[kChunkBlocks * kQ];  // q6_k: (q - 32) * sub-block scale
+  alignas(64) float dw[kChunkBlocks];          // f32 scale per block of 32
+  alignas(64) float cw[kChunkBlocks];          // coefficient of s[r][b] (see top)
+  alignas(64) uint16_t h[kChunkBlocks];        // staging for f16 scales
+  alignas(64) uint16_t h2[kChunkBlocks];
+};
+
+// What the dot kernels read for one chunk: blocks at `q + b * stride` (bytes).
+struct ChunkView {
+  const void* q;
+  size_t stride;
+  bool int16;  // q holds int16 (q6_k), else int8 / uint8
+  bool flip;   // q holds signed int8 to be read as uint8 after adding 128 (VNNI q8_0)
+  const float* dw;
+  const float* cw;  // nullptr: no correction term
+};
+
+// ------------------------------------------------------------------ scales
+
+// f16 bit patterns to f32, in whole vectors: h and f hold kChunkBlocks entries, and
+// entries past n are garbage that no kernel reads.
+HWY_INLINE void F16ToF32Array(const uint16_t* h, float* f, int64_t n) {
+  const hn::CappedTag<float, 16> df;
+  const hn::Rebind<hwy::float16_t, decltype(df)> dh;
+  for (int64_t i = 0; i < n; i += int64_t(hn::Lanes(df))) {
+    hn::Store(hn::PromoteTo(df, hn::Load(dh, reinterpret_cast<const hwy::float16_t*>(h + i))), df,
+              f + i);
+  }
+}
+
+inline uint16_t LoadU16(const uint8_t* p) {
+  uint16_t v;
+  std::memcpy(&v, p, 2);
+  return v;
+}
+
+// ------------------------------------------------------------------ unpacking
+
+// Low nibbles of `bytes` bytes to out[0, bytes), high nibbles to out[bytes, 2 bytes).
+HWY_INLINE void SplitNibbles(const uint8_t* in, size_t bytes, uint8_t* out) {
+  const hn::CappedTag<uint8_t, 32> d;
+  const auto mask = hn::Set(d, 0x0f);
+  for (size_t i = 0; i < bytes; i += hn::Lanes(d)) {
+    const auto v = hn::LoadU(d, in + i);
+    hn::StoreU(hn::And(v, mask), d, out + i);
+    hn::StoreU(hn::ShiftRight<4>(v), d, out + bytes + i);
+  }
+}
+
+ChunkView UnpackQ8_0(const uint8_t* row, int64_t blk0, int64_t nb, WeightChunk* c) {
+  const uint8_t* base = row + blk0 * kQ8_0Bytes;
+  for (int64_t b = 0; b < nb; ++b) c->h[b] = LoadU16(base + b * kQ8_0Bytes);
+  F16ToF32Array(c->h, c->dw, nb);
+  if (!kVnni) return {base + 2, kQ8_0Bytes, false, false, c->dw, nullptr};
+  for (int64_t b = 0; b < nb; ++b) c->cw[b] = -128.0f * c->dw[b];
+  return {base + 2, kQ8_0Bytes, false, true, c->dw, c->cw};
+}
+
+// q4_0 (min = -8 d) and q4_1 (explicit f16 min).
+template <bool kHasMin>
+ChunkView UnpackQ4(const uint8_t* row, int64_t blk0, int64_t nb, WeightChunk* c) {
+  const size_t bytes = kHasMin ? kQ4_1Bytes : kQ4_0Bytes;
+  const uint8_t* base = row + blk0 * bytes;
+  uint8_t* q = reinterpret_cast<uint8_t*>(c->q);
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* blk = base + b * bytes;
+    c->h[b] = LoadU16(blk);
+    if (kHasMin) c->h2[b] = LoadU16(blk + 2);
+    SplitNibbles(blk + (kHasMin ? 4 : 2), kQ / 2, q + b * kQ);
+  }
+  F16ToF32Array(c->h, c->dw, nb);
+  if (kHasMin) {
+    F16ToF32Array(c->h2, c->cw, nb);
+  } else {
+    for (int64_t b = 0; b < nb; ++b) c->cw[b] = -8.0f * c->dw[b];
+  }
+  return {c->q, kQ, false, false, c->dw, c->cw};
+}
+
+// The 6-bit scales and mins of a q4_k super-block (layout in core/dtype.cc).
+inline void UnpackKScales(const uint8_t* s, uint8_t scale[8], uint8_t min[8]) {
+  for (int j = 0; j < 4; ++j) {
+    scale[j] = s[j] & 0x3f;
+    min[j] = s[j + 4] & 0x3f;
+    scale[j + 4] = uint8_t((s[j + 8] & 0x0f) | ((s[j] >> 2) & 0x30));
+    min[j + 4] = uint8_t((s[j + 8] >> 4) | ((s[j + 4] >> 2) & 0x30));
+  }
+}
+
+// Sub-block j of 32 uses byte group j / 2 of the 128 nibble bytes, low nibbles for
+// even j: exactly SplitNibbles of each group of 32 bytes.
+ChunkView UnpackQ4_K(const uint8_t* row, int64_t blk0, int64_t nb, WeightChunk* c) {
+  uint8_t* q = reinterpret_cast<uint8_t*>(c->q);
+  for (int64_t sb = 0; sb < nb / 8; ++sb) {
+    const uint8_t* blk = row + (blk0 / 8 + sb) * kQ4_KBytes;
+    const float d = F16ToF32(LoadU16(blk)), dmin = F16ToF32(LoadU16(blk + 2));
+    uint8_t scale[8], min[8];
+    UnpackKScales(blk + 4, scale, min);
+    for (int j = 0; j < 8; ++j) {
+      c->dw[8 * sb + j] = d * float(scale[j]);
+      c->cw[8 * sb + j] = -dmin * float(min[j]);
+    }
+    for (int g = 0; g < 4; ++g) SplitNibbles(blk + 16 + 32 * g, 32, q + 256 * sb + 64 * g);
+  }
+  return {c->q, kQ, false, false, c->dw, c->cw};
+}
+
+// q6_k super-block: value 128 h + 32 s + i takes a nibble of ql[64 h + 32 (s & 1) + i]
+// (low for s < 2) and bits 2s..2s+1 of qh[32 h + i]; minus 32, times the int8
+// scale of its 16. Stored as int16 so the sub-block scales fold into the integers.
+ChunkView UnpackQ6_K(const uint8_t* row, int64_t blk0, int64_t nb, WeightChunk* c) {
+  const hn::CappedTag<uint8_t, 32> d8;
+  const hn::CappedTag<int16_t, 16> d16;
+  const hn::Rebind<int8_t, decltype(d16)> d8h;
+  const auto m4 = hn::Set(d8, 0x0f), m2 = hn::Set(d8, 0x03), off = hn::Set(d8, 32);
+  alignas(64) uint8_t v[256];
+  for (int64_t sb = 0; sb < nb / 8; ++sb) {
+    const uint8_t* blk = row + (blk0 / 8 + sb) * kQ6_KBytes;
+    const uint8_t* ql = blk;
+    const uint8_t* qh = blk + 128;
+    const int8_t* scales = reinterpret_cast<const int8_t*>(blk + 192);
+    const float d = F16ToF32(LoadU16(blk + 208));
+    for (int h = 0; h < 2; ++h) {
+      for (size_t i = 0; i < 32; i += hn::Lanes(d8)) {
+        const auto l0 = hn::LoadU(d8, ql + 64 * h + i);
+        const auto l1 = hn::LoadU(d8, ql + 64 * h + 32 + i);
+        const auto hb = hn::LoadU(d8, qh + 32 * h + i);
+        const auto hi0 = hn::ShiftLeft<4>(hn::And(hb, m2));
+        const auto hi1 = hn::ShiftLeft<4>(hn::And(hn::ShiftRight<2>(hb), m2));
+        const auto hi2 = hn::ShiftLeft<4>(hn::And(hn::ShiftRight<4>(hb), m2));
+        const auto hi3 = hn::ShiftLeft<4>(hn::ShiftRight<6>(hb));
+        uint8_t* out = v + 128 * h + i;  // wraps to the int8 value q - 32
+        hn::StoreU(hn::Sub(hn::Or(hn::And(l0, m4), hi0), off), d8, out);
+        hn::StoreU(hn::Sub(hn::Or(hn::And(l1, m4), hi1), off), d8, out + 32);
+        hn::StoreU(hn::Sub(hn::Or(hn::ShiftRight<4>(l0), hi2), off), d8, out + 64);
+        hn::StoreU(hn::Sub(hn::Or(hn::ShiftRight<4>(l1), hi3), off), d8, out + 96);
+      }
+    }
+    int16_t* q16 = c->q16 + 256 * sb;
+    const int8_t* vs = reinterpret_cast<const int8_t*>(v);
+    for (int g = 0; g < 16; ++g) {
+      const auto scale = hn::Set(d16, int16_t(scales[g]));
+      for (size_t i = 0; i < 16; i += hn::Lanes(d16)) {
+        hn::StoreU(hn::Mul(hn::PromoteTo(d16, hn::LoadU(d8h, vs + 16 * g + i)), scale), d16,
+                   q16 + 16 * g + i);
+      }
+    }
+    for (int j = 0; j < 8; ++j) c->dw[8 * sb + j] = d;
+  }
+  return {c->q16, kQ * sizeof(int16_t), true, false, c->dw, nullptr};
+}
+
+HWY_INLINE ChunkView UnpackChunk(DType type, const uint8_t* row, int64_t blk0, int64_t nb, WeightChunk* c) {
+  switch (type) {
+    case DType::kQ8_0:
+      return UnpackQ8_0(row, blk0, nb, c);
+    case DType::kQ4_0:
+      return UnpackQ4<false>(row, blk0, nb, c);
+    case DType::kQ4_1:
+      return UnpackQ4<true>(row, blk0, nb, c);
+    case DType::kQ4_K:
+      return UnpackQ4_K(row, blk0, nb, c);
+    case DType::kQ6_K:
+      return UnpackQ6_K(row, blk0, nb, c);
+    default:
+      CHECK(false && "quant matmul: unsupported weight type");
+      return {};
+  }
+}
+
+// ------------------------------------------------------------------ dot kernels
+
+// Pointers of up to kTile activation rows at the chunk's first block.
+struct RowSet {
+  const int8_t* q[kTile];
+  const float* scale[kTile];  // dw[b] * d[r][b]: the f32 factor of each block's integer dot
+  const float* s[kTile];
+};
+
+using DI16 = hn::CappedTag<int16_t, 16>;  // one half block (or less) of int16
+using DI32 = hn::RepartitionToWide<DI16>;
+using DF32 = hn::Rebind<float, DI32>;
+
+// Portable block step: for rows r < R, f_r += scale_r[b] * dot(w, x_r), with the
+// weights in int8 (widened here) or int16 form. Which int32 lane holds which
+// products is target-defined; only the lane sum is used.
+template <int R, typename W>
+HWY_INLINE void BlockStepPortable(const W* w, const RowSet& x, int64_t b,
+                                  hn::Vec<DF32>& f0, hn::Vec<DF32>& f1, hn::Vec<DF32>& f2,
+                                  hn::Vec<DF32>& f3) {
+  const DI16 d16;
+  const DI32 d32;
+  const DF32 df;
+  const hn::Rebind<int8_t, DI16> d8;
+  auto s00 = hn::Zero(d32), s01 = s00, s10 = s00, s11 = s00;
+  auto s20 = s00, s21 = s00, s30 = s00, s31 = s00;
+  for (size_t i = 0; i < size_t(kQ); i += hn::Lanes(d16)) {
+    hn::Vec<DI16> wv;
+    if constexpr (sizeof(W) == 1) {
+      wv = hn::PromoteTo(d16, hn::LoadU(d8, w + i));
+    } else {
+      wv = hn::LoadU(d16, w + i);
+    }
+    const int64_t o = b * kQ + int64_t(i);
+    s00 = hn::ReorderWidenMulAccumulate(d32, wv, hn::PromoteTo(d16, hn::LoadU(d8, x.q[0] + o)),
+                                        s00, s01);
+    if constexpr (R > 1) {
+      s10 = hn::ReorderWidenMulAccumulate(
+          d32, wv, hn::PromoteTo(d16, hn::LoadU(d8, x.q[1] + o)), s10, s11);
+    }
+    if constexpr (R > 2) {
+      s20 = hn::ReorderWidenMulAccumulate(
+          d32, wv, hn::PromoteTo(d16, hn::LoadU(d8, x.q[2] + o)), s20, s21);
+    }
+    if constexpr (R > 3) {
+      s30 = hn::ReorderWidenMulAccumulate(
+          d32, wv, hn::PromoteTo(d16, hn::LoadU(d8, x.q[3] + o)), s30, s31);
+    }
+  }
+  f0 = hn::MulAdd(hn::ConvertTo(df, hn::Add(s00, s01)), hn::Set(df, x.scale[0][b]), f0);
+  if constexpr (R > 1) {
+    f1 = hn::MulAdd(hn::ConvertTo(df, hn::Add(s10, s11)), hn::Set(df, x.scale[1][b]), f1);
+  }
+  if constexpr (R > 2) {
+    f2 = hn::MulAdd(hn::ConvertTo(df, hn::Add(s20, s21)), hn::Set(df, x.scale[2][b]), f2);
+  }
+  if constexpr (R > 3) {
+    f3 = hn::MulAdd(hn::ConvertTo(df, hn::Add(s30, s31)), hn::Set(df, x.scale[3][b]), f3);
+  }
+}
+
+#if HWY_TARGET == HWY_AVX3_DL
+// acc += per 4 bytes: u (unsigned) . s (signed). Highway 1.0.3 compiles AVX3_DL
+// with "avxvnni", for which the compiler emits the VEX form of vpdpbusd that CPUs
+// with only AVX512_VNNI (Zen 4, Ice Lake) lack, so spell out the EVEX form.
+HWY_INLINE hn::Vec256<int32_t> DotU8I8(hn::Vec256<int32_t> acc, hn::Vec256<uint8_t> u,
+                                       hn::Vec256<int8_t> s) {
+  __m256i a = acc.raw;
+  asm("%{evex%} vpdpbusd %2, %1, %0" : "+v"(a) : "v"(u.raw), "vm"(s.raw));
+  return hn::Vec256<int32_t>{a};
+}
+
+template <int R, bool kFlip>
+HWY_INLINE void BlockStepVnni(const uint8_t* w, const RowSet& x, int64_t b,
+                              hn::Vec256<float>& f0, hn::Vec256<float>& f1,
+                              hn::Vec256<float>& f2, hn::Vec256<float>& f3) {
+  const hn::Full256<uint8_t> du8;
+  const hn::Full256<int8_t> di8;
+  const hn::Full256<int32_t> d32;
+  const hn::Full256<float> df;
+  auto wv = hn::LoadU(du8, w);
+  if constexpr (kFlip) wv = hn::Xor(wv, hn::Set(du8, 0x80));
+  const auto zero = hn::Zero(d32);
+  const int64_t o = b * kQ;
+  f0 = hn::MulAdd(hn::ConvertTo(df, DotU8I8(zero, wv, hn::LoadU(di8, x.q[0] + o))),
+                  hn::Set(df, x.scale[0][b]), f0);
+  if constexpr (R > 1) {
+    f1 = hn::MulAdd(hn::ConvertTo(df, DotU8I8(zero, wv, hn::LoadU(di8, x.q[1] + o))),
+                    hn::Set(df, x.scale[1][b]), f1);
+  }
+  if constexpr (R > 2) {
+    f2 = hn::MulAdd(hn::ConvertTo(df, DotU8I8(zero, wv, hn::LoadU(di8, x.q[2] + o))),
+                    hn::Set(df, x.scale[2][b]), f2);
+  }
+  if constexpr (R > 3) {
+    f3 = hn::MulAdd(hn::ConvertTo(df, DotU8I8(zero, wv, hn::LoadU(di8, x.q[3] + o))),
+                    hn::Set(df, x.scale[3][b]), f3);
+  }
+}
+#endif  // HWY_TARGET == HWY_AVX3_DL
+
+// sum_b cw[b] * s[b] over n blocks.
+HWY_INLINE float DotF32Inline(const float* a, const float* b, int64_t n) {
+  const hn::CappedTag<float, 16> df;
+  const int64_t lanes = int64_t(hn::Lanes(df));
+  auto sum = hn::Zero(df);
+  int64_t i = 0;
+  for (; i + lanes <= n; i += lanes) sum = hn::MulAdd(hn::LoadU(df, a + i), hn::LoadU(df, b + i), sum);
+  float total = hn::GetLane(hn::SumOfLanes(df, sum));
+  for (; i < n; ++i) total += a[i] * b[i];
+  return total;
+}
+
+// out[r] = dot of the chunk with activation row r, for r < R. Each row gets four
+// (R <= 2) or two independent accumulators, so FMA latency does not bound small t.
+// `step` updates only as many of its accumulator arguments as there are rows.
+template <int R, typename Step>
+HWY_INLINE void DotChunkRows(const ChunkView& c, const RowSet& x, int64_t nb, float* out,
+                             Step step) {
+  const DF32 df;
+  auto a0 = hn::Zero(df), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+  int64_t b = 0;
+  if constexpr (R == 1) {
+    for (; b + 4 <= nb; b += 4) {
+      step(b, a0, a0, a0, a0);
+      step(b + 1, a1, a1, a1, a1);
+      step(b + 2, a2, a2, a2, a2);
+      step(b + 3, a3, a3, a3, a3);
+    }
+    for (; b < nb; ++b) step(b, a0, a0, a0, a0);
+    out[0] = hn::GetLane(hn::SumOfLanes(df, hn::Add(hn::Add(a0, a1), hn::Add(a2, a3))));
+  } else if constexpr (R == 2) {
+    for (; b + 4 <= nb; b += 4) {
+      step(b, a0, a1, a0, a0);
+      step(b + 1, a2, a3, a0, a0);
+      step(b + 2, a4, a5, a0, a0);
+      step(b + 3, a6, a7, a0, a0);
+    }
+    for (; b < nb; ++b) step(b, a0, a1, a0, a0);
+    out[0] = hn::GetLane(hn::SumOfLanes(df, hn::Add(hn::Add(a0, a2), hn::Add(a4, a6))));
+    out[1] = hn::GetLane(hn::SumOfLanes(df, hn::Add(hn::Add(a1, a3), hn::Add(a5, a7))));
+  } else {
+    for (; b + 2 <= nb; b += 2) {
+      step(b, a0, a1, a2, a3);
+      step(b + 1, a4, a5, a6, a7);
+    }
+    if (b < nb) step(b, a0, a1, a2, a3);
+    out[0] = hn::GetLane(hn::SumOfLanes(df, hn::Add(a0, a4)));
+    out[1] = hn::GetLane(hn::SumOfLanes(df, hn::Add(a1, a5)));
+    out[2] = hn::GetLane(hn::SumOfLanes(df, hn::Add(a2, a6)));
+    if constexpr (R > 3) out[3] = hn::GetLane(hn::SumOfLanes(df, hn::Add(a3, a7)));
+  }
+  if (c.cw != nullptr) {
+    for (int r = 0; r < R; ++r) out[r] += DotF32Inline(c.cw, x.s[r], nb);
+  }
+}
+
+template <int R>
+void DotChunk(const ChunkView& c, const RowSet& x, int64_t nb, float* out) {
+  using V = hn::Vec<DF32>;
+  const auto* q8 = static_cast<const uint8_t*>(c.q);
+  if (c.int16) {
+    DotChunkRows<R>(c, x, nb, out, [&](int64_t b, V& f0, V& f1, V& f2, V& f3) HWY_ATTR {
+      const int16_t* w = reinterpret_cast<const int16_t*>(q8 + size_t(b) * c.stride);
+      BlockStepPortable<R>(w, x, b, f0, f1, f2, f3);
+    });
+    return;
+  }
+#if HWY_TARGET == HWY_AVX3_DL
+  if (c.flip) {
+    DotChunkRows<R>(c, x, nb, out, [&](int64_t b, V& f0, V& f1, V& f2, V& f3) HWY_ATTR {
+      BlockStepVnni<R, true>(q8 + size_t(b) * c.stride, x, b, f0, f1, f2, f3);
+    });
+  } else {
+    DotChunkRows<R>(c, x, nb, out, [&](int64_t b, V& f0, V& f1, V& f2, V& f3) HWY_ATTR {
+      BlockStepVnni<R, false>(q8 + size_t(b) * c.stride, x, b, f0, f1, f2, f3);
+    });
+  }
+#else
+  DotChunkRows<R>(c, x, nb, out, [&](int64_t b, V& f0, V& f1, V& f2, V& f3) HWY_ATTR {
+    const int8_t* w = reinterpret_cast<const int8_t*>(q8 + size_t(b) * c.stride);
+    BlockStepPortable<R>(w, x, b, f0, f1, f2, f3);
+  });
+#endif
+}
+
+// ------------------------------------------------------------------ f16 / bf16
+
+// out[r] = sum_i float(w[i]) * x_r[i] for r < R; weights widened once per tile.
+template <int R, typename H>
+void HalfDotRows(const H* w, const float* const* x, int64_t k, float* out) {
+  const hn::ScalableTag<float> df;
+  const hn::Rebind<H, decltype(df)> dh;
+  const int64_t lanes = int64_t(hn::Lanes(df));
+  auto f0 = hn::Zero(df), f1 = f0, f2 = f0, f3 = f0;
+  auto g0 = f0, g1 = f0, g2 = f0, g3 = f0;
+  int64_t i = 0;
+  for (; i + 2 * lanes <= k; i += 2 * lanes) {
+    const auto wa = hn::PromoteTo(df, hn::LoadU(dh, w + i));
+    const auto wb = hn::PromoteTo(df, hn::LoadU(dh, w + i + lanes));
+    f0 = hn::MulAdd(wa, hn::LoadU(df, x[0] + i), f0);
+    g0 = hn::MulAdd(wb, hn::LoadU(df, x[0] + i + lanes), g0);
+    if constexpr (R > 1) {
+      f1 = hn::MulAdd(wa, hn::LoadU(df, x[1] + i), f1);
+      g1 = hn::MulAdd(wb, hn::LoadU(df, x[1] + i + lanes), g1);
+    }
+    if constexpr (R > 2) {
+      f2 = hn::MulAdd(wa, hn::LoadU(df, x[2] + i), f2);
+      g2 = hn::MulAdd(wb, hn::LoadU(df, x[2] + i + lanes), g2);
+    }
+    if constexpr (R > 3) {
+      f3 = hn::MulAdd(wa, hn::LoadU(df, x[3] + i), f3);
+      g3 = hn::MulAdd(wb, hn::LoadU(df, x[3] + i + lanes), g3);
+    }
+  }
+  for (; i + lanes <= k; i += lanes) {
+    const auto wa = hn::PromoteTo(df, hn::LoadU(dh, w + i));
+    f0 = hn::MulAdd(wa, hn::LoadU(df, x[0] + i), f0);
+    if constexpr (R > 1) f1 = hn::MulAdd(wa, hn::LoadU(df, x[1] + i), f1);
+    if constexpr (R > 2) f2 = hn::MulAdd(wa, hn::LoadU(df, x[2] + i), f2);
+    if constexpr (R > 3) f3 = hn::MulAdd(wa, hn::LoadU(df, x[3] + i), f3);
+  }
+  out[0] = hn::GetLane(hn::SumOfLanes(df, hn::Add(f0, g0)));
+  if constexpr (R > 1) out[1] = hn::GetLane(hn::SumOfLanes(df, hn::Add(f1, g1)));
+  if constexpr (R > 2) out[2] = hn::GetLane(hn::SumOfLanes(df, hn::Add(f2, g2)));
+  if constexpr (R > 3) out[3] = hn::GetLane(hn::SumOfLanes(df, hn::Add(f3, g3)));
+  for (; i < k; ++i) {
+    uint16_t bits;
+    std::memcpy(&bits, w + i, 2);
+    const float wf = std::is_same_v<H, hwy::float16_t> ? F16ToF32(bits) : BF16ToF32(bits);
+    for (int r = 0; r < R; ++r) out[r] += wf * x[r][i];
+  }
+}
+
+template <typename H>
+void HalfMatmulRows(const uint8_t* w, size_t w_row_bytes, const float* x, int64_t t, int64_t k,
+                    int64_t n0, int64_t n1, float* y, int64_t ldy) {
+  for (int64_t n = n0; n < n1; ++n) {
+    const H* row = reinterpret_cast<const H*>(w + size_t(n) * w_row_bytes);
+    for (int64_t r0 = 0; r0 < t; r0 += kTile) {
+      const int rows = int(std::min<int64_t>(kTile, t - r0));
+      const float* xr[kTile];
+      for (int r = 0; r < kTile; ++r) xr[r] = x + (r0 + std::min(r, rows - 1)) * k;
+      float out[kTile];
+      switch (rows) {
+        case 1: HalfDotRows<1>(row, xr, k, out); break;
+        case 2: HalfDotRows<2>(row, xr, k, out); break;
+        case 3: HalfDotRows<3>(row, xr, k, out); break;
+        default: HalfDotRows<4>(row, xr, k, out); break;
+      }
+      for (int r = 0; r < rows; ++r) y[(r0 + r) * ldy + n] = out[r];
+    }
+  }
+}
+
+// ------------------------------------------------------------------ entry points
+
+void QuantizeActivationsImpl(DType type, const float* x, int64_t t, int64_t k, void* buffer) {
+  if (type == DType::kF16 || type == DType::kBF16) {
+    std::memcpy(buffer, x, size_t(t * k) * sizeof(float));
+    return;
+  }
+  const QuantizedActivations view = ActivationView(type, buffer, t, k);
+  int8_t* qs = const_cast<int8_t*>(view.qs);
+  float* ds = const_cast<float*>(view.d);
+  float* ss = const_cast<float*>(view.s);
+  const hn::CappedTag<float, 16> df;
+  const hn::Rebind<int32_t, decltype(df)> di;
+  const hn::Rebind<int8_t, decltype(df)> d8;
+  const size_t lanes = hn::Lanes(df);
+  const int64_t nb = k / kQ;
+  for (int64_t r = 0; r < t; ++r) {
+    for (int64_t b = 0; b < nb; ++b) {
+      const float* xb = x + r * k + b * kQ;
+      auto vmax = hn::Zero(df);
+      for (size_t i = 0; i < size_t(kQ); i += lanes) vmax = hn::Max(vmax, hn::Abs(hn::LoadU(df, xb + i)));
+      const float amax = hn::GetLane(hn::MaxOfLanes(df, vmax));
+      const float d = amax / 127.0f;
+      const auto id = hn::Set(df, amax > 0.0f ? 127.0f / amax : 0.0f);
+      auto vsum = hn::Zero(di);
+      int8_t* q = qs + r * k + b * kQ;
+      for (size_t i = 0; i < size_t(kQ); i += lanes) {
+        const auto qi = hn::NearestInt(hn::Mul(hn::LoadU(df, xb + i), id));
+        vsum = hn::Add(vsum, qi);
+        hn::StoreU(hn::DemoteTo(d8, qi), d8, q + i);
+      }
+      ds[r * nb + b] = d;
+      ss[r * nb + b] = d * float(hn::GetLane(hn::SumOfLanes(di, vsum)));
+    }
+  }
+}
+
+void QuantMatmulRowsImpl(DType type, const uint8_t* w, size_t w_row_bytes, const void* qx,
+                         int64_t t, int64_t k, int64_t n0, int64_t n1, float* y, int64_t ldy) {
+  if (type == DType::kF16 || type == DType::kBF16) {
+    const float* x = static_cast<const float*>(qx);
+    if (type == DType::kF16) return HalfMatmulRows<hwy::float16_t>(w, w_row_bytes, x, t, k, n0, n1, y, ldy);
+    return HalfMatmulRows<hwy::bfloat16_t>(w, w_row_bytes, x, t, k, n0, n1, y, ldy);
+  }
+  const QuantizedActivations x = ActivationView(type, qx, t, k);
+  const int64_t nblocks = k / kQ;
+  WeightChunk chunk;
+  alignas(64) float scales[kTile][kChunkBlocks];
+  const hn::CappedTag<float, 16> df;
+  for (int64_t n = n0; n < n1; ++n) {
+    const uint8_t* row = w + size_t(n) * w_row_bytes;
+    for (int64_t blk0 = 0; blk0 < nblocks; blk0 += kChunkBlocks) {
+      const int64_t nb = std::min(kChunkBlocks, nblocks - blk0);
+      const ChunkView c = UnpackChunk(type, row, blk0, nb, &chunk);
+      for (int64_t r0 = 0; r0 < t; r0 += kTile) {
+        const int rows = int(std::min<int64_t>(kTile, t - r0));
+        RowSet xs;
+        for (int r = 0; r < rows; ++r) {  // DotChunk<rows> reads no more
+          const int64_t rr = r0 + r;
+          xs.q[r] = x.qs + rr * k + blk0 * kQ;
+          xs.s[r] = x.s + rr * nblocks + blk0;
+          xs.scale[r] = scales[r];
+          const float* dx = x.d + rr * nblocks + blk0;
+          for (int64_t b = 0; b < nb; b += int64_t(hn::Lanes(df))) {  // arrays hold whole vectors
+            hn::Store(hn::Mul(hn::LoadU(df, c.dw + b), hn::LoadU(df, dx + b)), df, scales[r] + b);
+          }
+        }
+        float out[kTile];
+        switch (rows) {
+          case 1: DotChunk<1>(c, xs, nb, out); break;
+          case 2: DotChunk<2>(c, xs, nb, out); break;
+          case 3: DotChunk<3>(c, xs, nb, out); break;
+          default: DotChunk<4>(c, xs, nb, out); break;
+        }
+        for (int r = 0; r < rows; ++r) {
+          float& dst = y[(r0 + r) * ldy + n];
+          dst = blk0 == 0 ? out[r] : dst + out[r];
+        }
+      }
+    }
+  }
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace anymoe::kernels
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace anymoe::kernels {
+namespace {
+
+size_t RoundUp64(size_t n) { return (n + 63) / 64 * 64; }
+
+bool IsHalf(DType t) { return t == DType::kF16 || t == DType::kBF16; }
+
+void CheckShape(DType type, int64_t t, int64_t k) {
+  CHECK(IsQuantMatmulSupported(type));
+  CHECK(t >= 0 && k >= 0);
+  if (!IsHalf(type)) CHECK(k % Info(type).block_elems == 0);
+}
+
+}  // namespace
+
+HWY_EXPORT(QuantizeActivationsImpl);
+HWY_EXPORT(QuantMatmulRowsImpl);
+
+bool IsQuantMatmulSupported(DType weight_type) {
+  switch (weight_type) {
+    case DType::kQ8_0:
+    case DType::kQ4_0:
+    case DType::kQ4_1:
+    case DType::kQ4_K:
+    case DType::kQ6_K:
+    case DType::kF16:
+    case DType::kBF16:
+      return true;
+    default:
+      return false;
+  }
+}
+
+size_t QuantizedActivationBytes(DType weight_type, int64_t t, int64_t k) {
+  CheckShape(weight_type, t, k);
+  const size_t n = size_t(t) * size_t(k);
+  if (IsHalf(weight_type)) return n * sizeof(float);
+  return RoundUp64(n) + 2 * RoundUp64(n / kActivationBlock * sizeof(float));
+}
+
+QuantizedActivations ActivationView(DType weight_type, const void* buffer, int64_t t, int64_t k) {
+  CheckShape(weight_type, t, k);
+  QuantizedActivations v;
+  v.t = t;
+  v.k = k;
+  const auto* base = static_cast<const uint8_t*>(buffer);
+  if (IsHalf(weight_type)) {
+    v.f32 = static_cast<const float*>(buffer);
+    return v;
+  }
+  const size_t n = size_t(t) * size_t(k);
+  const size_t scale_bytes = RoundUp64(n / kActivationBlock * sizeof(float));
+  v.qs = reinterpret_cast<const int8_t*>(base);
+  v.d = reinterpret_cast<const float*>(base + RoundUp64(n));
+  v.s = reinterpret_cast<const float*>(base + RoundUp64(n) + scale_bytes);
+  return v;
+}
+
+void QuantizeActivations(DType weight_type, const float* x, int64_t t, int64_t k, void* buffer) {
+  CheckShape(weight_type, t, k);
+  HWY_DYNAMIC_DISPATCH(QuantizeActivationsImpl)(weight_type, x, t, k, buffer);
+}
+
+void QuantMatmulRows(DType weight_type, const uint8_t* w, size_t w_row_bytes, const void* qx,
+                     int64_t t, int64_t k, int64_t n0, int64_t n1, float* y, int64_t ldy) {
+  CheckShape(weight_type, t, k);
+  CHECK(0 <= n0 && n0 <= n1);
+  HWY_DYNAMIC_DISPATCH(QuantMatmulRowsImpl)(weight_type, w, w_row_bytes, qx, t, k, n0, n1, y, ldy);
+}
+
+}  // namespace anymoe::kernels
+#endif  // HWY_ONCE

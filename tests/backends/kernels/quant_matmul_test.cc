@@ -1,0 +1,202 @@
+// The quantised matmul kernels on every Highway target compiled in (AVX3_DL with
+// VNNI included), against two double-precision references: W . (x as quantised),
+// which the integer kernels compute up to f32 rounding, and W . x, which they match
+// only up to the 8-bit activation quantisation.
+#define HWY_WANT_AVX3_DL  // so ForEachTarget also runs the VNNI kernels
+
+#include "backends/cpu/kernels/quant_matmul.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "backends/kernels/for_each_target.h"
+#include "core/half.h"
+
+namespace anymoe::kernels {
+namespace {
+
+std::vector<float> RandomFloats(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = u(rng);
+  return v;
+}
+
+// Random but valid blocks: random bytes, with the f16 scale (and min) fields set to
+// small positive values so that no block holds inf or NaN.
+std::vector<uint8_t> RandomWeights(DType t, int64_t rows, int64_t cols, uint32_t seed) {
+  std::mt19937 rng(seed);
+  const uint64_t bytes = BytesFor(t, uint64_t(rows * cols)).value();
+  std::vector<uint8_t> b(bytes);
+  if (t == DType::kF16 || t == DType::kBF16) {
+    const auto f = RandomFloats(size_t(rows * cols), seed);
+    for (size_t i = 0; i < f.size(); ++i) {
+      const uint16_t h = t == DType::kF16 ? F32ToF16(f[i]) : F32ToBF16(f[i]);
+      std::memcpy(&b[i * 2], &h, 2);
+    }
+    return b;
+  }
+  for (auto& x : b) x = uint8_t(rng());
+  std::vector<size_t> scale_offsets = {0};
+  if (t == DType::kQ4_1 || t == DType::kQ4_K) scale_offsets = {0, 2};
+  if (t == DType::kQ6_K) scale_offsets = {208};
+  std::uniform_real_distribution<float> sd(0.001f, 0.02f);
+  const size_t block_bytes = size_t(Info(t).block_bytes);
+  for (size_t blk = 0; blk < bytes / block_bytes; ++blk) {
+    for (size_t off : scale_offsets) {
+      const uint16_t h = F32ToF16(sd(rng));
+      std::memcpy(&b[blk * block_bytes + off], &h, 2);
+    }
+  }
+  return b;
+}
+
+// x as the kernels see it: dequantised from the activation buffer.
+std::vector<float> DequantisedActivations(DType type, const void* buffer, int64_t t, int64_t k) {
+  const QuantizedActivations qa = ActivationView(type, buffer, t, k);
+  std::vector<float> x(size_t(t * k));
+  for (int64_t i = 0; i < t * k; ++i) {
+    x[size_t(i)] = qa.f32 ? qa.f32[i] : qa.d[i / kActivationBlock] * float(qa.qs[i]);
+  }
+  return x;
+}
+
+using Shape = std::tuple<DType, int64_t /*t*/, int64_t /*k*/>;
+
+class QuantMatmul : public ::testing::TestWithParam<Shape> {};
+
+TEST_P(QuantMatmul, MatchesReferencesOnEveryTarget) {
+  const auto [type, t, k] = GetParam();
+  const int64_t n = 13;           // weight rows: no multiple of any tile or chunk
+  const int64_t n0 = 2, n1 = 13;  // a sub-range, as a thread would get
+  const int64_t ldy = n + 3;
+  const size_t row_bytes = BytesFor(type, uint64_t(k)).value();
+  const auto w = RandomWeights(type, n, k, 7);
+  auto x = RandomFloats(size_t(t * k), 11);
+  for (int64_t i = 0; i < kActivationBlock; ++i) x[size_t(i)] = 0.0f;  // a block of zeros
+  x[size_t(k / 2)] = 30.0f;                                             // and an outlier
+
+  // Weight rows dequantised by the scalar reference, with sum |w| per block for the
+  // quantisation bound below.
+  std::vector<float> wf(size_t(n * k));
+  for (int64_t r = 0; r < n; ++r) DequantizeRow(type, w.data() + r * row_bytes, &wf[size_t(r * k)], k);
+
+  std::vector<uint8_t> buffer(QuantizedActivationBytes(type, t, k) + 64);
+  void* qx = buffer.data() + (64 - reinterpret_cast<uintptr_t>(buffer.data()) % 64) % 64;
+
+  testing::ForEachTarget([&] {
+    QuantizeActivations(type, x.data(), t, k, qx);
+    const std::vector<float> xq = DequantisedActivations(type, qx, t, k);
+    const QuantizedActivations qa = ActivationView(type, qx, t, k);
+    const bool half = type == DType::kF16 || type == DType::kBF16;
+    std::vector<float> y(size_t(t * ldy), -999.0f);
+    QuantMatmulRows(type, w.data(), row_bytes, qx, t, k, n0, n1, y.data(), ldy);
+
+    double err2 = 0, expected_err2 = 0;
+    for (int64_t r = 0; r < t; ++r) {
+      for (int64_t o = 0; o < n; ++o) {
+        const float got = y[size_t(r * ldy + o)];
+        if (o < n0 || o >= n1) {
+          EXPECT_EQ(got, -999.0f) << "wrote outside [n0, n1): row " << o;
+          continue;
+        }
+        const float* wr = &wf[size_t(o * k)];
+        const float* xr = &x[size_t(r * k)];
+        const float* qr = &xq[size_t(r * k)];
+        double exact = 0, norm = 0, full = 0, bound = 0;
+        for (int64_t i = 0; i < k; ++i) {
+          // Rounding to the nearest step d leaves an error ~ U(-d/2, d/2): variance d^2/12.
+          const double d = half ? 0.0 : qa.d[(r * k + i) / kActivationBlock];
+          expected_err2 += double(wr[i]) * wr[i] * d * d / 12;
+          exact += double(wr[i]) * qr[i];
+          norm += std::fabs(double(wr[i]) * qr[i]);
+          full += double(wr[i]) * xr[i];
+          // |x - d q| <= d / 2 per element, with d = max |x of the block| / 127.
+          bound += std::fabs(double(wr[i])) * std::fabs(double(xr[i] - qr[i]));
+        }
+        // 1. The integer kernel computes W . x_q exactly up to f32 rounding.
+        EXPECT_NEAR(got, exact, 1e-4 * std::fabs(exact) + 2e-6 * norm + 1e-6)
+            << Name(type) << " t=" << t << " k=" << k << " row " << r << " col " << o;
+        // 2. Against f32 x: the error is exactly sum w (x_q - x), so bounded by
+        //    sum |w| |x_q - x| <= sum |w| d / 2 (plus f32 rounding).
+        EXPECT_NEAR(got, full, bound + 1e-4 * std::fabs(full) + 2e-6 * norm + 1e-6)
+            << Name(type) << " t=" << t << " k=" << k << " row " << r << " col " << o;
+        err2 += (got - full) * (got - full);
+        expected_err2 += 1e-12 * norm * norm;  // f32 rounding
+      }
+    }
+    // 3. In aggregate the error is of the size that rounding x to 8 bits predicts
+    //    (about 0.4% relative for uniform x; f16 / bf16 keep x in f32 and are exact).
+    //    The outputs share x and, for q4_1 / q4_k, a common weight offset, so the
+    //    sum is nearly one chi-square sample: allow 10x (p ~ 0.2%).
+    EXPECT_LT(err2, 10 * expected_err2) << Name(type);
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AllTypes, QuantMatmul,
+    ::testing::Combine(::testing::Values(DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ4_K,
+                                         DType::kQ6_K, DType::kF16, DType::kBF16),
+                       ::testing::Values(int64_t(1), int64_t(3), int64_t(8), int64_t(33)),
+                       ::testing::Values(int64_t(256), int64_t(512), int64_t(4096 + 256))),
+    [](const auto& info) {
+      return std::string(Name(std::get<0>(info.param))) + "_t" +
+             std::to_string(std::get<1>(info.param)) + "_k" +
+             std::to_string(std::get<2>(info.param));
+    });
+
+TEST(QuantizeActivations, RoundsToNearestWithPerBlockScalesAndSums) {
+  const int64_t t = 2, k = 96;
+  auto x = RandomFloats(size_t(t * k), 3);
+  for (int64_t i = 32; i < 64; ++i) x[size_t(i)] = 0.0f;
+  std::vector<uint8_t> buffer(QuantizedActivationBytes(DType::kQ8_0, t, k));
+  testing::ForEachTarget([&] {
+    QuantizeActivations(DType::kQ8_0, x.data(), t, k, buffer.data());
+    const QuantizedActivations qa = ActivationView(DType::kQ8_0, buffer.data(), t, k);
+    for (int64_t b = 0; b < t * k / kActivationBlock; ++b) {
+      float amax = 0;
+      int sum = 0;
+      for (int64_t i = 0; i < kActivationBlock; ++i) {
+        amax = std::max(amax, std::fabs(x[size_t(b * kActivationBlock + i)]));
+        sum += qa.qs[b * kActivationBlock + i];
+      }
+      EXPECT_FLOAT_EQ(qa.d[b], amax / 127.0f) << b;
+      EXPECT_FLOAT_EQ(qa.s[b], qa.d[b] * float(sum)) << b;
+      for (int64_t i = 0; i < kActivationBlock; ++i) {
+        const float xi = x[size_t(b * kActivationBlock + i)];
+        EXPECT_LE(std::fabs(xi - qa.d[b] * qa.qs[b * kActivationBlock + i]), qa.d[b] * 0.5001f + 1e-12f);
+      }
+    }
+  });
+}
+
+TEST(QuantMatmul, SupportsExactlyTheListedTypes) {
+  for (DType t : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ4_K, DType::kQ6_K,
+                  DType::kF16, DType::kBF16}) {
+    EXPECT_TRUE(IsQuantMatmulSupported(t)) << Name(t);
+  }
+  for (DType t : {DType::kF32, DType::kQ5_K, DType::kI32}) EXPECT_FALSE(IsQuantMatmulSupported(t)) << Name(t);
+}
+
+TEST(QuantMatmul, EmptyRangeWritesNothing) {
+  const int64_t t = 2, k = 64;
+  const auto w = RandomWeights(DType::kQ8_0, 1, k, 1);
+  const auto x = RandomFloats(size_t(t * k), 2);
+  std::vector<uint8_t> buffer(QuantizedActivationBytes(DType::kQ8_0, t, k));
+  QuantizeActivations(DType::kQ8_0, x.data(), t, k, buffer.data());
+  std::vector<float> y(2, 5.0f);
+  QuantMatmulRows(DType::kQ8_0, w.data(), w.size(), buffer.data(), t, k, 1, 1, y.data(), 1);
+  EXPECT_EQ(y[0], 5.0f);
+  EXPECT_EQ(y[1], 5.0f);
+}
+
+}  // namespace
+}  // namespace anymoe::kernels
