@@ -51,24 +51,21 @@ constexpr bool kVnni = true;
 constexpr bool kVnni = false;
 #endif
 
-// One chunk of a weight row in the form the dot kernels read.
-struct WeightChunk {
-  alignas(64) int8_t q[kChunkBlocks * kQ];     // unpacked 4-bit values (0..15)
-  alignas(64) int16_t q16[kChunkBlocks * kQ];  // q6_k: (q - 32) * sub-block scale
-  alignas(64) float dw[kChunkBlocks];          // f32 scale per block of 32
-  alignas(64) float cw[kChunkBlocks];          // coefficient of s[r][b] (see top)
-  alignas(64) uint16_t h[kChunkBlocks];        // staging for f16 scales
-  alignas(64) uint16_t h2[kChunkBlocks];
-};
+using DI16 = hn::CappedTag<int16_t, 16>;  // at most half a block of int16
+using DI32 = hn::RepartitionToWide<DI16>;
+using DF32 = hn::Rebind<float, DI32>;
+using DU8H = hn::Rebind<uint8_t, DI16>;  // the bytes of one DI16 vector
+using DI8H = hn::Rebind<int8_t, DI16>;
 
-// What the dot kernels read for one chunk: blocks at `q + b * stride` (bytes).
-struct ChunkView {
-  const void* q;
-  size_t stride;
-  bool int16;  // q holds int16 (q6_k), else int8 / uint8
-  bool flip;   // q holds signed int8 to be read as uint8 after adding 128 (VNNI q8_0)
-  const float* dw;
-  const float* cw;  // nullptr: no correction term
+// The f32 side of one chunk of a weight row: per block of 32 the scale dw and the
+// coefficient cw of the activation block sum (see top), and q6_k's int16 weights.
+struct WeightChunk {
+  alignas(64) float dw[kChunkBlocks];
+  alignas(64) float cw[kChunkBlocks];
+  alignas(64) uint16_t h[kChunkBlocks];  // staging for f16 scales
+  alignas(64) uint16_t h2[kChunkBlocks];
+  alignas(64) int16_t q16[kChunkBlocks * kQ];  // q6_k: (q - 32) * sub-block scale
+  bool has_cw;
 };
 
 // ------------------------------------------------------------------ scales
@@ -90,84 +87,67 @@ inline uint16_t LoadU16(const uint8_t* p) {
   return v;
 }
 
-// ------------------------------------------------------------------ unpacking
-
-// Low nibbles of `bytes` bytes to out[0, bytes), high nibbles to out[bytes, 2 bytes).
-HWY_INLINE void SplitNibbles(const uint8_t* in, size_t bytes, uint8_t* out) {
-  const hn::CappedTag<uint8_t, 32> d;
-  const auto mask = hn::Set(d, 0x0f);
-  for (size_t i = 0; i < bytes; i += hn::Lanes(d)) {
-    const auto v = hn::LoadU(d, in + i);
-    hn::StoreU(hn::And(v, mask), d, out + i);
-    hn::StoreU(hn::ShiftRight<4>(v), d, out + bytes + i);
-  }
-}
-
-ChunkView UnpackQ8_0(const uint8_t* row, int64_t blk0, int64_t nb, WeightChunk* c) {
-  const uint8_t* base = row + blk0 * kQ8_0Bytes;
-  for (int64_t b = 0; b < nb; ++b) c->h[b] = LoadU16(base + b * kQ8_0Bytes);
+// Blocks of 32 with an f16 scale at offset 0 and, for q4_1, an f16 min at 2.
+template <size_t kBytes, bool kHasMin>
+HWY_INLINE void BlockScales(const uint8_t* base, int64_t nb, float cw_per_dw, WeightChunk* c) {
+  for (int64_t b = 0; b < nb; ++b) c->h[b] = LoadU16(base + b * kBytes);
   F16ToF32Array(c->h, c->dw, nb);
-  if (!kVnni) return {base + 2, kQ8_0Bytes, false, false, c->dw, nullptr};
-  for (int64_t b = 0; b < nb; ++b) c->cw[b] = -128.0f * c->dw[b];
-  return {base + 2, kQ8_0Bytes, false, true, c->dw, c->cw};
-}
-
-// q4_0 (min = -8 d) and q4_1 (explicit f16 min).
-template <bool kHasMin>
-ChunkView UnpackQ4(const uint8_t* row, int64_t blk0, int64_t nb, WeightChunk* c) {
-  const size_t bytes = kHasMin ? kQ4_1Bytes : kQ4_0Bytes;
-  const uint8_t* base = row + blk0 * bytes;
-  uint8_t* q = reinterpret_cast<uint8_t*>(c->q);
-  for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* blk = base + b * bytes;
-    c->h[b] = LoadU16(blk);
-    if (kHasMin) c->h2[b] = LoadU16(blk + 2);
-    SplitNibbles(blk + (kHasMin ? 4 : 2), kQ / 2, q + b * kQ);
-  }
-  F16ToF32Array(c->h, c->dw, nb);
-  if (kHasMin) {
+  c->has_cw = kHasMin || cw_per_dw != 0.0f;
+  if constexpr (kHasMin) {
+    for (int64_t b = 0; b < nb; ++b) c->h2[b] = LoadU16(base + b * kBytes + 2);
     F16ToF32Array(c->h2, c->cw, nb);
   } else {
-    for (int64_t b = 0; b < nb; ++b) c->cw[b] = -8.0f * c->dw[b];
-  }
-  return {c->q, kQ, false, false, c->dw, c->cw};
-}
-
-// The 6-bit scales and mins of a q4_k super-block (layout in core/dtype.cc).
-inline void UnpackKScales(const uint8_t* s, uint8_t scale[8], uint8_t min[8]) {
-  for (int j = 0; j < 4; ++j) {
-    scale[j] = s[j] & 0x3f;
-    min[j] = s[j + 4] & 0x3f;
-    scale[j + 4] = uint8_t((s[j + 8] & 0x0f) | ((s[j] >> 2) & 0x30));
-    min[j + 4] = uint8_t((s[j + 8] >> 4) | ((s[j + 4] >> 2) & 0x30));
+    for (int64_t b = 0; b < nb; ++b) c->cw[b] = cw_per_dw * c->dw[b];
   }
 }
 
-// Sub-block j of 32 uses byte group j / 2 of the 128 nibble bytes, low nibbles for
-// even j: exactly SplitNibbles of each group of 32 bytes.
-ChunkView UnpackQ4_K(const uint8_t* row, int64_t blk0, int64_t nb, WeightChunk* c) {
-  uint8_t* q = reinterpret_cast<uint8_t*>(c->q);
-  for (int64_t sb = 0; sb < nb / 8; ++sb) {
-    const uint8_t* blk = row + (blk0 / 8 + sb) * kQ4_KBytes;
-    const float d = F16ToF32(LoadU16(blk)), dmin = F16ToF32(LoadU16(blk + 2));
-    uint8_t scale[8], min[8];
-    UnpackKScales(blk + 4, scale, min);
-    for (int j = 0; j < 8; ++j) {
-      c->dw[8 * sb + j] = d * float(scale[j]);
-      c->cw[8 * sb + j] = -dmin * float(min[j]);
+// The 6-bit scales and mins of a q4_k super-block (layout in core/dtype.cc), with
+// 32-bit word operations: out[0..7] = scales, out[8..15] = mins.
+inline void UnpackKScales(const uint8_t* s, uint8_t out[16]) {
+  constexpr uint32_t kLow6 = 0x3f3f3f3f, kLow4 = 0x0f0f0f0f, kLow2 = 0x03030303;
+  uint32_t in[3], w[4];
+  std::memcpy(in, s, 12);
+  w[0] = in[0] & kLow6;                                          // scales 0..3
+  w[1] = (in[2] & kLow4) | (((in[0] >> 6) & kLow2) << 4);        // scales 4..7
+  w[2] = in[1] & kLow6;                                          // mins 0..3
+  w[3] = ((in[2] >> 4) & kLow4) | (((in[1] >> 6) & kLow2) << 4);  // mins 4..7
+  std::memcpy(out, w, 16);
+}
+
+void Q4_KScales(const uint8_t* row, int64_t blk0, int64_t nb, WeightChunk* c) {
+  const int64_t nsb = nb / 8;
+  const uint8_t* first = row + (blk0 / 8) * kQ4_KBytes;
+  alignas(64) uint8_t sm[kChunkBlocks / 8][16];
+  for (int64_t sb = 0; sb < nsb; ++sb) {
+    c->h[sb] = LoadU16(first + sb * kQ4_KBytes);
+    c->h2[sb] = LoadU16(first + sb * kQ4_KBytes + 2);
+    UnpackKScales(first + sb * kQ4_KBytes + 4, sm[sb]);
+  }
+  alignas(64) float d[kChunkBlocks / 8 + 16], dmin[kChunkBlocks / 8 + 16];
+  F16ToF32Array(c->h, d, nsb);
+  F16ToF32Array(c->h2, dmin, nsb);
+  const hn::CappedTag<float, 8> df;
+  const hn::Rebind<int32_t, decltype(df)> di;
+  const hn::Rebind<uint8_t, decltype(df)> du8;
+  for (int64_t sb = 0; sb < nsb; ++sb) {
+    const auto vd = hn::Set(df, d[sb]), vm = hn::Set(df, -dmin[sb]);
+    for (size_t j = 0; j < 8; j += hn::Lanes(df)) {
+      const auto scale = hn::ConvertTo(df, hn::PromoteTo(di, hn::LoadU(du8, sm[sb] + j)));
+      const auto min = hn::ConvertTo(df, hn::PromoteTo(di, hn::LoadU(du8, sm[sb] + 8 + j)));
+      hn::StoreU(hn::Mul(vd, scale), df, c->dw + 8 * sb + int64_t(j));
+      hn::StoreU(hn::Mul(vm, min), df, c->cw + 8 * sb + int64_t(j));
     }
-    for (int g = 0; g < 4; ++g) SplitNibbles(blk + 16 + 32 * g, 32, q + 256 * sb + 64 * g);
   }
-  return {c->q, kQ, false, false, c->dw, c->cw};
+  c->has_cw = true;
 }
 
 // q6_k super-block: value 128 h + 32 s + i takes a nibble of ql[64 h + 32 (s & 1) + i]
 // (low for s < 2) and bits 2s..2s+1 of qh[32 h + i]; minus 32, times the int8
 // scale of its 16. Stored as int16 so the sub-block scales fold into the integers.
-ChunkView UnpackQ6_K(const uint8_t* row, int64_t blk0, int64_t nb, WeightChunk* c) {
+void UnpackQ6_K(const uint8_t* row, int64_t blk0, int64_t nb, WeightChunk* c) {
   const hn::CappedTag<uint8_t, 32> d8;
-  const hn::CappedTag<int16_t, 16> d16;
-  const hn::Rebind<int8_t, decltype(d16)> d8h;
+  const DI16 d16;
+  const DI8H d8h;
   const auto m4 = hn::Set(d8, 0x0f), m2 = hn::Set(d8, 0x03), off = hn::Set(d8, 32);
   alignas(64) uint8_t v[256];
   for (int64_t sb = 0; sb < nb / 8; ++sb) {
@@ -203,26 +183,80 @@ ChunkView UnpackQ6_K(const uint8_t* row, int64_t blk0, int64_t nb, WeightChunk* 
     }
     for (int j = 0; j < 8; ++j) c->dw[8 * sb + j] = d;
   }
-  return {c->q16, kQ * sizeof(int16_t), true, false, c->dw, nullptr};
+  c->has_cw = false;
 }
 
-HWY_INLINE ChunkView UnpackChunk(DType type, const uint8_t* row, int64_t blk0, int64_t nb, WeightChunk* c) {
-  switch (type) {
-    case DType::kQ8_0:
-      return UnpackQ8_0(row, blk0, nb, c);
-    case DType::kQ4_0:
-      return UnpackQ4<false>(row, blk0, nb, c);
-    case DType::kQ4_1:
-      return UnpackQ4<true>(row, blk0, nb, c);
-    case DType::kQ4_K:
-      return UnpackQ4_K(row, blk0, nb, c);
-    case DType::kQ6_K:
-      return UnpackQ6_K(row, blk0, nb, c);
-    default:
-      CHECK(false && "quant matmul: unsupported weight type");
-      return {};
+// ------------------------------------------------------------------ weight sources
+
+// How the dot kernels read block b of a chunk, read in place from the weights
+// (q6_k: from WeightChunk::q16). I16(b, i): values i .. i + Lanes(DI16) of the
+// block as int16 (i is a multiple of the lane count, so never straddles a half).
+// U8(b) (AVX3_DL): the 32 values as unsigned bytes for vpdpbusd.
+struct Q8_0Source {
+  const uint8_t* q;  // quants of the chunk's first block
+  HWY_INLINE hn::Vec<DI16> I16(int64_t b, size_t i) const {
+    const auto* p = reinterpret_cast<const int8_t*>(q + size_t(b) * kQ8_0Bytes + i);
+    return hn::PromoteTo(DI16(), hn::LoadU(DI8H(), p));
   }
-}
+#if HWY_TARGET == HWY_AVX3_DL
+  // As w + 128: the kernel's cw = -128 dw takes the offset back out.
+  HWY_INLINE hn::Vec256<uint8_t> U8(int64_t b) const {
+    const hn::Full256<uint8_t> d;
+    return hn::Xor(hn::LoadU(d, q + size_t(b) * kQ8_0Bytes), hn::Set(d, 0x80));
+  }
+#endif
+};
+
+// q4_0 / q4_1: 16 bytes per block, low nibbles are values 0..15, high 16..31.
+template <size_t kBytes>
+struct Q4Source {
+  const uint8_t* q;  // nibbles of the chunk's first block
+  HWY_INLINE hn::Vec<DI16> I16(int64_t b, size_t i) const {
+    const DI16 d16;
+    const auto v = hn::BitCast(d16, hn::PromoteTo(hn::RebindToUnsigned<DI16>(),
+                                                  hn::LoadU(DU8H(), q + size_t(b) * kBytes + (i & 15))));
+    return i < 16 ? hn::And(v, hn::Set(d16, 0x0f)) : hn::ShiftRight<4>(v);
+  }
+#if HWY_TARGET == HWY_AVX3_DL
+  HWY_INLINE hn::Vec256<uint8_t> U8(int64_t b) const {
+    const hn::Full128<uint8_t> d;
+    const auto v = hn::LoadU(d, q + size_t(b) * kBytes);
+    const auto m = hn::Set(d, 0x0f);
+    return hn::Combine(hn::Full256<uint8_t>(), hn::And(hn::ShiftRight<4>(v), m), hn::And(v, m));
+  }
+#endif
+};
+
+// q4_k: sub-block j of a super-block is byte group j / 2 of its 128 nibble bytes,
+// low nibbles for even j.
+struct Q4_KSource {
+  const uint8_t* row;
+  int64_t blk0;  // a multiple of 8
+  HWY_INLINE const uint8_t* Bytes(int64_t b) const {
+    const uint64_t g = uint64_t(blk0 + b);
+    return row + (g >> 3) * kQ4_KBytes + 16 + 32 * ((g & 7) >> 1);
+  }
+  HWY_INLINE hn::Vec<DI16> I16(int64_t b, size_t i) const {
+    const DI16 d16;
+    const auto v = hn::BitCast(d16, hn::PromoteTo(hn::RebindToUnsigned<DI16>(),
+                                                  hn::LoadU(DU8H(), Bytes(b) + i)));
+    return (b & 1) ? hn::ShiftRight<4>(v) : hn::And(v, hn::Set(d16, 0x0f));
+  }
+#if HWY_TARGET == HWY_AVX3_DL
+  HWY_INLINE hn::Vec256<uint8_t> U8(int64_t b) const {
+    const hn::Full256<uint8_t> d;
+    const auto v = hn::LoadU(d, Bytes(b));
+    return hn::And((b & 1) ? hn::ShiftRight<4>(v) : v, hn::Set(d, 0x0f));
+  }
+#endif
+};
+
+struct Int16Source {
+  const int16_t* q;
+  HWY_INLINE hn::Vec<DI16> I16(int64_t b, size_t i) const {
+    return hn::LoadU(DI16(), q + b * kQ + int64_t(i));
+  }
+};
 
 // ------------------------------------------------------------------ dot kernels
 
@@ -233,30 +267,21 @@ struct RowSet {
   const float* s[kTile];
 };
 
-using DI16 = hn::CappedTag<int16_t, 16>;  // one half block (or less) of int16
-using DI32 = hn::RepartitionToWide<DI16>;
-using DF32 = hn::Rebind<float, DI32>;
-
-// Portable block step: for rows r < R, f_r += scale_r[b] * dot(w, x_r), with the
-// weights in int8 (widened here) or int16 form. Which int32 lane holds which
-// products is target-defined; only the lane sum is used.
-template <int R, typename W>
-HWY_INLINE void BlockStepPortable(const W* w, const RowSet& x, int64_t b,
+// Portable block step: for rows r < R, f_r += scale_r[b] * dot(w, x_r), widening
+// to int16. Which int32 lane holds which products is target-defined; only the
+// lane sum is used.
+template <int R, class Source>
+HWY_INLINE void BlockStepPortable(const Source& src, const RowSet& x, int64_t b,
                                   hn::Vec<DF32>& f0, hn::Vec<DF32>& f1, hn::Vec<DF32>& f2,
                                   hn::Vec<DF32>& f3) {
   const DI16 d16;
   const DI32 d32;
   const DF32 df;
-  const hn::Rebind<int8_t, DI16> d8;
+  const DI8H d8;
   auto s00 = hn::Zero(d32), s01 = s00, s10 = s00, s11 = s00;
   auto s20 = s00, s21 = s00, s30 = s00, s31 = s00;
   for (size_t i = 0; i < size_t(kQ); i += hn::Lanes(d16)) {
-    hn::Vec<DI16> wv;
-    if constexpr (sizeof(W) == 1) {
-      wv = hn::PromoteTo(d16, hn::LoadU(d8, w + i));
-    } else {
-      wv = hn::LoadU(d16, w + i);
-    }
+    const auto wv = src.I16(b, i);
     const int64_t o = b * kQ + int64_t(i);
     s00 = hn::ReorderWidenMulAccumulate(d32, wv, hn::PromoteTo(d16, hn::LoadU(d8, x.q[0] + o)),
                                         s00, s01);
@@ -296,16 +321,15 @@ HWY_INLINE hn::Vec256<int32_t> DotU8I8(hn::Vec256<int32_t> acc, hn::Vec256<uint8
   return hn::Vec256<int32_t>{a};
 }
 
-template <int R, bool kFlip>
-HWY_INLINE void BlockStepVnni(const uint8_t* w, const RowSet& x, int64_t b,
+// VNNI block step: one vpdpbusd per block and row.
+template <int R, class Source>
+HWY_INLINE void BlockStepVnni(const Source& src, const RowSet& x, int64_t b,
                               hn::Vec256<float>& f0, hn::Vec256<float>& f1,
                               hn::Vec256<float>& f2, hn::Vec256<float>& f3) {
-  const hn::Full256<uint8_t> du8;
   const hn::Full256<int8_t> di8;
   const hn::Full256<int32_t> d32;
   const hn::Full256<float> df;
-  auto wv = hn::LoadU(du8, w);
-  if constexpr (kFlip) wv = hn::Xor(wv, hn::Set(du8, 0x80));
+  const auto wv = src.U8(b);
   const auto zero = hn::Zero(d32);
   const int64_t o = b * kQ;
   f0 = hn::MulAdd(hn::ConvertTo(df, DotU8I8(zero, wv, hn::LoadU(di8, x.q[0] + o))),
@@ -339,10 +363,20 @@ HWY_INLINE float DotF32Inline(const float* a, const float* b, int64_t n) {
 
 // out[r] = dot of the chunk with activation row r, for r < R. Each row gets four
 // (R <= 2) or two independent accumulators, so FMA latency does not bound small t.
-// `step` updates only as many of its accumulator arguments as there are rows.
-template <int R, typename Step>
-HWY_INLINE void DotChunkRows(const ChunkView& c, const RowSet& x, int64_t nb, float* out,
-                             Step step) {
+template <int R, class Source>
+HWY_INLINE void DotChunk(const Source& src, const WeightChunk& c, const RowSet& x, int64_t nb,
+                         float* out) {
+  using V = hn::Vec<DF32>;
+  const auto step = [&](int64_t b, V& f0, V& f1, V& f2, V& f3) HWY_ATTR {
+#if HWY_TARGET == HWY_AVX3_DL
+    if constexpr (!std::is_same_v<Source, Int16Source>) {
+      BlockStepVnni<R>(src, x, b, f0, f1, f2, f3);
+      return;
+    }
+#endif
+    BlockStepPortable<R>(src, x, b, f0, f1, f2, f3);
+  };
+  // `step` updates only as many of its accumulator arguments as there are rows.
   const DF32 df;
   auto a0 = hn::Zero(df), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
   int64_t b = 0;
@@ -376,38 +410,45 @@ HWY_INLINE void DotChunkRows(const ChunkView& c, const RowSet& x, int64_t nb, fl
     out[2] = hn::GetLane(hn::SumOfLanes(df, hn::Add(a2, a6)));
     if constexpr (R > 3) out[3] = hn::GetLane(hn::SumOfLanes(df, hn::Add(a3, a7)));
   }
-  if (c.cw != nullptr) {
+  if (c.has_cw) {
     for (int r = 0; r < R; ++r) out[r] += DotF32Inline(c.cw, x.s[r], nb);
   }
 }
 
-template <int R>
-void DotChunk(const ChunkView& c, const RowSet& x, int64_t nb, float* out) {
-  using V = hn::Vec<DF32>;
-  const auto* q8 = static_cast<const uint8_t*>(c.q);
-  if (c.int16) {
-    DotChunkRows<R>(c, x, nb, out, [&](int64_t b, V& f0, V& f1, V& f2, V& f3) HWY_ATTR {
-      const int16_t* w = reinterpret_cast<const int16_t*>(q8 + size_t(b) * c.stride);
-      BlockStepPortable<R>(w, x, b, f0, f1, f2, f3);
-    });
-    return;
+// All activation rows against one chunk (blocks [blk0, blk0 + nb)) of weight row n.
+template <class Source>
+void ChunkAllRows(const Source& src, const WeightChunk& c, const QuantizedActivations& x,
+                  int64_t blk0, int64_t nb, int64_t n, float* y, int64_t ldy) {
+  const hn::CappedTag<float, 16> df;
+  const int64_t nblocks = x.k / kQ;
+  alignas(64) float scales[kTile][kChunkBlocks];
+  for (int64_t r0 = 0; r0 < x.t; r0 += kTile) {
+    const int rows = int(std::min<int64_t>(kTile, x.t - r0));
+    RowSet xs;
+    for (int r = 0; r < rows; ++r) {  // DotChunk<rows> reads no more
+      const int64_t rr = r0 + r;
+      xs.q[r] = x.qs + rr * x.k + blk0 * kQ;
+      xs.s[r] = x.s + rr * nblocks + blk0;
+      xs.scale[r] = scales[r];
+      // Whole vectors: dw holds kChunkBlocks entries, and d is followed by s in
+      // the activation buffer, so reading past nb stays in bounds.
+      const float* dx = x.d + rr * nblocks + blk0;
+      for (int64_t b = 0; b < nb; b += int64_t(hn::Lanes(df))) {
+        hn::Store(hn::Mul(hn::LoadU(df, c.dw + b), hn::LoadU(df, dx + b)), df, scales[r] + b);
+      }
+    }
+    float out[kTile];
+    switch (rows) {
+      case 1: DotChunk<1>(src, c, xs, nb, out); break;
+      case 2: DotChunk<2>(src, c, xs, nb, out); break;
+      case 3: DotChunk<3>(src, c, xs, nb, out); break;
+      default: DotChunk<4>(src, c, xs, nb, out); break;
+    }
+    for (int r = 0; r < rows; ++r) {
+      float& dst = y[(r0 + r) * ldy + n];
+      dst = blk0 == 0 ? out[r] : dst + out[r];
+    }
   }
-#if HWY_TARGET == HWY_AVX3_DL
-  if (c.flip) {
-    DotChunkRows<R>(c, x, nb, out, [&](int64_t b, V& f0, V& f1, V& f2, V& f3) HWY_ATTR {
-      BlockStepVnni<R, true>(q8 + size_t(b) * c.stride, x, b, f0, f1, f2, f3);
-    });
-  } else {
-    DotChunkRows<R>(c, x, nb, out, [&](int64_t b, V& f0, V& f1, V& f2, V& f3) HWY_ATTR {
-      BlockStepVnni<R, false>(q8 + size_t(b) * c.stride, x, b, f0, f1, f2, f3);
-    });
-  }
-#else
-  DotChunkRows<R>(c, x, nb, out, [&](int64_t b, V& f0, V& f1, V& f2, V& f3) HWY_ATTR {
-    const int8_t* w = reinterpret_cast<const int8_t*>(q8 + size_t(b) * c.stride);
-    BlockStepPortable<R>(w, x, b, f0, f1, f2, f3);
-  });
-#endif
 }
 
 // ------------------------------------------------------------------ f16 / bf16
@@ -526,37 +567,39 @@ void QuantMatmulRowsImpl(DType type, const uint8_t* w, size_t w_row_bytes, const
   const QuantizedActivations x = ActivationView(type, qx, t, k);
   const int64_t nblocks = k / kQ;
   WeightChunk chunk;
-  alignas(64) float scales[kTile][kChunkBlocks];
-  const hn::CappedTag<float, 16> df;
   for (int64_t n = n0; n < n1; ++n) {
     const uint8_t* row = w + size_t(n) * w_row_bytes;
     for (int64_t blk0 = 0; blk0 < nblocks; blk0 += kChunkBlocks) {
       const int64_t nb = std::min(kChunkBlocks, nblocks - blk0);
-      const ChunkView c = UnpackChunk(type, row, blk0, nb, &chunk);
-      for (int64_t r0 = 0; r0 < t; r0 += kTile) {
-        const int rows = int(std::min<int64_t>(kTile, t - r0));
-        RowSet xs;
-        for (int r = 0; r < rows; ++r) {  // DotChunk<rows> reads no more
-          const int64_t rr = r0 + r;
-          xs.q[r] = x.qs + rr * k + blk0 * kQ;
-          xs.s[r] = x.s + rr * nblocks + blk0;
-          xs.scale[r] = scales[r];
-          const float* dx = x.d + rr * nblocks + blk0;
-          for (int64_t b = 0; b < nb; b += int64_t(hn::Lanes(df))) {  // arrays hold whole vectors
-            hn::Store(hn::Mul(hn::LoadU(df, c.dw + b), hn::LoadU(df, dx + b)), df, scales[r] + b);
-          }
+      switch (type) {
+        case DType::kQ8_0: {
+          const uint8_t* base = row + blk0 * kQ8_0Bytes;
+          BlockScales<kQ8_0Bytes, false>(base, nb, kVnni ? -128.0f : 0.0f, &chunk);
+          ChunkAllRows(Q8_0Source{base + 2}, chunk, x, blk0, nb, n, y, ldy);
+          break;
         }
-        float out[kTile];
-        switch (rows) {
-          case 1: DotChunk<1>(c, xs, nb, out); break;
-          case 2: DotChunk<2>(c, xs, nb, out); break;
-          case 3: DotChunk<3>(c, xs, nb, out); break;
-          default: DotChunk<4>(c, xs, nb, out); break;
+        case DType::kQ4_0: {
+          const uint8_t* base = row + blk0 * kQ4_0Bytes;
+          BlockScales<kQ4_0Bytes, false>(base, nb, -8.0f, &chunk);
+          ChunkAllRows(Q4Source<kQ4_0Bytes>{base + 2}, chunk, x, blk0, nb, n, y, ldy);
+          break;
         }
-        for (int r = 0; r < rows; ++r) {
-          float& dst = y[(r0 + r) * ldy + n];
-          dst = blk0 == 0 ? out[r] : dst + out[r];
+        case DType::kQ4_1: {
+          const uint8_t* base = row + blk0 * kQ4_1Bytes;
+          BlockScales<kQ4_1Bytes, true>(base, nb, 0.0f, &chunk);
+          ChunkAllRows(Q4Source<kQ4_1Bytes>{base + 4}, chunk, x, blk0, nb, n, y, ldy);
+          break;
         }
+        case DType::kQ4_K:
+          Q4_KScales(row, blk0, nb, &chunk);
+          ChunkAllRows(Q4_KSource{row, blk0}, chunk, x, blk0, nb, n, y, ldy);
+          break;
+        case DType::kQ6_K:
+          UnpackQ6_K(row, blk0, nb, &chunk);
+          ChunkAllRows(Int16Source{chunk.q16}, chunk, x, blk0, nb, n, y, ldy);
+          break;
+        default:
+          CHECK(false && "quant matmul: unsupported weight type");
       }
     }
   }
