@@ -87,20 +87,22 @@ class Backend {
   virtual void Matmul(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& y) = 0;
   // In place on x [T, heads, head_dim]; token t sits at positions[t].
   virtual void Rope(const Tensor& x, std::span<const int32_t> positions, const RopeTable& rope) = 0;
-  // Causal attention of T new queries over a sequence's cached keys/values.
-  // q [T, n_h, d_k]; k_cache [S_max, n_kv, d_k]; v_cache [S_max, n_kv, d_v] with the
-  // T new rows already written at [n_past, n_past + T); query t sees keys [0, n_past + t].
-  // out [T, n_h, d_v]. Head h reads kv head h / (n_h / n_kv).
-  virtual void Attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
-                         int64_t n_past, float scale, const Tensor& out) = 0;
+  // Causal attention of T new queries over one sequence's cached keys/values.
+  // q [T, n_h, d_k]; k_pool [R, n_kv, d_k], v_pool [R, n_kv, d_v]: the paged cache;
+  // key_rows[p] is the pool row of position p, for p < n_past + T (the T new rows
+  // already written). Query t sees positions [0, n_past + t]. out [T, n_h, d_v];
+  // head h reads kv head h / (n_h / n_kv).
+  virtual void Attention(const Tensor& q, const Tensor& k_pool, const Tensor& v_pool,
+                         std::span<const int32_t> key_rows, int64_t n_past, float scale,
+                         const Tensor& out) = 0;
   // Multi-head latent attention over a latent cache (absorbed form, MQA-like):
-  // q [T, n_h, d_c + d_r] (query in latent space | rotated rope part); cache
-  // [S_max, d_c + d_r] (normalised latent | rotated k_rope), the T new rows already
-  // written at [n_past, n_past + T); out [T, n_h, d_c] = softmax(q.k * scale) . latent.
-  // `selection` (optional) restricts each query to its DSA top-k keys.
-  virtual void LatentAttention(const Tensor& q, const Tensor& cache, int64_t latent_dim,
-                               int64_t n_past, float scale, const KeySelection* selection,
-                               const Tensor& out) = 0;
+  // q [T, n_h, d_c + d_r] (query in latent space | rotated rope part); pool
+  // [R, d_c + d_r] (normalised latent | rotated k_rope), addressed through
+  // key_rows as in Attention; out [T, n_h, d_c] = softmax(q.k * scale) . latent.
+  // `selection` (optional) restricts each query to its DSA top-k positions.
+  virtual void LatentAttention(const Tensor& q, const Tensor& pool, int64_t latent_dim,
+                               std::span<const int32_t> key_rows, int64_t n_past, float scale,
+                               const KeySelection* selection, const Tensor& out) = 0;
   // Per-head projection: y[t, h] = W[h] . x[t, h]. W [n_h, d_out, d_in] f32; x holds
   // T x n_h slots of x_stride floats (the first d_in used), y T x n_h slots of
   // y_stride floats (the first d_out written).
@@ -110,11 +112,12 @@ class Backend {
   virtual void CopyColumns(const Tensor& src, int64_t src_col, const Tensor& dst,
                            int64_t dst_col, int64_t n) = 0;
   // DSA lightning indexer: score(t, u) = sum_h w[t, h] * relu(scale * q[t, h] . k[u]) over
-  // keys u <= n_past + t; writes the top `topk` keys of each query (all of them when
-  // fewer), ascending, into `selection` (host memory, [T, topk]) and their counts.
-  // q [T, n_I, d_I], keys [S_max, d_I] (new rows already written), w [T, n_I].
-  virtual void IndexerTopK(const Tensor& q, const Tensor& keys, const Tensor& head_weights,
-                           int64_t n_past, float scale, int64_t topk, std::span<int32_t> selection,
+  // positions u <= n_past + t; writes the top `topk` positions of each query (all of
+  // them when fewer), ascending, into `selection` (host memory, [T, topk]) and their
+  // counts. q [T, n_I, d_I], pool [R, d_I] read through key_rows, w [T, n_I].
+  virtual void IndexerTopK(const Tensor& q, const Tensor& pool, const Tensor& head_weights,
+                           std::span<const int32_t> key_rows, int64_t n_past, float scale,
+                           int64_t topk, std::span<int32_t> selection,
                            std::span<int32_t> counts) = 0;
   // out = (x - mean) / sqrt(var + eps) * weight + bias, per row.
   virtual void LayerNorm(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps,
@@ -123,6 +126,8 @@ class Backend {
   // [T, K] (ties to the lower id) and their weights [T, K], into host memory.
   virtual void Route(const Tensor& logits, const Tensor* selection_bias, const RouterSpec& spec,
                      std::span<int32_t> ids, std::span<float> weights) = 0;
+  // dst[rows[i]] = src[i] (writing a step's new rows into the paged cache).
+  virtual void ScatterRows(const Tensor& src, std::span<const int32_t> rows, const Tensor& dst) = 0;
   // dst[i] = src[rows[i]] for each listed row.
   virtual void GatherRows(const Tensor& src, std::span<const int32_t> rows, const Tensor& dst) = 0;
   // dst[rows[i]] += scales[i] * src[i].

@@ -96,48 +96,61 @@ Status DecoderModel::AllocateActivations() {
   return Status::Ok();
 }
 
-Expected<std::unique_ptr<KvCache>> DecoderModel::NewCache(int64_t capacity) {
-  RETURN_IF_ERROR(backend_.ReserveForContext(capacity));
+Expected<std::unique_ptr<KvPool>> DecoderModel::NewPool(int64_t tokens) {
+  RETURN_IF_ERROR(backend_.ReserveForContext(tokens));
   std::vector<LayerCacheSpec> specs;
   for (const Layer& L : layers_) specs.push_back(L.attention->cache_spec());
-  return KvCache::Create(backend_, capacity, specs);
+  const int64_t b = KvPool::kDefaultBlockTokens;
+  return KvPool::Create(backend_, (tokens + b - 1) / b, b, specs);
 }
 
-Status DecoderModel::CheckStep(std::span<const int32_t> tokens, const KvCache& cache) const {
-  const int64_t t = int64_t(tokens.size());
-  if (t == 0 || t > max_step_tokens_) {
-    return Status::Error("forward step of " + std::to_string(t) + " tokens (allowed 1.." +
+Status DecoderModel::PlanStep(std::span<const SequenceStep> steps) {
+  int64_t total = 0;
+  for (const SequenceStep& s : steps) total += int64_t(s.tokens.size());
+  if (steps.empty() || total > max_step_tokens_) {
+    return Status::Error("forward step of " + std::to_string(total) + " tokens (allowed 1.." +
                          std::to_string(max_step_tokens_) + ")");
   }
-  if (cache.length() + t > cache.capacity()) {
-    return Status::Error("context full: " + std::to_string(cache.length()) + " + " +
-                         std::to_string(t) + " tokens exceed the KV cache of " +
-                         std::to_string(cache.capacity()));
-  }
-  for (int32_t id : tokens) {
-    if (id < 0 || id >= config_.vocab_size) {
-      return Status::Error("token id " + std::to_string(id) + " is outside the vocabulary [0, " +
-                           std::to_string(config_.vocab_size) + ")");
+  for (const SequenceStep& s : steps) {
+    if (s.tokens.empty()) return Status::Error("a sequence step has no tokens");
+    for (int32_t id : s.tokens) {
+      if (id < 0 || id >= config_.vocab_size) {
+        return Status::Error("token id " + std::to_string(id) +
+                             " is outside the vocabulary [0, " +
+                             std::to_string(config_.vocab_size) + ")");
+      }
     }
+  }
+  segments_.clear();
+  logit_rows_.clear();
+  int64_t row = 0;
+  for (const SequenceStep& s : steps) {
+    const int64_t n = int64_t(s.tokens.size()), past = s.cache->length();
+    RETURN_IF_ERROR(s.cache->Reserve(past + n));  // blocks stay with the sequence on failure
+    segments_.push_back(Segment{row, n, s.cache, past});
+    for (int64_t i = 0; i < n; ++i) positions_[size_t(row + i)] = int32_t(past + i);
+    for (int64_t i = s.all_logits ? 0 : n - 1; i < n; ++i) logit_rows_.push_back(int32_t(row + i));
+    row += n;
   }
   return Status::Ok();
 }
 
-Expected<Tensor> DecoderModel::Forward(std::span<const int32_t> tokens, KvCache& cache,
-                                       bool all_logits) {
-  RETURN_IF_ERROR(CheckStep(tokens, cache));
-  const int64_t t = int64_t(tokens.size());
-  for (int64_t i = 0; i < t; ++i) positions_[size_t(i)] = int32_t(cache.length() + i);
-  StepContext ctx{backend_, workspace_, cache};
+Expected<Tensor> DecoderModel::ForwardBatch(std::span<const SequenceStep> steps) {
+  RETURN_IF_ERROR(PlanStep(steps));
+  const int64_t t = segments_.back().row0 + segments_.back().rows;
+  StepContext ctx{backend_, workspace_};
   ctx.t = t;
-  ctx.n_past = cache.length();
+  ctx.segments = segments_;
   ctx.positions = std::span<const int32_t>(positions_).first(size_t(t));
   ctx.dsa = &dsa_;
   ctx.observer = observer_;
   dsa_.valid = false;
 
   const Tensor x = x_.RowSlice(0, t), xn = xn_.RowSlice(0, t), y = y_.RowSlice(0, t);
-  backend_.Embedding(tok_embd_, tokens, x);
+  for (const Segment& s : segments_) {
+    backend_.Embedding(tok_embd_, steps[size_t(&s - segments_.data())].tokens,
+                       x.RowSlice(s.row0, s.rows));
+  }
   for (int64_t l = 0; l < config_.num_layers; ++l) {
     const Layer& L = layers_[size_t(l)];
     ctx.layer = l;
@@ -150,11 +163,14 @@ Expected<Tensor> DecoderModel::Forward(std::span<const int32_t> tokens, KvCache&
     L.ffn->Forward(ctx, xn, y);
     backend_.Add(x, y, x);
   }
-  cache.set_length(cache.length() + t);
+  for (const Segment& s : segments_) s.cache->set_length(s.n_past + s.rows);
 
-  const int64_t first = all_logits ? 0 : t - 1, rows = t - first;
-  const Tensor normed = xn_.RowSlice(0, rows), logits = logits_.RowSlice(0, rows);
-  backend_.RmsNorm(x_.RowSlice(first, rows), output_norm_, config_.rms_norm_eps, normed);
+  // Only the rows whose logits are wanted go through the final norm and head.
+  const int64_t rows = int64_t(logit_rows_.size());
+  const Tensor picked = y_.RowSlice(0, rows), normed = xn_.RowSlice(0, rows),
+               logits = logits_.RowSlice(0, rows);
+  backend_.GatherRows(x, logit_rows_, picked);
+  backend_.RmsNorm(picked, output_norm_, config_.rms_norm_eps, normed);
   backend_.Matmul(normed, output_, nullptr, logits);
   return logits;
 }

@@ -21,9 +21,8 @@ class DecoderModel final : public Model {
 
   const ModelConfig& config() const override { return config_; }
   Backend& backend() override { return backend_; }
-  Expected<std::unique_ptr<KvCache>> NewCache(int64_t capacity) override;
-  Expected<Tensor> Forward(std::span<const int32_t> tokens, KvCache& cache,
-                           bool all_logits) override;
+  Expected<std::unique_ptr<KvPool>> NewPool(int64_t tokens) override;
+  Expected<Tensor> ForwardBatch(std::span<const SequenceStep> steps) override;
   RoutingStats routing_stats() const override;
   void ResetRoutingStats() override;
   void SetObserver(const ForwardObserver* observer) override { observer_ = observer; }
@@ -41,7 +40,8 @@ class DecoderModel final : public Model {
   Status Bind(const ModelFile& file);
   Status BindLayer(WeightBinder& w, int64_t i);
   Status AllocateActivations();
-  Status CheckStep(std::span<const int32_t> tokens, const KvCache& cache) const;
+  // Validates the steps and reserves their cache blocks; fills segments_.
+  Status PlanStep(std::span<const SequenceStep> steps);
 
   ModelConfig config_;
   Backend& backend_;
@@ -56,6 +56,8 @@ class DecoderModel final : public Model {
   Workspace workspace_;
   DsaSelection dsa_;
   std::vector<int32_t> positions_;
+  std::vector<Segment> segments_;
+  std::vector<int32_t> logit_rows_;  // rows of the step whose logits are returned
   const ForwardObserver* observer_ = nullptr;
 };
 

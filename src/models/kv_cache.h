@@ -1,8 +1,10 @@
-// The attention cache of one sequence, per layer whatever its attention kind:
-// K and V [capacity, n_kv, head_dim] for GQA; the latent [capacity, kv_lora +
-// rope] for MLA (the compressed kv and the rotated rope key, not full K/V); and
-// the DSA indexer's keys [capacity, index_head_dim]. One backend buffer,
-// allocated before the first token, so decoding never allocates.
+// The attention cache, paged. A KvPool holds fixed-size blocks of token rows
+// for every layer: K and V [rows, n_kv, head_dim] for GQA; the latent
+// [rows, kv_lora + rope] for MLA (the compressed kv and the rotated rope key,
+// not per-head K/V); the DSA indexer's keys [rows, index_head_dim]. A KvCache is
+// one sequence: a block table mapping its positions to pool rows. Blocks are
+// taken as the sequence grows and returned when it ends; the pool's memory is
+// allocated once, so decoding never allocates device memory.
 #pragma once
 
 #include <cstdint>
@@ -21,32 +23,76 @@ struct LayerCacheSpec {
   int64_t floats_per_token() const { return kv_heads * (k_dim + v_dim) + latent_dim + index_dim; }
 };
 
-class KvCache {
+class KvPool {
  public:
-  static Expected<std::unique_ptr<KvCache>> Create(Backend& backend, int64_t capacity,
-                                                   const std::vector<LayerCacheSpec>& layers);
+  static constexpr int64_t kDefaultBlockTokens = 16;
+
+  static Expected<std::unique_ptr<KvPool>> Create(Backend& backend, int64_t num_blocks,
+                                                  int64_t block_tokens,
+                                                  const std::vector<LayerCacheSpec>& layers);
 
   struct Layer {
-    Tensor k, v;        // [capacity, kv_heads, dim]
-    Tensor latent;      // [capacity, latent_dim]
-    Tensor index_keys;  // [capacity, index_dim]
+    Tensor k, v;        // [rows, kv_heads, dim]
+    Tensor latent;      // [rows, latent_dim]
+    Tensor index_keys;  // [rows, index_dim]
   };
   const Layer& layer(int64_t i) const { return layers_[size_t(i)]; }
+
+  int64_t block_tokens() const { return block_tokens_; }
+  int64_t num_blocks() const { return int64_t(block_used_.size()); }
+  int64_t used_blocks() const { return used_; }
+  uint64_t bytes_per_token() const { return bytes_per_token_; }
+
+  // A free block's index, or -1 when all are in use.
+  int32_t TakeBlock();
+  void ReturnBlock(int32_t block);
+
+ private:
+  KvPool() = default;
+  std::unique_ptr<Buffer> buffer_;
+  std::vector<Layer> layers_;
+  int64_t block_tokens_ = 0;
+  std::vector<int32_t> free_;  // stack of free blocks
+  std::vector<bool> block_used_;
+  int64_t used_ = 0;
+  uint64_t bytes_per_token_ = 0;
+};
+
+class KvCache {
+ public:
+  // A sequence of up to `capacity` tokens in `pool`; `own_pool` keeps the pool
+  // alive with it (a cache made for one sequence).
+  KvCache(KvPool* pool, int64_t capacity, std::unique_ptr<KvPool> own_pool = nullptr);
+  ~KvCache();
+  KvCache(const KvCache&) = delete;
+  KvCache& operator=(const KvCache&) = delete;
+
+  const KvPool::Layer& layer(int64_t i) const { return pool_->layer(i); }
+  KvPool& pool() { return *pool_; }
+
+  // Pool row of each position in [0, reserved).
+  std::span<const int32_t> rows() const { return rows_; }
+  // Makes positions [0, tokens) addressable, taking blocks from the pool. Errors
+  // when `tokens` exceeds the capacity ("context full") or the pool has no free
+  // block ("KV cache full"); nothing changes then.
+  Status Reserve(int64_t tokens);
+  // Returns every block to the pool and empties the sequence.
+  void Release();
 
   int64_t capacity() const { return capacity_; }
   int64_t length() const { return length_; }
   void set_length(int64_t n) { length_ = n; }
   void Clear() { length_ = 0; }
-  uint64_t bytes_per_token() const { return bytes_per_token_; }
-  uint64_t bytes() const { return buffer_->size(); }
+  int64_t blocks() const { return int64_t(blocks_.size()); }
+  uint64_t bytes_per_token() const { return pool_->bytes_per_token(); }
 
  private:
-  KvCache() = default;
-  std::unique_ptr<Buffer> buffer_;
-  std::vector<Layer> layers_;
-  int64_t capacity_ = 0;
+  std::unique_ptr<KvPool> own_pool_;
+  KvPool* pool_;
+  int64_t capacity_;
   int64_t length_ = 0;
-  uint64_t bytes_per_token_ = 0;
+  std::vector<int32_t> blocks_;
+  std::vector<int32_t> rows_;
 };
 
 }  // namespace anymoe

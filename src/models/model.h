@@ -32,15 +32,30 @@ class Model {
   virtual Backend& backend() = 0;
   int64_t max_step_tokens() const { return max_step_tokens_; }
 
-  // A cache for one sequence of up to `capacity` tokens.
-  virtual Expected<std::unique_ptr<KvCache>> NewCache(int64_t capacity) = 0;
+  // A paged KV pool shared by many sequences: room for `tokens` tokens in all.
+  virtual Expected<std::unique_ptr<KvPool>> NewPool(int64_t tokens) = 0;
+  // A cache for one sequence of up to `capacity` tokens with its own pool.
+  Expected<std::unique_ptr<KvCache>> NewCache(int64_t capacity);
 
-  // Runs `tokens` (at most max_step_tokens()) at positions [cache.length(), +T),
-  // appends their keys/values to `cache`, and returns logits [T, vocab] when
-  // `all_logits`, else [1, vocab] for the last token. The view is valid until
-  // the next Forward. Errors when the cache cannot hold the tokens.
-  virtual Expected<Tensor> Forward(std::span<const int32_t> tokens, KvCache& cache,
-                                   bool all_logits) = 0;
+  // One sequence's part of a step: `tokens` at positions [cache->length(), +T).
+  struct SequenceStep {
+    std::span<const int32_t> tokens;
+    KvCache* cache = nullptr;
+    bool all_logits = false;  // logits of every token, else of the last one
+  };
+  // Runs several sequences in one pass (matmuls batched across all their
+  // tokens, attention per sequence), appends their keys/values to their caches,
+  // and returns the logits rows of each step in order. At most
+  // max_step_tokens() tokens in all. The view is valid until the next call.
+  // Errors (nothing changes then): a context or the KV pool is full, a token id
+  // is outside the vocabulary.
+  virtual Expected<Tensor> ForwardBatch(std::span<const SequenceStep> steps) = 0;
+
+  // One sequence: logits [T, vocab] when `all_logits`, else [1, vocab].
+  Expected<Tensor> Forward(std::span<const int32_t> tokens, KvCache& cache, bool all_logits) {
+    const SequenceStep step{tokens, &cache, all_logits};
+    return ForwardBatch(std::span(&step, 1));
+  }
 
   virtual RoutingStats routing_stats() const = 0;
   virtual void ResetRoutingStats() = 0;

@@ -6,6 +6,14 @@
 
 namespace anymoe {
 
+Expected<std::unique_ptr<KvCache>> Model::NewCache(int64_t capacity) {
+  ASSIGN_OR_RETURN(std::unique_ptr<KvPool> pool, NewPool(capacity));
+  KvPool* p = pool.get();
+  auto cache = std::make_unique<KvCache>(p, capacity, std::move(pool));
+  RETURN_IF_ERROR(cache->Reserve(capacity));  // a private pool: take every block now
+  return cache;
+}
+
 Expected<std::unique_ptr<Model>> LoadModel(const ModelFile& file, Backend& backend,
                                            const LoadOptions& options) {
   ASSIGN_OR_RETURN(ModelConfig config, LoadModelConfig(file));

@@ -102,16 +102,20 @@ INSTANTIATE_TEST_SUITE_P(
              std::to_string(std::get<1>(info.param));
     });
 
-TEST_F(CpuOps, GqaAttentionOverPartlyFilledCache) {
+// The cache is paged: position p lives at pool row rows[p] (a shuffled table),
+// while the reference below reads positions in order through the same table.
+TEST_F(CpuOps, GqaAttentionOverPagedPartlyFilledCache) {
   const int64_t t = 3, n_past = 5, n_h = 4, n_kv = 2, d_k = 8, d_v = 6, cap = 16;
   auto q = RandomFloats(size_t(t * n_h * d_k), 4);
   auto k = RandomFloats(size_t(cap * n_kv * d_k), 5);
   auto v = RandomFloats(size_t(cap * n_kv * d_v), 6);
+  std::vector<int32_t> rows(static_cast<size_t>(cap));
+  for (int64_t p = 0; p < cap; ++p) rows[size_t(p)] = int32_t((p * 7 + 3) % cap);
   std::vector<float> out(size_t(t * n_h * d_v));
   const float scale = 0.3f;
   backend_.Attention(Tensor::Of(q.data(), DType::kF32, {t, n_h, d_k}),
                      Tensor::Of(k.data(), DType::kF32, {cap, n_kv, d_k}),
-                     Tensor::Of(v.data(), DType::kF32, {cap, n_kv, d_v}), n_past, scale,
+                     Tensor::Of(v.data(), DType::kF32, {cap, n_kv, d_v}), rows, n_past, scale,
                      Tensor::Of(out.data(), DType::kF32, {t, n_h, d_v}));
   for (int64_t i = 0; i < t; ++i) {
     for (int64_t h = 0; h < n_h; ++h) {
@@ -121,7 +125,8 @@ TEST_F(CpuOps, GqaAttentionOverPartlyFilledCache) {
       for (int64_t j = 0; j < keys; ++j) {
         double dot = 0;
         for (int64_t d = 0; d < d_k; ++d) {
-          dot += double(q[size_t((i * n_h + h) * d_k + d)]) * k[size_t((j * n_kv + kvh) * d_k + d)];
+          dot += double(q[size_t((i * n_h + h) * d_k + d)]) *
+                 k[size_t((rows[size_t(j)] * n_kv + kvh) * d_k + d)];
         }
         s[size_t(j)] = dot * scale;
         mx = std::max(mx, s[size_t(j)]);
@@ -129,7 +134,9 @@ TEST_F(CpuOps, GqaAttentionOverPartlyFilledCache) {
       for (double& x : s) sum += (x = std::exp(x - mx));
       for (int64_t d = 0; d < d_v; ++d) {
         double ref = 0;
-        for (int64_t j = 0; j < keys; ++j) ref += s[size_t(j)] / sum * v[size_t((j * n_kv + kvh) * d_v + d)];
+        for (int64_t j = 0; j < keys; ++j) {
+          ref += s[size_t(j)] / sum * v[size_t((rows[size_t(j)] * n_kv + kvh) * d_v + d)];
+        }
         EXPECT_NEAR(out[size_t((i * n_h + h) * d_v + d)], ref, 1e-5);
       }
     }

@@ -112,44 +112,48 @@ void CpuBackend::Rope(const Tensor& x, std::span<const int32_t> positions,
   }
 }
 
-void CpuBackend::Attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
-                           int64_t n_past, float scale, const Tensor& out) {
-  CHECK(q.rank == 3 && k_cache.rank == 3 && v_cache.rank == 3 && out.rank == 3);
+void CpuBackend::Attention(const Tensor& q, const Tensor& k_pool, const Tensor& v_pool,
+                           std::span<const int32_t> key_rows, int64_t n_past, float scale,
+                           const Tensor& out) {
+  CHECK(q.rank == 3 && k_pool.rank == 3 && v_pool.rank == 3 && out.rank == 3);
   const int64_t t = q.dim(0), n_h = q.dim(1), d_k = q.dim(2);
-  const int64_t n_kv = k_cache.dim(1), d_v = v_cache.dim(2);
-  CHECK(k_cache.dim(2) == d_k && n_h % n_kv == 0 && n_past + t <= k_cache.dim(0));
+  const int64_t n_kv = k_pool.dim(1), d_v = v_pool.dim(2);
+  CHECK(k_pool.dim(2) == d_k && n_h % n_kv == 0 && n_past + t <= int64_t(key_rows.size()));
   const int64_t group = n_h / n_kv;
   const float* qp = q.as<const float>();
-  const float* kp = k_cache.as<const float>();
-  const float* vp = v_cache.as<const float>();
+  const float* kp = k_pool.as<const float>();
+  const float* vp = v_pool.as<const float>();
   float* op = out.as<float>();
   pool_.ParallelFor(t * n_h, [&](int64_t task, int) {
     const int64_t ti = task / n_h, h = task % n_h, kvh = h / group;
     kernels::AttendOnlineSoftmax(qp + (ti * n_h + h) * d_k, kp + kvh * d_k, vp + kvh * d_v,
-                                 n_past + ti + 1, nullptr, n_kv * d_k, n_kv * d_v, d_k, d_v,
-                                 scale, op + (ti * n_h + h) * d_v);
+                                 n_past + ti + 1, key_rows.data(), n_kv * d_k, n_kv * d_v, d_k,
+                                 d_v, scale, op + (ti * n_h + h) * d_v);
   });
 }
 
-void CpuBackend::LatentAttention(const Tensor& q, const Tensor& cache, int64_t latent_dim,
-                                 int64_t n_past, float scale, const KeySelection* selection,
-                                 const Tensor& out) {
-  CHECK(q.rank == 3 && cache.rank == 2 && out.rank == 3);
+void CpuBackend::LatentAttention(const Tensor& q, const Tensor& pool, int64_t latent_dim,
+                                 std::span<const int32_t> key_rows, int64_t n_past, float scale,
+                                 const KeySelection* selection, const Tensor& out) {
+  CHECK(q.rank == 3 && pool.rank == 2 && out.rank == 3);
   const int64_t t = q.dim(0), n_h = q.dim(1), d = q.dim(2);
-  CHECK(cache.cols() == d && out.dim(2) == latent_dim && n_past + t <= cache.rows());
+  CHECK(pool.cols() == d && out.dim(2) == latent_dim && n_past + t <= int64_t(key_rows.size()));
   const float* qp = q.as<const float>();
-  const float* cp = cache.as<const float>();
+  const float* cp = pool.as<const float>();
   float* op = out.as<float>();
-  pool_.ParallelFor(t * n_h, [&](int64_t task, int) {
+  pool_.ParallelFor(t * n_h, [&](int64_t task, int thread) {
     const int64_t ti = task / n_h, h = task % n_h;
     int64_t n_keys = n_past + ti + 1;
-    const int32_t* key_ids = nullptr;
-    if (selection != nullptr) {
-      key_ids = selection->keys.data() + ti * selection->stride;
+    const int32_t* rows = key_rows.data();
+    if (selection != nullptr) {  // selected positions -> pool rows
+      const int32_t* positions = selection->keys.data() + ti * selection->stride;
       n_keys = selection->counts[size_t(ti)];
+      int32_t* mapped = reinterpret_cast<int32_t*>(Scratch(thread, uint64_t(n_keys)));
+      for (int64_t j = 0; j < n_keys; ++j) mapped[j] = key_rows[size_t(positions[j])];
+      rows = mapped;
     }
     // The latent is both the key (with the rope part) and the value (without it).
-    kernels::AttendOnlineSoftmax(qp + (ti * n_h + h) * d, cp, cp, n_keys, key_ids, d, d, d,
+    kernels::AttendOnlineSoftmax(qp + (ti * n_h + h) * d, cp, cp, n_keys, rows, d, d, d,
                                  latent_dim, scale, op + (ti * n_h + h) * latent_dim);
   });
 }
@@ -181,22 +185,24 @@ void CpuBackend::CopyColumns(const Tensor& src, int64_t src_col, const Tensor& d
   }
 }
 
-void CpuBackend::IndexerTopK(const Tensor& q, const Tensor& keys, const Tensor& head_weights,
-                             int64_t n_past, float scale, int64_t topk,
-                             std::span<int32_t> selection, std::span<int32_t> counts) {
-  CHECK(q.rank == 3 && keys.rank == 2);
+void CpuBackend::IndexerTopK(const Tensor& q, const Tensor& pool, const Tensor& head_weights,
+                             std::span<const int32_t> key_rows, int64_t n_past, float scale,
+                             int64_t topk, std::span<int32_t> selection,
+                             std::span<int32_t> counts) {
+  CHECK(q.rank == 3 && pool.rank == 2);
   const int64_t t = q.dim(0), n_heads = q.dim(1), dim = q.dim(2);
-  CHECK(keys.cols() == dim && head_weights.cols() == n_heads && n_past + t <= keys.rows());
+  CHECK(pool.cols() == dim && head_weights.cols() == n_heads &&
+        n_past + t <= int64_t(key_rows.size()));
   CHECK(selection.size() == size_t(t * topk) && counts.size() == size_t(t));
   const float* qp = q.as<const float>();
-  const float* kp = keys.as<const float>();
+  const float* kp = pool.as<const float>();
   const float* wp = head_weights.as<const float>();
   const uint64_t max_keys = uint64_t(n_past + t);
   pool_.ParallelFor(t, [&](int64_t ti, int thread) {
     float* scratch = Scratch(thread, 2 * max_keys);
     counts[size_t(ti)] = int32_t(cpu::IndexerSelect(
-        qp + ti * n_heads * dim, kp, wp + ti * n_heads, n_heads, dim, n_past + ti + 1, scale,
-        topk, scratch, reinterpret_cast<int32_t*>(scratch + max_keys),
+        qp + ti * n_heads * dim, kp, key_rows.data(), wp + ti * n_heads, n_heads, dim,
+        n_past + ti + 1, scale, topk, scratch, reinterpret_cast<int32_t*>(scratch + max_keys),
         selection.data() + ti * topk));
   });
 }
@@ -220,6 +226,17 @@ void CpuBackend::Route(const Tensor& logits, const Tensor* selection_bias, const
   for (int64_t i = 0; i < t; ++i) {
     cpu::RouteToken(logits.as<const float>() + i * e, bias, e, spec, scratch, ids.data() + i * k,
                     weights.data() + i * k);
+  }
+}
+
+void CpuBackend::ScatterRows(const Tensor& src, std::span<const int32_t> rows,
+                             const Tensor& dst) {
+  const uint64_t row_bytes = src.row_bytes();
+  CHECK(dst.row_bytes() == row_bytes && src.rows() == int64_t(rows.size()));
+  for (size_t i = 0; i < rows.size(); ++i) {
+    CHECK(rows[i] >= 0 && rows[i] < dst.rows());
+    std::memcpy(dst.as<uint8_t>() + rows[i] * row_bytes, src.as<const uint8_t>() + i * row_bytes,
+                row_bytes);
   }
 }
 

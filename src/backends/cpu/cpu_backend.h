@@ -26,17 +26,20 @@ class CpuBackend final : public Backend {
   void RmsNorm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out) override;
   void Matmul(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& y) override;
   void Rope(const Tensor& x, std::span<const int32_t> positions, const RopeTable& rope) override;
-  void Attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, int64_t n_past,
-                 float scale, const Tensor& out) override;
-  void LatentAttention(const Tensor& q, const Tensor& cache, int64_t latent_dim, int64_t n_past,
-                       float scale, const KeySelection* selection, const Tensor& out) override;
+  void Attention(const Tensor& q, const Tensor& k_pool, const Tensor& v_pool,
+                 std::span<const int32_t> key_rows, int64_t n_past, float scale,
+                 const Tensor& out) override;
+  void LatentAttention(const Tensor& q, const Tensor& pool, int64_t latent_dim,
+                       std::span<const int32_t> key_rows, int64_t n_past, float scale,
+                       const KeySelection* selection, const Tensor& out) override;
   void HeadMatmul(const Tensor& x, int64_t x_stride, const Tensor& w, const Tensor& y,
                   int64_t y_stride) override;
   void CopyColumns(const Tensor& src, int64_t src_col, const Tensor& dst, int64_t dst_col,
                    int64_t n) override;
-  void IndexerTopK(const Tensor& q, const Tensor& keys, const Tensor& head_weights,
-                   int64_t n_past, float scale, int64_t topk, std::span<int32_t> selection,
-                   std::span<int32_t> counts) override;
+  void IndexerTopK(const Tensor& q, const Tensor& pool, const Tensor& head_weights,
+                   std::span<const int32_t> key_rows, int64_t n_past, float scale, int64_t topk,
+                   std::span<int32_t> selection, std::span<int32_t> counts) override;
+  void ScatterRows(const Tensor& src, std::span<const int32_t> rows, const Tensor& dst) override;
   void LayerNorm(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps,
                  const Tensor& out) override;
   void Route(const Tensor& logits, const Tensor* selection_bias, const RouterSpec& spec,

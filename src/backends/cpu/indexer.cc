@@ -5,15 +5,15 @@
 
 namespace anymoe::cpu {
 
-int64_t IndexerSelect(const float* q, const float* keys, const float* head_weights,
-                      int64_t n_heads, int64_t dim, int64_t n_keys, float scale, int64_t topk,
-                      float* scores, int32_t* order, int32_t* out) {
+int64_t IndexerSelect(const float* q, const float* keys, const int32_t* key_rows,
+                      const float* head_weights, int64_t n_heads, int64_t dim, int64_t n_keys,
+                      float scale, int64_t topk, float* scores, int32_t* order, int32_t* out) {
   if (n_keys <= topk) {  // every visible key survives: DSA is a no-op here
     std::iota(out, out + n_keys, 0);
     return n_keys;
   }
   for (int64_t u = 0; u < n_keys; ++u) {
-    const float* k = keys + u * dim;
+    const float* k = keys + int64_t(key_rows[u]) * dim;
     float total = 0;
     for (int64_t h = 0; h < n_heads; ++h) {
       const float* qh = q + h * dim;

@@ -37,17 +37,20 @@ void DsaIndexer::Select(StepContext& ctx, const Tensor& x, const Tensor& q_laten
   be.Matmul(x, wk_, nullptr, k);  // [T, d_I]: one key per token, shared by all heads
   be.LayerNorm(k, k_norm_w_, k_norm_b_, s.norm_eps, k);
   be.Rope(k.Reshaped({t, 1, s.head_dim}), ctx.positions, rope_);
-  const Tensor& keys = ctx.cache.layer(ctx.layer).index_keys;
-  be.Copy(k, keys.RowSlice(ctx.n_past, t));
   // The reference also scales the head weights by n_I^-1/2; a positive factor on
   // every score cannot change the top-k, so it is left out.
   be.Matmul(x, weights_proj_, nullptr, head_w);  // [T, n_I]
   DsaSelection& sel = *ctx.dsa;
   sel.stride = s.topk;
-  be.IndexerTopK(q.Reshaped({t, s.n_heads, s.head_dim}), keys, head_w, ctx.n_past,
-                 1.0f / std::sqrt(float(s.head_dim)), s.topk,
-                 std::span(sel.keys).first(size_t(t * s.topk)),
-                 std::span(sel.counts).first(size_t(t)));
+  for (const Segment& seg : ctx.segments) {
+    const Tensor& keys = seg.cache->layer(ctx.layer).index_keys;
+    be.ScatterRows(k.RowSlice(seg.row0, seg.rows), seg.new_rows(), keys);
+    be.IndexerTopK(q.RowSlice(seg.row0, seg.rows).Reshaped({seg.rows, s.n_heads, s.head_dim}),
+                   keys, head_w.RowSlice(seg.row0, seg.rows), seg.cache->rows(), seg.n_past,
+                   1.0f / std::sqrt(float(s.head_dim)), s.topk,
+                   std::span(sel.keys).subspan(size_t(seg.row0 * s.topk), size_t(seg.rows * s.topk)),
+                   std::span(sel.counts).subspan(size_t(seg.row0), size_t(seg.rows)));
+  }
   sel.valid = true;
 }
 

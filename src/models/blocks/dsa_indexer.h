@@ -17,7 +17,8 @@ class DsaIndexer {
   static Expected<std::unique_ptr<DsaIndexer>> Bind(WeightBinder& w, const ModelConfig& c,
                                                     int64_t layer, const RopeTable& rope);
   // x: normed hidden [T, H]; q_latent: the normed query latent [T, q_lora_rank].
-  // Writes this step's indexer keys to the cache and the selection to ctx.dsa.
+  // Writes this step's indexer keys to each sequence's cache and the selection
+  // (positions within each sequence) to ctx.dsa.
   void Select(StepContext& ctx, const Tensor& x, const Tensor& q_latent);
   uint64_t workspace_floats(int64_t t) const;
 

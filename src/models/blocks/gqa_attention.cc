@@ -45,12 +45,15 @@ void GqaAttention::Forward(StepContext& ctx, const Tensor& x, const Tensor& out)
   }
   be.Rope(q.Reshaped({t, n_h, hd}), ctx.positions, rope_);
   be.Rope(k.Reshaped({t, n_kv, hd}), ctx.positions, rope_);
-  const KvCache::Layer& cache = ctx.cache.layer(ctx.layer);
-  const int64_t cap = ctx.cache.capacity();
-  be.Copy(k, cache.k.Reshaped({cap, n_kv * hd}).RowSlice(ctx.n_past, t));
-  be.Copy(v, cache.v.Reshaped({cap, n_kv * hd}).RowSlice(ctx.n_past, t));
-  be.Attention(q.Reshaped({t, n_h, hd}), cache.k, cache.v, ctx.n_past, c_.AttentionScale(),
-               attn.Reshaped({t, n_h, hd}));
+  for (const Segment& s : ctx.segments) {  // each sequence against its own cache
+    const KvPool::Layer& pool = s.cache->layer(ctx.layer);
+    const int64_t rows = pool.k.dim(0);
+    be.ScatterRows(k.RowSlice(s.row0, s.rows), s.new_rows(), pool.k.Reshaped({rows, n_kv * hd}));
+    be.ScatterRows(v.RowSlice(s.row0, s.rows), s.new_rows(), pool.v.Reshaped({rows, n_kv * hd}));
+    be.Attention(q.RowSlice(s.row0, s.rows).Reshaped({s.rows, n_h, hd}), pool.k, pool.v,
+                 s.cache->rows(), s.n_past, c_.AttentionScale(),
+                 attn.RowSlice(s.row0, s.rows).Reshaped({s.rows, n_h, hd}));
+  }
   be.Matmul(attn, wo_, nullptr, out);
 }
 

@@ -135,9 +135,10 @@ void MlaAttention::WriteLatent(StepContext& ctx, const Tensor& x) {
   be.Rope(kv.Reshaped({t, 1, r + dr}), ctx.positions, k_rope);
   be.CopyColumns(kv, 0, c, 0, r);  // only the latent part is normalised, not k_rope
   be.RmsNorm(c, kv_a_norm_, m.latent_norm_eps, c);
-  const Tensor rows = ctx.cache.layer(ctx.layer).latent.RowSlice(ctx.n_past, t);
-  be.CopyColumns(c, 0, rows, 0, r);
-  be.CopyColumns(kv, r, rows, r, dr);
+  be.CopyColumns(c, 0, kv, 0, r);  // kv now holds the cache rows [latent | k_rope]
+  for (const Segment& s : ctx.segments) {
+    be.ScatterRows(kv.RowSlice(s.row0, s.rows), s.new_rows(), s.cache->layer(ctx.layer).latent);
+  }
 }
 
 void MlaAttention::Forward(StepContext& ctx, const Tensor& x, const Tensor& out) {
@@ -149,16 +150,12 @@ void MlaAttention::Forward(StepContext& ctx, const Tensor& x, const Tensor& out)
   const Tensor q = Query(ctx, x, &q_latent);
   WriteLatent(ctx, x);
 
-  const KeySelection* selection = nullptr;
   if (uses_dsa_) {
     if (indexer_) indexer_->Select(ctx, x, q_latent);
     CHECK(ctx.dsa->valid);  // a shared layer reuses the last full layer's choice
     if (ctx.observer && ctx.observer->on_key_selection) {
       ctx.observer->on_key_selection(ctx.layer, ctx.dsa->View());
     }
-    static thread_local KeySelection view;
-    view = ctx.dsa->View();
-    selection = &view;
   }
 
   // Query in latent space: [q_nope . W_k (per head) | q_rope].
@@ -167,8 +164,13 @@ void MlaAttention::Forward(StepContext& ctx, const Tensor& x, const Tensor& out)
   be.CopyColumns(q.Reshaped({t * n_h, qk}), m.qk_nope_head_dim, q_lat.Reshaped({t * n_h, r + dr}),
                  r, dr);
   Tensor o_lat = ctx.ws.Take(t, n_h * r), o = ctx.ws.Take(t, n_h * m.v_head_dim);
-  be.LatentAttention(q_lat.Reshaped({t, n_h, r + dr}), ctx.cache.layer(ctx.layer).latent, r,
-                     ctx.n_past, c_.AttentionScale(), selection, o_lat.Reshaped({t, n_h, r}));
+  for (const Segment& s : ctx.segments) {
+    const KeySelection selection = uses_dsa_ ? ctx.dsa->View(s) : KeySelection{};
+    be.LatentAttention(q_lat.RowSlice(s.row0, s.rows).Reshaped({s.rows, n_h, r + dr}),
+                       s.cache->layer(ctx.layer).latent, r, s.cache->rows(), s.n_past,
+                       c_.AttentionScale(), uses_dsa_ ? &selection : nullptr,
+                       o_lat.RowSlice(s.row0, s.rows).Reshaped({s.rows, n_h, r}));
+  }
   be.HeadMatmul(o_lat, r, w_v_absorb_, o, m.v_head_dim);
   be.Matmul(o, wo_, nullptr, out);
 }

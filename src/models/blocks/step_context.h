@@ -24,22 +24,38 @@ struct ForwardObserver {
   std::function<void(int64_t layer, const KeySelection& selection)> on_key_selection;
 };
 
+// The rows of a step that belong to one sequence (batched steps have several).
+struct Segment {
+  int64_t row0 = 0;  // first row in the step's activations
+  int64_t rows = 0;  // new tokens of this sequence
+  KvCache* cache = nullptr;
+  int64_t n_past = 0;  // tokens already in its cache
+  // Pool rows of the new tokens.
+  std::span<const int32_t> new_rows() const {
+    return cache->rows().subspan(size_t(n_past), size_t(rows));
+  }
+};
+
 struct DsaSelection {
   std::vector<int32_t> keys;    // [max_step_tokens, topk]
   std::vector<int32_t> counts;  // [max_step_tokens]
   int64_t stride = 0;
   bool valid = false;  // set by a "full" layer in this step
   KeySelection View() const { return KeySelection{keys, counts, stride}; }
+  // The rows of one segment.
+  KeySelection View(const Segment& s) const {
+    return KeySelection{std::span(keys).subspan(size_t(s.row0 * stride), size_t(s.rows * stride)),
+                        std::span(counts).subspan(size_t(s.row0), size_t(s.rows)), stride};
+  }
 };
 
 struct StepContext {
   Backend& backend;
   Workspace& ws;
-  KvCache& cache;
   int64_t layer = 0;
-  int64_t t = 0;       // tokens in this step
-  int64_t n_past = 0;  // tokens already in the cache
-  std::span<const int32_t> positions;
+  int64_t t = 0;  // rows in this step, all sequences together
+  std::span<const Segment> segments;
+  std::span<const int32_t> positions;  // [t]: each row's position in its sequence
   DsaSelection* dsa = nullptr;
   const ForwardObserver* observer = nullptr;
 };
