@@ -1,0 +1,331 @@
+#include "runtime/scheduler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "runtime/engine.h"
+#include "runtime/text_stream.h"
+
+namespace anymoe {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double Seconds(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+// One request's life inside the scheduler.
+struct Active {
+  Active(Request r, std::shared_ptr<RequestHandle> h)
+      : request(std::move(r)),
+        handle(std::move(h)),
+        sampler(request.options.sampling),
+        text(request.options.stop_strings),
+        submitted(Clock::now()) {
+    history = request.prompt;
+  }
+  int64_t prompt_left() const { return int64_t(request.prompt.size()) - prefilled; }
+  // Tokens of cache this request may need: its prompt and every token it may
+  // generate (the last one is never fed back), within the context.
+  int64_t budget(int64_t context) const {
+    return std::min<int64_t>(context, int64_t(request.prompt.size()) +
+                                          std::max<int64_t>(request.options.max_new_tokens - 1, 0));
+  }
+
+  Request request;
+  std::shared_ptr<RequestHandle> handle;
+  std::unique_ptr<KvCache> cache;
+  Sampler sampler;
+  TextStream text;
+  std::vector<int32_t> history;  // prompt + generated
+  int64_t prefilled = 0;
+  int64_t generated = 0;
+  Clock::time_point submitted, first_token;
+};
+
+}  // namespace
+
+class Scheduler::Impl {
+ public:
+  Impl(Engine& engine, const SchedulerOptions& o) : engine_(engine), model_(engine.model()), opt_(o) {}
+  ~Impl() {
+    Shutdown(Clock::now());
+  }
+
+  Status Start() {
+    const int64_t tokens =
+        opt_.kv_cache_tokens > 0 ? opt_.kv_cache_tokens : opt_.max_parallel * opt_.context;
+    ASSIGN_OR_RETURN(pool_, model_.NewPool(tokens));
+    logits_.resize(size_t(model_.config().vocab_size));
+    thread_ = std::thread([this] { Loop(); });
+    return Status::Ok();
+  }
+
+  Expected<std::shared_ptr<RequestHandle>> Submit(Request request) {
+    const auto& prompt = request.prompt;
+    if (prompt.empty()) return Status::Error("the prompt is empty");
+    if (int64_t(prompt.size()) >= opt_.context) {
+      return Status::Error("prompt of " + std::to_string(prompt.size()) +
+                           " tokens exceeds the context of " + std::to_string(opt_.context) +
+                           " tokens");
+    }
+    for (int32_t id : prompt) {
+      if (id < 0 || id >= model_.config().vocab_size) {
+        return Status::Error("token id " + std::to_string(id) + " is outside the vocabulary");
+      }
+    }
+    if (request.options.max_new_tokens < 1) return Status::Error("max_tokens must be at least 1");
+    auto handle = std::make_shared<RequestHandle>();
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) return Status::Error("server is shutting down");
+    if (int(waiting_.size()) >= opt_.max_queue) {
+      return Status::Error("queue full: " + std::to_string(waiting_.size()) +
+                           " requests waiting (limit " + std::to_string(opt_.max_queue) + ")");
+    }
+    waiting_.push_back(std::make_unique<Active>(std::move(request), handle));
+    wake_.notify_one();
+    return handle;
+  }
+
+  SchedulerStats stats() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return stats_;
+  }
+
+  RoutingStats routing_stats() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return routing_;
+  }
+
+  void Shutdown(Clock::time_point deadline) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stopping_ = true;
+      deadline_ = deadline;
+      wake_.notify_one();
+    }
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  void Loop() {
+    for (;;) {
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        wake_.wait(lock, [&] { return stopping_ || !waiting_.empty() || !running_.empty(); });
+        if (stopping_ && waiting_.empty() && running_.empty()) return;
+        if (stopping_ && Clock::now() >= deadline_) {
+          for (auto& a : waiting_) a->handle->Cancel();
+          for (auto& a : waiting_) running_.push_back(std::move(a));
+          waiting_.clear();
+          for (auto& a : running_) a->handle->Cancel();
+        }
+        Admit();
+      }
+      DropCancelled();
+      if (!running_.empty()) Step();
+      PublishStats();
+    }
+  }
+
+  // Moves waiting requests in while slots and KV blocks allow (in order: a
+  // request that does not fit holds back the ones behind it, so none starves).
+  void Admit() {
+    while (!waiting_.empty() && int(running_.size()) < opt_.max_parallel) {
+      Active& a = *waiting_.front();
+      if (!a.handle->cancelled()) {
+        auto cache = std::make_unique<KvCache>(pool_.get(), opt_.context);
+        if (!cache->Reserve(a.budget(opt_.context)).ok()) break;  // wait for blocks
+        a.cache = std::move(cache);
+      }
+      running_.push_back(std::move(waiting_.front()));
+      waiting_.pop_front();
+    }
+  }
+
+  void DropCancelled() {
+    for (auto& a : running_) {
+      if (a && a->handle->cancelled()) Finish(a, StopReason::kCancelled);
+    }
+    std::erase(running_, nullptr);
+  }
+
+  // One forward pass: a decode token for every sequence past its prompt, then
+  // prompt chunks with what remains of the step's token budget.
+  void Step() {
+    steps_.clear();
+    members_.clear();
+    int64_t budget = model_.max_step_tokens();
+    for (auto& a : running_) {
+      if (a->prompt_left() > 0 || budget == 0) continue;
+      steps_.push_back({std::span(&a->history.back(), 1), a->cache.get(), false});
+      members_.push_back(a.get());
+      --budget;
+    }
+    for (auto& a : running_) {
+      if (a->prompt_left() <= 0 || budget == 0) continue;
+      const int64_t n = std::min(a->prompt_left(), budget);
+      steps_.push_back({std::span(a->request.prompt).subspan(size_t(a->prefilled), size_t(n)),
+                        a->cache.get(), false});
+      members_.push_back(a.get());
+      budget -= n;
+    }
+    auto logits = model_.ForwardBatch(steps_);
+    if (!logits.ok()) {
+      for (auto& a : running_) Fail(a, logits.status().message());
+      std::erase(running_, nullptr);
+      return;
+    }
+    for (size_t i = 0; i < members_.size(); ++i) {
+      Active& a = *members_[i];
+      const bool was_prefill = a.prompt_left() > 0;
+      if (was_prefill) {
+        a.prefilled += int64_t(steps_[i].tokens.size());
+        prompt_tokens_ += steps_[i].tokens.size();
+        if (a.prompt_left() > 0) continue;  // more prompt chunks to go
+      }
+      model_.backend().ReadF32(logits->RowSlice(int64_t(i), 1), logits_);
+      Sample(a);
+    }
+    for (auto& a : running_) {
+      if (a && done_.count(a.get())) Finish(a, done_[a.get()]);
+    }
+    done_.clear();
+    std::erase(running_, nullptr);
+  }
+
+  void Sample(Active& a) {
+    RequestEvent ev;
+    ev.kind = RequestEvent::Kind::kToken;
+    LogProbs(a.request.top_logprobs, ev);  // of the model's distribution, before sampling
+    const int32_t id = a.sampler.Sample(logits_, a.history);
+    ev.token = id;
+    ev.logprob = float(double(raw_logit_of(id)) - log_sum_exp_);
+    a.history.push_back(id);
+    ++a.generated;
+    ++generated_tokens_;
+    if (a.generated == 1) a.first_token = Clock::now();
+    const auto& stops = a.request.options.stop_tokens;
+    const bool stop_token = std::find(stops.begin(), stops.end(), id) != stops.end();
+    if (!stop_token) ev.text = a.text.Append(engine_.tokenizer().TokenPiece(id));
+    if (a.request.on_event) a.request.on_event(ev);
+    if (stop_token) done_[&a] = StopReason::kStopToken;
+    else if (a.text.stopped()) done_[&a] = StopReason::kStopString;
+    else if (a.generated >= a.request.options.max_new_tokens) done_[&a] = StopReason::kMaxTokens;
+    else if (a.cache->length() + 1 > opt_.context) done_[&a] = StopReason::kContextFull;
+  }
+
+  float raw_logit_of(int32_t id) const { return raw_logits_[size_t(id)]; }
+
+  // Keeps the unmodified logits (the sampler edits its copy) and their
+  // log-sum-exp; fills the top-n alternatives when asked.
+  void LogProbs(int top_n, RequestEvent& ev) {
+    raw_logits_.assign(logits_.begin(), logits_.end());
+    const float mx = *std::max_element(raw_logits_.begin(), raw_logits_.end());
+    double sum = 0;
+    for (float l : raw_logits_) sum += std::exp(double(l - mx));
+    log_sum_exp_ = double(mx) + std::log(sum);
+    if (top_n <= 0) return;
+    order_.resize(raw_logits_.size());
+    for (size_t i = 0; i < order_.size(); ++i) order_[i] = int32_t(i);
+    const size_t n = std::min(order_.size(), size_t(top_n));
+    std::partial_sort(order_.begin(), order_.begin() + n, order_.end(), [&](int32_t x, int32_t y) {
+      return raw_logits_[size_t(x)] != raw_logits_[size_t(y)] ? raw_logits_[size_t(x)] > raw_logits_[size_t(y)]
+                                                              : x < y;
+    });
+    for (size_t i = 0; i < n; ++i) {
+      ev.top_logprobs.emplace_back(order_[i],
+                                   float(double(raw_logits_[size_t(order_[i])]) - log_sum_exp_));
+    }
+  }
+
+  void Finish(std::unique_ptr<Active>& a, StopReason reason) {
+    RequestEvent ev;
+    ev.kind = RequestEvent::Kind::kDone;
+    ev.reason = reason;
+    if (reason != StopReason::kStopString) ev.text = a->text.Flush();
+    const auto now = Clock::now();
+    GenerateStats& s = ev.stats;
+    s.prompt_tokens = int64_t(a->request.prompt.size());
+    s.generated_tokens = a->generated;
+    if (a->generated > 0) {
+      s.ttft_seconds = Seconds(a->submitted, a->first_token);
+      s.prompt_seconds = s.ttft_seconds;
+      s.decode_seconds = Seconds(a->first_token, now);
+    }
+    if (a->request.on_event) a->request.on_event(ev);
+    a.reset();  // frees the KV blocks
+  }
+
+  void Fail(std::unique_ptr<Active>& a, const std::string& message) {
+    RequestEvent ev;
+    ev.kind = RequestEvent::Kind::kError;
+    ev.error = message;
+    if (a->request.on_event) a->request.on_event(ev);
+    a.reset();
+  }
+
+  void PublishStats() {
+    std::lock_guard<std::mutex> lock(mu_);
+    stats_.running = int(running_.size());
+    stats_.waiting = int(waiting_.size());
+    stats_.kv_blocks_total = pool_->num_blocks();
+    stats_.kv_blocks_used = pool_->used_blocks();
+    stats_.prompt_tokens = prompt_tokens_;
+    stats_.generated_tokens = generated_tokens_;
+    ++stats_.steps;
+    if (model_.config().is_moe()) routing_ = model_.routing_stats();
+  }
+
+  Engine& engine_;
+  Model& model_;
+  const SchedulerOptions opt_;
+  std::unique_ptr<KvPool> pool_;
+  std::thread thread_;
+
+  mutable std::mutex mu_;  // guards everything below up to the scheduler-thread-only part
+  std::condition_variable wake_;
+  std::deque<std::unique_ptr<Active>> waiting_;
+  bool stopping_ = false;
+  Clock::time_point deadline_;
+  SchedulerStats stats_;
+  RoutingStats routing_;
+
+  // Scheduler thread only.
+  std::vector<std::unique_ptr<Active>> running_;
+  std::vector<Model::SequenceStep> steps_;
+  std::vector<Active*> members_;
+  std::map<Active*, StopReason> done_;
+  std::vector<float> logits_, raw_logits_;
+  std::vector<int32_t> order_;
+  double log_sum_exp_ = 0;
+  uint64_t prompt_tokens_ = 0, generated_tokens_ = 0;
+};
+
+Expected<std::unique_ptr<Scheduler>> Scheduler::Create(Engine& engine,
+                                                       const SchedulerOptions& options) {
+  std::unique_ptr<Scheduler> s(new Scheduler());
+  s->impl_ = std::make_unique<Impl>(engine, options);
+  RETURN_IF_ERROR(s->impl_->Start());
+  return s;
+}
+
+Scheduler::~Scheduler() = default;
+
+Expected<std::shared_ptr<RequestHandle>> Scheduler::Submit(Request request) {
+  return impl_->Submit(std::move(request));
+}
+
+SchedulerStats Scheduler::stats() const { return impl_->stats(); }
+RoutingStats Scheduler::routing_stats() const { return impl_->routing_stats(); }
+
+void Scheduler::Shutdown(std::chrono::steady_clock::time_point deadline) {
+  impl_->Shutdown(deadline);
+}
+
+}  // namespace anymoe

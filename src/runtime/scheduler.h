@@ -1,0 +1,102 @@
+// Continuous batching: many requests share one forward pass per step. New
+// requests join between steps, finished or cancelled ones leave and free their
+// KV cache blocks at once. The scheduler owns one thread that runs the model;
+// callers submit requests and receive their tokens through a callback, from
+// the scheduler thread.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "models/model.h"
+#include "runtime/generator.h"
+
+namespace anymoe {
+
+class Engine;
+
+struct SchedulerOptions {
+  int max_parallel = 8;        // sequences decoded together in one step
+  int max_queue = 64;          // waiting requests beyond which Submit fails
+  int64_t context = 4096;      // tokens per sequence (prompt + generated)
+  int64_t kv_cache_tokens = 0; // total KV cache, in tokens (0: max_parallel * context)
+};
+// A request is admitted only when the KV pool can hold its prompt and all the
+// tokens it may generate (up to the context), so a running request never runs
+// out of cache; requests that do not fit wait.
+
+// What happens to a request, in order: zero or more kToken events, then exactly
+// one kDone or kError.
+struct RequestEvent {
+  enum class Kind { kToken, kDone, kError };
+  Kind kind = Kind::kToken;
+  int32_t token = -1;
+  std::string text;            // new complete UTF-8 text (may be empty)
+  float logprob = 0.0f;        // of `token`
+  std::vector<std::pair<int32_t, float>> top_logprobs;  // when requested
+  StopReason reason = StopReason::kMaxTokens;            // kDone
+  GenerateStats stats;                                   // kDone
+  std::string error;                                     // kError
+};
+
+struct Request {
+  std::vector<int32_t> prompt;
+  GenerateOptions options;
+  int top_logprobs = 0;  // 0: none; n > 0: the n most likely tokens per step
+  // Called on the scheduler thread; must not block for long.
+  std::function<void(const RequestEvent&)> on_event;
+};
+
+class RequestHandle {
+ public:
+  // Asks the scheduler to stop this request; its slot and KV blocks are freed
+  // within one step and it ends with kDone (reason kCancelled).
+  void Cancel() { cancelled_.store(true); }
+  bool cancelled() const { return cancelled_.load(); }
+
+ private:
+  std::atomic<bool> cancelled_{false};
+};
+
+struct SchedulerStats {
+  int running = 0;
+  int waiting = 0;
+  uint64_t prompt_tokens = 0;     // prefilled since start
+  uint64_t generated_tokens = 0;  // sampled since start
+  int64_t kv_blocks_total = 0;
+  int64_t kv_blocks_used = 0;
+  uint64_t steps = 0;
+};
+
+class Scheduler {
+ public:
+  static Expected<std::unique_ptr<Scheduler>> Create(Engine& engine,
+                                                     const SchedulerOptions& options);
+  ~Scheduler();  // cancels what is left and joins the thread
+
+  // Queues a request. Errors (one line, for an HTTP 4xx/503): an empty or too
+  // long prompt ("... exceeds the context of N tokens"), invalid token ids, or a
+  // full queue ("queue full"). Never blocks.
+  Expected<std::shared_ptr<RequestHandle>> Submit(Request request);
+
+  SchedulerStats stats() const;
+  // Expert selection counts since start (MoE models), copied after each step,
+  // safe to read from any thread.
+  RoutingStats routing_stats() const;
+  // Stops accepting requests; lets running ones finish until `deadline`, then
+  // cancels the rest. Returns when the scheduler thread has exited.
+  void Shutdown(std::chrono::steady_clock::time_point deadline);
+
+ private:
+  Scheduler() = default;
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace anymoe

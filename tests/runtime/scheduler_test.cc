@@ -1,0 +1,153 @@
+// Continuous batching: requests through the scheduler produce exactly what a
+// lone Generator produces (greedy), also with 8 others running alongside; a full
+// queue is refused; cancelling frees the slot and the KV blocks; shutdown
+// finishes or cancels by the deadline.
+#include "runtime/scheduler.h"
+
+#include <gtest/gtest.h>
+
+#include <condition_variable>
+#include <future>
+#include <mutex>
+
+#include "runtime/engine.h"
+
+namespace anymoe {
+namespace {
+
+using namespace std::chrono_literals;
+
+struct Collected {
+  std::vector<int32_t> tokens;
+  std::string text;
+  StopReason reason = StopReason::kMaxTokens;
+  std::string error;
+  std::promise<void> done;
+};
+
+class SchedulerTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    EngineOptions o;
+    o.model_path = std::string(ANYMOE_GOLDEN_DIR) + "/" + GetParam();
+    o.threads = 2;
+    o.max_step_tokens = 64;
+    engine_ = std::move(Engine::Load(o)).value();
+  }
+
+  static GenerateOptions Greedy(int64_t n) {
+    GenerateOptions g;
+    g.max_new_tokens = n;
+    g.sampling = SamplingParams::Greedy();
+    return g;
+  }
+
+  Request MakeRequest(std::vector<int32_t> prompt, int64_t n, Collected* out) {
+    Request r;
+    r.prompt = std::move(prompt);
+    r.options = Greedy(n);
+    r.on_event = [out](const RequestEvent& ev) {
+      if (ev.kind == RequestEvent::Kind::kToken) out->tokens.push_back(ev.token);
+      out->text += ev.text;
+      if (ev.kind == RequestEvent::Kind::kDone) out->reason = ev.reason;
+      if (ev.kind == RequestEvent::Kind::kError) out->error = ev.error;
+      if (ev.kind != RequestEvent::Kind::kToken) out->done.set_value();
+    };
+    return r;
+  }
+
+  std::vector<int32_t> Alone(const std::vector<int32_t>& prompt, int64_t n) {
+    Generator gen(engine_->model(), &engine_->tokenizer());
+    auto seq = std::move(gen.NewSequence(256)).value();
+    return gen.Generate(seq, prompt, Greedy(n), nullptr)->tokens;
+  }
+
+  static std::vector<int32_t> Prompt(int i) {
+    std::vector<int32_t> p;
+    for (int j = 0; j < 5 + 3 * i; ++j) p.push_back(3 + (i * 37 + j * 11) % 500);
+    return p;
+  }
+
+  std::unique_ptr<Engine> engine_;
+};
+
+TEST_P(SchedulerTest, BatchedRequestsEqualLoneGeneration) {
+  auto sched = std::move(Scheduler::Create(*engine_, SchedulerOptions{.max_parallel = 9,
+                                                                       .context = 256})).value();
+  std::vector<std::unique_ptr<Collected>> results;
+  for (int i = 0; i < 9; ++i) {
+    results.push_back(std::make_unique<Collected>());
+    ASSERT_TRUE(sched->Submit(MakeRequest(Prompt(i), 12, results.back().get())).ok());
+  }
+  for (int i = 0; i < 9; ++i) {
+    ASSERT_EQ(results[size_t(i)]->done.get_future().wait_for(60s), std::future_status::ready);
+    EXPECT_EQ(results[size_t(i)]->tokens, Alone(Prompt(i), 12)) << "request " << i;
+    EXPECT_EQ(results[size_t(i)]->reason, StopReason::kMaxTokens);
+  }
+  EXPECT_EQ(sched->stats().kv_blocks_used, 0);
+}
+
+TEST_P(SchedulerTest, FullQueueIsRefused) {
+  auto sched = std::move(Scheduler::Create(
+                             *engine_, SchedulerOptions{.max_parallel = 1, .max_queue = 1,
+                                                        .context = 256}))
+                   .value();
+  std::vector<std::unique_ptr<Collected>> results;
+  int refused = 0;
+  for (int i = 0; i < 6; ++i) {
+    results.push_back(std::make_unique<Collected>());
+    auto h = sched->Submit(MakeRequest(Prompt(i), 24, results.back().get()));
+    if (!h.ok()) {
+      ++refused;
+      EXPECT_NE(h.status().message().find("queue full"), std::string::npos);
+      results.pop_back();
+    }
+  }
+  EXPECT_GE(refused, 3);
+  for (auto& r : results) ASSERT_EQ(r->done.get_future().wait_for(60s), std::future_status::ready);
+}
+
+TEST_P(SchedulerTest, CancelFreesTheSlotAndBlocks) {
+  auto sched = std::move(Scheduler::Create(*engine_, SchedulerOptions{.max_parallel = 1,
+                                                                       .context = 256})).value();
+  Collected slow, next;
+  auto handle = std::move(sched->Submit(MakeRequest(Prompt(1), 200, &slow))).value();
+  ASSERT_TRUE(sched->Submit(MakeRequest(Prompt(2), 4, &next)).ok());
+  handle->Cancel();
+  ASSERT_EQ(slow.done.get_future().wait_for(60s), std::future_status::ready);
+  EXPECT_EQ(slow.reason, StopReason::kCancelled);
+  ASSERT_EQ(next.done.get_future().wait_for(60s), std::future_status::ready);
+  EXPECT_EQ(next.tokens, Alone(Prompt(2), 4));
+  EXPECT_EQ(sched->stats().kv_blocks_used, 0);
+}
+
+TEST_P(SchedulerTest, ShutdownCancelsWhatTheDeadlineDoesNotAllow) {
+  auto sched = std::move(Scheduler::Create(*engine_, SchedulerOptions{.max_parallel = 2,
+                                                                       .context = 256})).value();
+  Collected a;
+  ASSERT_TRUE(sched->Submit(MakeRequest(Prompt(3), 240, &a)).ok());
+  sched->Shutdown(std::chrono::steady_clock::now());
+  ASSERT_EQ(a.done.get_future().wait_for(1s), std::future_status::ready);
+  EXPECT_EQ(a.reason, StopReason::kCancelled);
+  Collected b;
+  EXPECT_FALSE(sched->Submit(MakeRequest(Prompt(4), 4, &b)).ok());
+}
+
+TEST_P(SchedulerTest, OverlongPromptNamesTheLimit) {
+  auto sched = std::move(Scheduler::Create(*engine_, SchedulerOptions{.context = 16})).value();
+  Collected c;
+  auto h = sched->Submit(MakeRequest(std::vector<int32_t>(20, 5), 4, &c));
+  ASSERT_FALSE(h.ok());
+  EXPECT_NE(h.status().message().find("context of 16"), std::string::npos);
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, SchedulerTest,
+                         ::testing::Values("llama_tiny", "moe/glm_moe_dsa"),
+                         [](const auto& info) {
+                           std::string n = info.param;
+                           for (char& ch : n) ch = std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
+                           return n;
+                         });
+
+}  // namespace
+}  // namespace anymoe
