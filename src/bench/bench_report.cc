@@ -50,10 +50,11 @@ std::string MarkdownRoofline(std::span<const MembwResult> bandwidths,
                              std::span<const BenchResult> results) {
   std::string out;
   for (const MembwResult& m : bandwidths) {
-    out += Printf("memory bandwidth (read, %d threads, %s buffer x %zu passes): best %.2f GB/s, "
-                  "median %.2f GB/s\n",
-                  m.threads, FormatBytes(double(m.buffer_bytes)).c_str(), m.pass_gbs.size(),
-                  m.best_gbs(), m.median_gbs());
+    out += Printf(
+        "memory bandwidth (read, %d thread%s, %s buffer x %zu passes): best %.2f GB/s, "
+        "median %.2f GB/s\n",
+        m.threads, m.threads == 1 ? "" : "s", FormatBytes(double(m.buffer_bytes)).c_str(),
+        m.pass_gbs.size(), m.best_gbs(), m.median_gbs());
   }
   std::string rows;
   std::string last_model;
@@ -62,26 +63,30 @@ std::string MarkdownRoofline(std::span<const MembwResult> bandwidths,
     const DecodeBytes& b = r.roofline->bytes;
     if (r.model.filename != last_model) {
       last_model = r.model.filename;
-      out += Printf("%s: weights read per token = other %s + %s %s + routed experts %s x %lld/%lld "
-                    "= %s\n",
-                    r.model.type.c_str(), FormatBytes(double(b.other)).c_str(),
+      out += Printf("%s: weights read per token = other %s + %s %s", r.model.type.c_str(),
+                    FormatBytes(double(b.other)).c_str(),
                     b.tied_embeddings ? "tied embedding/head" : "embedding row",
-                    FormatBytes(double(b.tied_embeddings ? b.embedding : b.embedding_row)).c_str(),
-                    FormatBytes(double(b.routed_experts)).c_str(), (long long)b.experts_per_token,
-                    (long long)b.num_experts, FormatBytes(b.per_token()).c_str());
+                    FormatBytes(double(b.tied_embeddings ? b.embedding : b.embedding_row)).c_str());
+      if (b.num_experts > 0) {
+        out += Printf(" + routed experts %s x %lld/%lld",
+                      FormatBytes(double(b.routed_experts)).c_str(), (long long)b.experts_per_token,
+                      (long long)b.num_experts);
+      }
+      out += " = " + FormatBytes(b.per_token()) + "\n";
     }
     const Roofline roof = r.roofline->roofline();
     const double tps = Mean(r.samples_ts());
-    rows += Printf("| %-30s | %7d | %15s | %12s | %10.2f | %10.2f | %9.1f %% |\n",
-                   r.model.type.c_str(), r.threads, r.test.Name().c_str(),
-                   FormatBytes(roof.bytes_per_token).c_str(), roof.bound_tps(), tps,
-                   roof.percent_of_bound(tps));
+    rows +=
+        Printf("| %-30s | %7d | %15s | %12s | %10.2f | %10.2f | %9.1f %% |\n", r.model.type.c_str(),
+               r.threads, r.test.Name().c_str(), FormatBytes(roof.bytes_per_token).c_str(),
+               roof.bound_tps(), tps, roof.percent_of_bound(tps));
   }
   if (rows.empty()) return out;
-  out += "\n| model                          | threads |            test |  bytes/token |"
-         "  bound t/s |        t/s | % of bound |\n"
-         "| ------------------------------ | ------: | --------------: | -----------: |"
-         " ---------: | ---------: | ---------: |\n";
+  out +=
+      "\n| model                          | threads |            test |  bytes/token |"
+      "  bound t/s |        t/s | % of bound |\n"
+      "| ------------------------------ | ------: | --------------: | -----------: |"
+      " ---------: | ---------: | ---------: |\n";
   return out + rows;
 }
 

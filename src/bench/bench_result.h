@@ -15,14 +15,14 @@
 namespace anymoe {
 
 struct BenchTest {
-  int64_t n_prompt = 0;  // pp test when > 0
-  int64_t n_gen = 0;     // tg test when > 0
+  int64_t n_prompt = 0;      // pp test when > 0
+  int64_t n_gen = 0;         // tg test when > 0
   std::string Name() const;  // "pp128", "tg64", "pp128+tg64"
 };
 
 struct ModelDescription {
-  std::string filename;  // as given on the command line
-  std::string type;      // "<arch> <params> <main dtype>", e.g. "llama 135M Q4_1"
+  std::string filename;     // as given on the command line
+  std::string type;         // "<arch> <params> <main dtype>", e.g. "llama 135M Q4_1"
   uint64_t size_bytes = 0;  // bytes of all tensors
   int64_t n_params = 0;     // elements of all tensors
 };
@@ -40,7 +40,7 @@ struct BenchResult {
   int threads = 0;
   int64_t batch = 0;  // tokens per prefill step
   BenchTest test;
-  std::string test_time;           // RFC 3339 UTC, when the test started
+  std::string test_time;             // RFC 3339 UTC, when the test started
   std::vector<uint64_t> samples_ns;  // wall time of each repetition
   std::optional<RooflineFigures> roofline;
 

@@ -78,8 +78,8 @@ Expected<MembwResult> MeasureReadBandwidth(const MembwOptions& options) {
 
   // Word i holds i, so a pass sums to n(n-1)/2 (mod 2^64).
   const uint64_t n_words = bytes / sizeof(uint64_t);
-  const uint64_t expected = n_words % 2 == 0 ? (n_words / 2) * (n_words - 1)
-                                             : n_words * ((n_words - 1) / 2);
+  const uint64_t expected =
+      n_words % 2 == 0 ? (n_words / 2) * (n_words - 1) : n_words * ((n_words - 1) / 2);
   std::atomic<uint64_t> sum{0};
   auto read_pass = [&] {
     sum.store(0, std::memory_order_relaxed);

@@ -12,9 +12,9 @@
 namespace anymoe {
 
 struct MembwOptions {
-  int threads = 1;                       // counts the calling thread
+  int threads = 1;                            // counts the calling thread
   uint64_t buffer_bytes = uint64_t(1) << 30;  // 1 GiB: far beyond any last-level cache
-  int passes = 5;                        // timed passes, after one untimed warm-up pass
+  int passes = 5;                             // timed passes, after one untimed warm-up pass
 };
 
 struct MembwResult {

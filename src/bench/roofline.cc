@@ -45,7 +45,8 @@ Expected<DecodeBytes> DecodeBytesPerToken(const TensorSource& tensors, const Mod
     }
   }
   if (embedding_rows == 0) {
-    return Status::Error(tensors.description() + ": no embedding table (token_embd.weight or "
+    return Status::Error(tensors.description() +
+                         ": no embedding table (token_embd.weight or "
                          "embed_tokens.weight) to size the decode roofline");
   }
   if (d.routed_experts > 0 && !config.is_moe()) {

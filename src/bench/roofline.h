@@ -31,8 +31,8 @@ WeightRole ClassifyWeight(std::string_view name);
 // context).
 struct DecodeBytes {
   uint64_t other = 0;
-  uint64_t embedding = 0;      // the whole table
-  uint64_t embedding_row = 0;  // one row of it (table bytes / rows)
+  uint64_t embedding = 0;       // the whole table
+  uint64_t embedding_row = 0;   // one row of it (table bytes / rows)
   uint64_t routed_experts = 0;  // all routed experts of all layers
   int64_t experts_per_token = 0;
   int64_t num_experts = 0;
@@ -52,7 +52,9 @@ struct Roofline {
   double bandwidth_gbs = 0;    // read bandwidth, 1e9 bytes/s
   double bytes_per_token = 0;  // DecodeBytes::per_token()
   // Tokens/s if decoding did nothing but read its weights at `bandwidth_gbs`.
-  double bound_tps() const { return bytes_per_token > 0 ? bandwidth_gbs * 1e9 / bytes_per_token : 0; }
+  double bound_tps() const {
+    return bytes_per_token > 0 ? bandwidth_gbs * 1e9 / bytes_per_token : 0;
+  }
   // Measured tokens/s as a percentage of the bound.
   double percent_of_bound(double tps) const {
     const double bound = bound_tps();

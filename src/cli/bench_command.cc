@@ -43,7 +43,8 @@ Status Validate(const BenchFlags& f) {
   for (int t : f.threads) {
     if (t < 1) return Status::Error("-t: thread counts must be >= 1, got " + std::to_string(t));
   }
-  const bool any_pp = std::any_of(f.prompts.begin(), f.prompts.end(), [](int64_t p) { return p > 0; });
+  const bool any_pp =
+      std::any_of(f.prompts.begin(), f.prompts.end(), [](int64_t p) { return p > 0; });
   const bool any_tg = std::any_of(f.gens.begin(), f.gens.end(), [](int64_t n) { return n > 0; });
   if (!any_pp && !any_tg) return Status::Error("nothing to run: every -p and -n is 0");
   return Status::Ok();
@@ -138,8 +139,7 @@ int Bench(BenchFlags f) {
 
 CommandFn RegisterBench(CLI::App& cmd) {
   auto f = std::make_shared<BenchFlags>();
-  cmd.add_option("-m,--model", f->models, "GGUF file or HF model folder (repeatable)")
-      ->required();
+  cmd.add_option("-m,--model", f->models, "GGUF file or HF model folder (repeatable)")->required();
   cmd.add_option("-p,--n-prompt", f->prompts, "prompt sizes for pp tests, e.g. 128,512 (0: none)")
       ->delimiter(',')
       ->capture_default_str();

@@ -12,7 +12,9 @@ namespace {
 
 BenchResult Result(BenchTest test, std::vector<uint64_t> samples_ns) {
   BenchResult r;
-  r.model = {.filename = "m.gguf", .type = "llama 135M Q4_1", .size_bytes = 90 << 20,
+  r.model = {.filename = "m.gguf",
+             .type = "llama 135M Q4_1",
+             .size_bytes = 90 << 20,
              .n_params = 134515008};
   r.threads = 2;
   r.batch = 128;
@@ -48,10 +50,11 @@ TEST(JsonReport, HasLlamaBenchFieldsAndTypes) {
   ASSERT_TRUE(json.is_array());
   ASSERT_EQ(json.size(), 2u);
   for (const char* field :
-       {"build_commit", "build_number", "cpu_info", "gpu_info", "backends", "model_filename",
-        "model_type", "model_size", "model_n_params", "n_batch", "n_ubatch", "n_threads",
-        "type_k", "type_v", "n_gpu_layers", "n_prompt", "n_gen", "n_depth", "test_time",
-        "avg_ns", "stddev_ns", "avg_ts", "stddev_ts", "samples_ns", "samples_ts", "backend"}) {
+       {"build_commit", "build_number", "cpu_info",       "gpu_info", "backends",  "model_filename",
+        "model_type",   "model_size",   "model_n_params", "n_batch",  "n_ubatch",  "n_threads",
+        "type_k",       "type_v",       "n_gpu_layers",   "n_prompt", "n_gen",     "n_depth",
+        "test_time",    "avg_ns",       "stddev_ns",      "avg_ts",   "stddev_ts", "samples_ns",
+        "samples_ts",   "backend"}) {
     EXPECT_TRUE(json[0].contains(field)) << field;
     EXPECT_TRUE(json[1].contains(field)) << field;
   }
@@ -89,23 +92,38 @@ TEST(Markdown, LlamaBenchColumns) {
   const std::string row = MarkdownRow(Result({128, 0}, {1000000000, 500000000}));
   EXPECT_EQ(row,
             "| llama 135M Q4_1                |  90.00 MiB |   134.52 M | cpu        |       2 |"
-            "           pp128 |      192.00 ± 90.51 |\n");
+            "           pp128 |       192.00 ± 90.51 |\n");
 }
 
 TEST(Markdown, RooflineTable) {
   std::vector<BenchResult> results = {Result({0, 64}, {2000000000})};
-  results[0].roofline = RooflineFigures{
-      .bandwidth_gbs = 10,
-      .bytes = {.other = 60 << 20, .embedding = 1 << 20, .embedding_row = 2048,
-                .routed_experts = 512 << 20, .experts_per_token = 8, .num_experts = 64}};
+  results[0].roofline = RooflineFigures{.bandwidth_gbs = 10,
+                                        .bytes = {.other = 60 << 20,
+                                                  .embedding = 1 << 20,
+                                                  .embedding_row = 2048,
+                                                  .routed_experts = 512 << 20,
+                                                  .experts_per_token = 8,
+                                                  .num_experts = 64}};
   const MembwResult bw{.threads = 2, .buffer_bytes = 1 << 30, .pass_gbs = {9, 10}};
   const std::string text = MarkdownRoofline({&bw, 1}, results);
   EXPECT_NE(text.find("best 10.00 GB/s, median 9.50 GB/s"), std::string::npos) << text;
-  EXPECT_NE(text.find("other 60.00 MiB + embedding row 2.00 KiB + routed experts 512.00 MiB x 8/64"),
-            std::string::npos)
+  EXPECT_NE(
+      text.find("other 60.00 MiB + embedding row 2.00 KiB + routed experts 512.00 MiB x 8/64"),
+      std::string::npos)
       << text;
   EXPECT_NE(text.find("| llama 135M Q4_1"), std::string::npos) << text;
   EXPECT_NE(text.find("tg64"), std::string::npos) << text;
+}
+
+TEST(Markdown, DenseRooflineHasNoExpertTerm) {
+  std::vector<BenchResult> results = {Result({0, 64}, {2000000000})};
+  results[0].roofline =
+      RooflineFigures{.bandwidth_gbs = 10,
+                      .bytes = {.other = 60 << 20, .embedding = 1 << 20, .embedding_row = 2048}};
+  const std::string text = MarkdownRoofline({}, results);
+  EXPECT_NE(text.find("other 60.00 MiB + embedding row 2.00 KiB = 60.00 MiB"), std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("routed experts"), std::string::npos) << text;
 }
 
 }  // namespace
