@@ -1,0 +1,160 @@
+// Micro-benchmarks of the quantised matmul kernels on SmolLM2-135M's decode shapes,
+// one thread, reported as GB/s of weight bytes, next to this machine's streaming
+// read bandwidth (the ceiling for t = 1 when the weights come from DRAM).
+//   kernel_bench [--hwy_target=AVX2|AVX3|AVX3_DL|...] [google benchmark flags]
+// "hot" reuses one copy of W (cache-resident for the small shapes); "cold" cycles
+// through copies totalling > 256 MiB, so every call streams W from DRAM as a real
+// decode step does.
+#define HWY_WANT_AVX3_DL  // so --hwy_target=AVX3_DL can be named
+
+#include <benchmark/benchmark.h>
+
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/kernels/dot.h"
+#include "backends/cpu/kernels/quant_matmul.h"
+#include "core/half.h"
+#include "hwy/aligned_allocator.h"
+#include "hwy/targets.h"
+
+namespace anymoe::kernels {
+namespace {
+
+constexpr size_t kColdBytes = size_t(256) << 20;
+
+std::vector<uint8_t> RandomWeights(DType t, int64_t rows, int64_t cols, uint32_t seed) {
+  std::mt19937 rng(seed);
+  const uint64_t bytes = BytesFor(t, uint64_t(rows * cols)).value();
+  std::vector<uint8_t> b(bytes);
+  for (auto& x : b) x = uint8_t(rng());
+  if (t == DType::kF16 || t == DType::kBF16) {
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    for (size_t i = 0; i < bytes / 2; ++i) {
+      const uint16_t h = t == DType::kF16 ? F32ToF16(u(rng)) : F32ToBF16(u(rng));
+      std::memcpy(&b[i * 2], &h, 2);
+    }
+    return b;
+  }
+  const size_t scale_offset = t == DType::kQ6_K ? 208 : 0;
+  const size_t block_bytes = size_t(Info(t).block_bytes);
+  for (size_t blk = 0; blk < bytes / block_bytes; ++blk) {
+    const uint16_t h = F32ToF16(0.01f);
+    std::memcpy(&b[blk * block_bytes + scale_offset], &h, 2);
+    if (t == DType::kQ4_1 || t == DType::kQ4_K) std::memcpy(&b[blk * block_bytes + 2], &h, 2);
+  }
+  return b;
+}
+
+// y[t, n] = x[t, k] . W[n, k]^T including the activation quantisation, as one
+// matmul call does.
+void BM_QuantMatmul(benchmark::State& state, DType type, int64_t k, int64_t n, int64_t t,
+                    bool cold) {
+  const size_t row_bytes = BytesFor(type, uint64_t(k)).value();
+  const size_t w_bytes = row_bytes * size_t(n);
+  const size_t copies = cold ? (kColdBytes + w_bytes - 1) / w_bytes : 1;
+  std::vector<uint8_t> w = RandomWeights(type, n, k, 1);
+  w.resize(w_bytes * copies);
+  for (size_t c = 1; c < copies; ++c) std::memcpy(&w[c * w_bytes], w.data(), w_bytes);
+  std::vector<float> x(size_t(t * k));
+  std::mt19937 rng(2);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (float& v : x) v = u(rng);
+  auto qx = hwy::AllocateAligned<uint8_t>(QuantizedActivationBytes(type, t, k));
+  std::vector<float> y(size_t(t * n));
+  size_t c = 0;
+  for (auto _ : state) {
+    QuantizeActivations(type, x.data(), t, k, qx.get());
+    QuantMatmulRows(type, w.data() + c * w_bytes, row_bytes, qx.get(), t, k, 0, n, y.data(), n);
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+    c = c + 1 == copies ? 0 : c + 1;
+  }
+  state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(w_bytes));
+  state.counters["GMAC/s"] = benchmark::Counter(double(t) * double(n) * double(k) * 1e-9,
+                                               benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// Streaming read of `bytes` (f32 dot of the two halves): the memory bandwidth one
+// core gets at that working-set size.
+void BM_ReadBandwidth(benchmark::State& state) {
+  const size_t bytes = size_t(state.range(0));
+  const size_t n = bytes / sizeof(float) / 2;
+  auto a = hwy::AllocateAligned<float>(2 * n);
+  for (size_t i = 0; i < 2 * n; ++i) a[i] = float(i % 7);
+  for (auto _ : state) benchmark::DoNotOptimize(DotF32(a.get(), a.get() + n, n));
+  state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(bytes));
+}
+
+struct Shape {
+  const char* name;
+  int64_t k, n;
+};
+
+void RegisterAll() {
+  // SmolLM2-135M: hidden 576, ffn 1536, vocabulary 49152.
+  const Shape shapes[] = {{"k576_n1536", 576, 1536},  // gate / up
+                          {"k576_n576", 576, 576},    // q / o (k / v are n=192)
+                          {"k1536_n576", 1536, 576},  // down
+                          {"k576_n49152", 576, 49152}};  // lm head
+  const DType types[] = {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ4_K,
+                         DType::kQ6_K, DType::kF16,  DType::kBF16};
+  for (DType type : types) {
+    for (const Shape& s : shapes) {
+      // q4_k / q6_k need k % 256 == 0: SmolLM2's 576 is not, so use 512 there
+      // (llama.cpp falls back to q5_0 / q8_0 for such tensors).
+      const int64_t k = Info(type).block_elems == 256 && s.k % 256 ? s.k / 256 * 256 : s.k;
+      for (int64_t t : {1, 8}) {
+        for (bool cold : {false, true}) {
+          if (cold && t != 1) continue;
+          const std::string name = "QuantMatmul/" + std::string(Name(type)) + "/k" +
+                                   std::to_string(k) + "_n" + std::to_string(s.n) + "/t" +
+                                   std::to_string(t) + (cold ? "/cold" : "/hot");
+          benchmark::RegisterBenchmark(name.c_str(), BM_QuantMatmul, type, k, s.n, t, cold)
+              ->Unit(benchmark::kMicrosecond);
+        }
+      }
+    }
+  }
+  benchmark::RegisterBenchmark("ReadBandwidth", BM_ReadBandwidth)
+      ->Arg(int64_t(256) << 10)   // L2
+      ->Arg(int64_t(8) << 20)     // L3
+      ->Arg(int64_t(512) << 20);  // DRAM
+}
+
+}  // namespace
+}  // namespace anymoe::kernels
+
+int main(int argc, char** argv) {
+  // --hwy_target=NAME restricts dispatch to one Highway target (to compare paths).
+  std::vector<char*> args;
+  for (int i = 0; i < argc; ++i) {
+    const char* prefix = "--hwy_target=";
+    if (std::strncmp(argv[i], prefix, std::strlen(prefix)) != 0) {
+      args.push_back(argv[i]);
+      continue;
+    }
+    const std::string want = argv[i] + std::strlen(prefix);
+    bool found = false;
+    for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
+      if (want == hwy::TargetName(target)) {
+        hwy::SetSupportedTargetsForTest(target);
+        found = true;
+      }
+    }
+    if (!found) {
+      std::fprintf(stderr, "kernel_bench: target %s is not compiled in or not supported\n",
+                   want.c_str());
+      return 1;
+    }
+  }
+  int n = int(args.size());
+  benchmark::Initialize(&n, args.data());
+  anymoe::kernels::RegisterAll();
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
