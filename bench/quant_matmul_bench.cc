@@ -75,7 +75,7 @@ void BM_QuantMatmul(benchmark::State& state, DType type, int64_t k, int64_t n, i
   }
   state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(w_bytes));
   state.counters["GMAC/s"] = benchmark::Counter(double(t) * double(n) * double(k) * 1e-9,
-                                               benchmark::Counter::kIsIterationInvariantRate);
+                                                benchmark::Counter::kIsIterationInvariantRate);
 }
 
 // Streaming read of `bytes` (f32 dot of the two halves): the memory bandwidth one
@@ -96,9 +96,9 @@ struct Shape {
 
 void RegisterAll() {
   // SmolLM2-135M: hidden 576, ffn 1536, vocabulary 49152.
-  const Shape shapes[] = {{"k576_n1536", 576, 1536},  // gate / up
-                          {"k576_n576", 576, 576},    // q / o (k / v are n=192)
-                          {"k1536_n576", 1536, 576},  // down
+  const Shape shapes[] = {{"k576_n1536", 576, 1536},     // gate / up
+                          {"k576_n576", 576, 576},       // q / o (k / v are n=192)
+                          {"k1536_n576", 1536, 576},     // down
                           {"k576_n49152", 576, 49152}};  // lm head
   const DType types[] = {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ4_K,
                          DType::kQ6_K, DType::kF16,  DType::kBF16};

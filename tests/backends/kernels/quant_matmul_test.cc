@@ -82,12 +82,13 @@ TEST_P(QuantMatmul, MatchesReferencesOnEveryTarget) {
   const auto w = RandomWeights(type, n, k, 7);
   auto x = RandomFloats(size_t(t * k), 11);
   for (int64_t i = 0; i < kActivationBlock; ++i) x[size_t(i)] = 0.0f;  // a block of zeros
-  x[size_t(k / 2)] = 30.0f;                                             // and an outlier
+  x[size_t(k / 2)] = 30.0f;                                            // and an outlier
 
   // Weight rows dequantised by the scalar reference, with sum |w| per block for the
   // quantisation bound below.
   std::vector<float> wf(size_t(n * k));
-  for (int64_t r = 0; r < n; ++r) DequantizeRow(type, w.data() + r * row_bytes, &wf[size_t(r * k)], k);
+  for (int64_t r = 0; r < n; ++r)
+    DequantizeRow(type, w.data() + r * row_bytes, &wf[size_t(r * k)], k);
 
   std::vector<uint8_t> buffer(QuantizedActivationBytes(type, t, k) + 64);
   void* qx = buffer.data() + (64 - reinterpret_cast<uintptr_t>(buffer.data()) % 64) % 64;
@@ -172,18 +173,20 @@ TEST(QuantizeActivations, RoundsToNearestWithPerBlockScalesAndSums) {
       EXPECT_FLOAT_EQ(qa.s[b], qa.d[b] * float(sum)) << b;
       for (int64_t i = 0; i < kActivationBlock; ++i) {
         const float xi = x[size_t(b * kActivationBlock + i)];
-        EXPECT_LE(std::fabs(xi - qa.d[b] * qa.qs[b * kActivationBlock + i]), qa.d[b] * 0.5001f + 1e-12f);
+        EXPECT_LE(std::fabs(xi - qa.d[b] * qa.qs[b * kActivationBlock + i]),
+                  qa.d[b] * 0.5001f + 1e-12f);
       }
     }
   });
 }
 
 TEST(QuantMatmul, SupportsExactlyTheListedTypes) {
-  for (DType t : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ4_K, DType::kQ6_K,
-                  DType::kF16, DType::kBF16}) {
+  for (DType t : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ4_K, DType::kQ6_K, DType::kF16,
+                  DType::kBF16}) {
     EXPECT_TRUE(IsQuantMatmulSupported(t)) << Name(t);
   }
-  for (DType t : {DType::kF32, DType::kQ5_K, DType::kI32}) EXPECT_FALSE(IsQuantMatmulSupported(t)) << Name(t);
+  for (DType t : {DType::kF32, DType::kQ5_K, DType::kI32})
+    EXPECT_FALSE(IsQuantMatmulSupported(t)) << Name(t);
 }
 
 TEST(QuantMatmul, EmptyRangeWritesNothing) {

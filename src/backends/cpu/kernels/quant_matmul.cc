@@ -20,26 +20,26 @@
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "backends/cpu/kernels/quant_matmul.cc"
-#include "hwy/foreach_target.h"  // IWYU pragma: keep
-#include "hwy/highway.h"
+#include "backends/cpu/kernels/quant_matmul.h"
 
 #include <algorithm>
 #include <cstring>
 #include <type_traits>
 
-#include "backends/cpu/kernels/quant_matmul.h"
 #include "core/check.h"
 #include "core/half.h"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace anymoe::kernels {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-constexpr int kTile = 4;             // activation rows per pass over a weight chunk
+constexpr int kTile = 4;              // activation rows per pass over a weight chunk
 constexpr int64_t kChunkBlocks = 64;  // blocks of 32 unpacked at a time (2 KiB of int8);
                                       // a multiple of every vector length in floats
-constexpr int kQ = 32;               // elements per block
+constexpr int kQ = 32;                // elements per block
 
 // Weight block layouts (GGUF; see core/dtype.cc for the reference dequantisers).
 constexpr size_t kQ8_0Bytes = 34, kQ4_0Bytes = 18, kQ4_1Bytes = 20;
@@ -107,9 +107,9 @@ inline void UnpackKScales(const uint8_t* s, uint8_t out[16]) {
   constexpr uint32_t kLow6 = 0x3f3f3f3f, kLow4 = 0x0f0f0f0f, kLow2 = 0x03030303;
   uint32_t in[3], w[4];
   std::memcpy(in, s, 12);
-  w[0] = in[0] & kLow6;                                          // scales 0..3
-  w[1] = (in[2] & kLow4) | (((in[0] >> 6) & kLow2) << 4);        // scales 4..7
-  w[2] = in[1] & kLow6;                                          // mins 0..3
+  w[0] = in[0] & kLow6;                                           // scales 0..3
+  w[1] = (in[2] & kLow4) | (((in[0] >> 6) & kLow2) << 4);         // scales 4..7
+  w[2] = in[1] & kLow6;                                           // mins 0..3
   w[3] = ((in[2] >> 4) & kLow4) | (((in[1] >> 6) & kLow2) << 4);  // mins 4..7
   std::memcpy(out, w, 16);
 }
@@ -213,8 +213,9 @@ struct Q4Source {
   const uint8_t* q;  // nibbles of the chunk's first block
   HWY_INLINE hn::Vec<DI16> I16(int64_t b, size_t i) const {
     const DI16 d16;
-    const auto v = hn::BitCast(d16, hn::PromoteTo(hn::RebindToUnsigned<DI16>(),
-                                                  hn::LoadU(DU8H(), q + size_t(b) * kBytes + (i & 15))));
+    const auto v =
+        hn::BitCast(d16, hn::PromoteTo(hn::RebindToUnsigned<DI16>(),
+                                       hn::LoadU(DU8H(), q + size_t(b) * kBytes + (i & 15))));
     return i < 16 ? hn::And(v, hn::Set(d16, 0x0f)) : hn::ShiftRight<4>(v);
   }
 #if HWY_TARGET == HWY_AVX3_DL
@@ -238,8 +239,8 @@ struct Q4_KSource {
   }
   HWY_INLINE hn::Vec<DI16> I16(int64_t b, size_t i) const {
     const DI16 d16;
-    const auto v = hn::BitCast(d16, hn::PromoteTo(hn::RebindToUnsigned<DI16>(),
-                                                  hn::LoadU(DU8H(), Bytes(b) + i)));
+    const auto v = hn::BitCast(
+        d16, hn::PromoteTo(hn::RebindToUnsigned<DI16>(), hn::LoadU(DU8H(), Bytes(b) + i)));
     return (b & 1) ? hn::ShiftRight<4>(v) : hn::And(v, hn::Set(d16, 0x0f));
   }
 #if HWY_TARGET == HWY_AVX3_DL
@@ -271,9 +272,8 @@ struct RowSet {
 // to int16. Which int32 lane holds which products is target-defined; only the
 // lane sum is used.
 template <int R, class Source>
-HWY_INLINE void BlockStepPortable(const Source& src, const RowSet& x, int64_t b,
-                                  hn::Vec<DF32>& f0, hn::Vec<DF32>& f1, hn::Vec<DF32>& f2,
-                                  hn::Vec<DF32>& f3) {
+HWY_INLINE void BlockStepPortable(const Source& src, const RowSet& x, int64_t b, hn::Vec<DF32>& f0,
+                                  hn::Vec<DF32>& f1, hn::Vec<DF32>& f2, hn::Vec<DF32>& f3) {
   const DI16 d16;
   const DI32 d32;
   const DF32 df;
@@ -283,19 +283,19 @@ HWY_INLINE void BlockStepPortable(const Source& src, const RowSet& x, int64_t b,
   for (size_t i = 0; i < size_t(kQ); i += hn::Lanes(d16)) {
     const auto wv = src.I16(b, i);
     const int64_t o = b * kQ + int64_t(i);
-    s00 = hn::ReorderWidenMulAccumulate(d32, wv, hn::PromoteTo(d16, hn::LoadU(d8, x.q[0] + o)),
-                                        s00, s01);
+    s00 = hn::ReorderWidenMulAccumulate(d32, wv, hn::PromoteTo(d16, hn::LoadU(d8, x.q[0] + o)), s00,
+                                        s01);
     if constexpr (R > 1) {
-      s10 = hn::ReorderWidenMulAccumulate(
-          d32, wv, hn::PromoteTo(d16, hn::LoadU(d8, x.q[1] + o)), s10, s11);
+      s10 = hn::ReorderWidenMulAccumulate(d32, wv, hn::PromoteTo(d16, hn::LoadU(d8, x.q[1] + o)),
+                                          s10, s11);
     }
     if constexpr (R > 2) {
-      s20 = hn::ReorderWidenMulAccumulate(
-          d32, wv, hn::PromoteTo(d16, hn::LoadU(d8, x.q[2] + o)), s20, s21);
+      s20 = hn::ReorderWidenMulAccumulate(d32, wv, hn::PromoteTo(d16, hn::LoadU(d8, x.q[2] + o)),
+                                          s20, s21);
     }
     if constexpr (R > 3) {
-      s30 = hn::ReorderWidenMulAccumulate(
-          d32, wv, hn::PromoteTo(d16, hn::LoadU(d8, x.q[3] + o)), s30, s31);
+      s30 = hn::ReorderWidenMulAccumulate(d32, wv, hn::PromoteTo(d16, hn::LoadU(d8, x.q[3] + o)),
+                                          s30, s31);
     }
   }
   f0 = hn::MulAdd(hn::ConvertTo(df, hn::Add(s00, s01)), hn::Set(df, x.scale[0][b]), f0);
@@ -323,9 +323,8 @@ HWY_INLINE hn::Vec256<int32_t> DotU8I8(hn::Vec256<int32_t> acc, hn::Vec256<uint8
 
 // VNNI block step: one vpdpbusd per block and row.
 template <int R, class Source>
-HWY_INLINE void BlockStepVnni(const Source& src, const RowSet& x, int64_t b,
-                              hn::Vec256<float>& f0, hn::Vec256<float>& f1,
-                              hn::Vec256<float>& f2, hn::Vec256<float>& f3) {
+HWY_INLINE void BlockStepVnni(const Source& src, const RowSet& x, int64_t b, hn::Vec256<float>& f0,
+                              hn::Vec256<float>& f1, hn::Vec256<float>& f2, hn::Vec256<float>& f3) {
   const hn::Full256<int8_t> di8;
   const hn::Full256<int32_t> d32;
   const hn::Full256<float> df;
@@ -355,7 +354,8 @@ HWY_INLINE float DotF32Inline(const float* a, const float* b, int64_t n) {
   const int64_t lanes = int64_t(hn::Lanes(df));
   auto sum = hn::Zero(df);
   int64_t i = 0;
-  for (; i + lanes <= n; i += lanes) sum = hn::MulAdd(hn::LoadU(df, a + i), hn::LoadU(df, b + i), sum);
+  for (; i + lanes <= n; i += lanes)
+    sum = hn::MulAdd(hn::LoadU(df, a + i), hn::LoadU(df, b + i), sum);
   float total = hn::GetLane(hn::SumOfLanes(df, sum));
   for (; i < n; ++i) total += a[i] * b[i];
   return total;
@@ -439,10 +439,18 @@ void ChunkAllRows(const Source& src, const WeightChunk& c, const QuantizedActiva
     }
     float out[kTile];
     switch (rows) {
-      case 1: DotChunk<1>(src, c, xs, nb, out); break;
-      case 2: DotChunk<2>(src, c, xs, nb, out); break;
-      case 3: DotChunk<3>(src, c, xs, nb, out); break;
-      default: DotChunk<4>(src, c, xs, nb, out); break;
+      case 1:
+        DotChunk<1>(src, c, xs, nb, out);
+        break;
+      case 2:
+        DotChunk<2>(src, c, xs, nb, out);
+        break;
+      case 3:
+        DotChunk<3>(src, c, xs, nb, out);
+        break;
+      default:
+        DotChunk<4>(src, c, xs, nb, out);
+        break;
     }
     for (int r = 0; r < rows; ++r) {
       float& dst = y[(r0 + r) * ldy + n];
@@ -510,10 +518,18 @@ void HalfMatmulRows(const uint8_t* w, size_t w_row_bytes, const float* x, int64_
       for (int r = 0; r < kTile; ++r) xr[r] = x + (r0 + std::min(r, rows - 1)) * k;
       float out[kTile];
       switch (rows) {
-        case 1: HalfDotRows<1>(row, xr, k, out); break;
-        case 2: HalfDotRows<2>(row, xr, k, out); break;
-        case 3: HalfDotRows<3>(row, xr, k, out); break;
-        default: HalfDotRows<4>(row, xr, k, out); break;
+        case 1:
+          HalfDotRows<1>(row, xr, k, out);
+          break;
+        case 2:
+          HalfDotRows<2>(row, xr, k, out);
+          break;
+        case 3:
+          HalfDotRows<3>(row, xr, k, out);
+          break;
+        default:
+          HalfDotRows<4>(row, xr, k, out);
+          break;
       }
       for (int r = 0; r < rows; ++r) y[(r0 + r) * ldy + n] = out[r];
     }
@@ -540,7 +556,8 @@ void QuantizeActivationsImpl(DType type, const float* x, int64_t t, int64_t k, v
     for (int64_t b = 0; b < nb; ++b) {
       const float* xb = x + r * k + b * kQ;
       auto vmax = hn::Zero(df);
-      for (size_t i = 0; i < size_t(kQ); i += lanes) vmax = hn::Max(vmax, hn::Abs(hn::LoadU(df, xb + i)));
+      for (size_t i = 0; i < size_t(kQ); i += lanes)
+        vmax = hn::Max(vmax, hn::Abs(hn::LoadU(df, xb + i)));
       const float amax = hn::GetLane(hn::MaxOfLanes(df, vmax));
       const float d = amax / 127.0f;
       const auto id = hn::Set(df, amax > 0.0f ? 127.0f / amax : 0.0f);
@@ -561,7 +578,8 @@ void QuantMatmulRowsImpl(DType type, const uint8_t* w, size_t w_row_bytes, const
                          int64_t t, int64_t k, int64_t n0, int64_t n1, float* y, int64_t ldy) {
   if (type == DType::kF16 || type == DType::kBF16) {
     const float* x = static_cast<const float*>(qx);
-    if (type == DType::kF16) return HalfMatmulRows<hwy::float16_t>(w, w_row_bytes, x, t, k, n0, n1, y, ldy);
+    if (type == DType::kF16)
+      return HalfMatmulRows<hwy::float16_t>(w, w_row_bytes, x, t, k, n0, n1, y, ldy);
     return HalfMatmulRows<hwy::bfloat16_t>(w, w_row_bytes, x, t, k, n0, n1, y, ldy);
   }
   const QuantizedActivations x = ActivationView(type, qx, t, k);
