@@ -99,7 +99,13 @@ void CpuBackend::RmsNorm(const Tensor& x, const Tensor& weight, float eps, const
 }
 
 void CpuBackend::Matmul(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& y) {
-  cpu::Matmul(pool_, [this](int thread, uint64_t n) { return Scratch(thread, n); }, x, w, bias, y);
+  cpu::Matmul(
+      pool_, [this](int thread, uint64_t n) { return Scratch(thread, n); },
+      [this](uint64_t n) {
+        if (shared_scratch_.size() < n) shared_scratch_.resize(n);
+        return shared_scratch_.data();
+      },
+      x, w, bias, y);
 }
 
 void CpuBackend::Rope(const Tensor& x, std::span<const int32_t> positions,

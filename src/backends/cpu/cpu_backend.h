@@ -61,6 +61,7 @@ class CpuBackend final : public Backend {
 
   ThreadPool pool_;
   std::vector<std::vector<float>> scratch_;
+  std::vector<float> shared_scratch_;  // quantised activations of the current matmul
   std::vector<std::unique_ptr<Buffer>> owned_;  // weights converted at load
 };
 

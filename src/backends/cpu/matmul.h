@@ -1,6 +1,8 @@
-// y = x . W^T for any weight dtype on the CPU. f32 weights go straight to BLAS;
-// other dtypes are dequantised a tile of rows at a time into per-thread scratch
-// and multiplied there, so the weight is read once per call whatever T is.
+// y = x . W^T for any weight dtype on the CPU. Quantised and f16/bf16 weights go
+// through the integer / widening kernels of kernels/quant_matmul.h for small T
+// (decode, batched decode): x is quantised once per call and every weight row
+// is read once, in place. f32 weights, and large T (prefill) where GEMM wins,
+// go to BLAS over tiles of rows dequantised into per-thread scratch.
 #pragma once
 
 
@@ -11,7 +13,9 @@ namespace anymoe::cpu {
 
 using ScratchFn = FunctionRef<float*(int thread, uint64_t floats)>;
 
-void Matmul(ThreadPool& pool, ScratchFn scratch, const Tensor& x, const Tensor& w,
-            const Tensor* bias, const Tensor& y);
+// `scratch` gives per-thread tile buffers; `shared` one buffer of at least
+// `floats` floats visible to all threads (the quantised activations).
+void Matmul(ThreadPool& pool, ScratchFn scratch, FunctionRef<float*(uint64_t floats)> shared,
+            const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& y);
 
 }  // namespace anymoe::cpu
