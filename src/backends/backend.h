@@ -126,6 +126,11 @@ class Backend {
   // [T, K] (ties to the lower id) and their weights [T, K], into host memory.
   virtual void Route(const Tensor& logits, const Tensor* selection_bias, const RouterSpec& spec,
                      std::span<int32_t> ids, std::span<float> weights) = 0;
+  // MoE experts in one call: rows [offsets[g], offsets[g+1]) of x [M, K] are
+  // multiplied by weights[g] ([N, K], any dtype) into the same rows of y [M, N].
+  // Groups with no rows cost nothing.
+  virtual void GroupedMatmul(const Tensor& x, std::span<const Tensor> weights,
+                             std::span<const int32_t> offsets, const Tensor& y) = 0;
   // dst[rows[i]] = src[i] (writing a step's new rows into the paged cache).
   virtual void ScatterRows(const Tensor& src, std::span<const int32_t> rows, const Tensor& dst) = 0;
   // dst[i] = src[rows[i]] for each listed row.
@@ -152,6 +157,10 @@ class Backend {
 
 struct BackendOptions {
   int num_threads = 0;  // 0: all cores
+  // Keep activations in f32 for every matmul. Off (the default), small steps of
+  // quantised weights round activations to int8 per block of 32 for integer
+  // dot products, as llama.cpp does: faster, and further from the f32 reference.
+  bool exact_matmul = false;
 };
 
 Expected<std::unique_ptr<Backend>> CreateBackend(const std::string& name,

@@ -11,7 +11,7 @@ Expected<std::unique_ptr<Backend>> CreateBackend(const std::string& name,
   if (name == "cpu") {
     int threads = options.num_threads;
     if (threads <= 0) threads = int(std::max(1u, std::thread::hardware_concurrency()));
-    return std::unique_ptr<Backend>(new CpuBackend(threads));
+    return std::unique_ptr<Backend>(new CpuBackend(threads, options.exact_matmul));
   }
   return Status::Error("unknown backend '" + name + "' (known: cpu)");
 }

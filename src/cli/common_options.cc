@@ -14,6 +14,8 @@ void AddEngineOptions(CLI::App& cmd, EngineOptions& o) {
                  "override the chat template: chatml, glm, llama3");
   cmd.add_option("--batch", o.max_step_tokens, "prompt tokens per forward step")
       ->check(CLI::Range(1, 4096));
+  cmd.add_flag("--exact", o.exact_matmul,
+               "keep activations in f32 in every matmul (slower; closest to the f32 reference)");
 }
 
 void AddSamplingOptions(CLI::App& cmd, SamplingFlags& f) {

@@ -51,6 +51,7 @@ Expected<std::unique_ptr<Engine>> Engine::Load(const EngineOptions& options) {
   ASSIGN_OR_RETURN(e->tokenizer_, LoadTokenizer(e->file_));
   BackendOptions backend_options;
   backend_options.num_threads = options.threads;
+  backend_options.exact_matmul = options.exact_matmul;
   ASSIGN_OR_RETURN(e->backend_, CreateBackend(options.backend, backend_options));
   LoadOptions load;
   load.max_step_tokens = options.max_step_tokens;

@@ -24,6 +24,7 @@ struct EngineOptions {
   int64_t max_step_tokens = 128;  // prefill chunk
   std::string chat_template;      // "" = from the model's metadata
   bool progress = true;           // show load progress on a TTY for large files
+  bool exact_matmul = false;      // f32 activations everywhere (see BackendOptions)
 };
 
 class Engine {

@@ -62,6 +62,7 @@ class CpuOps : public ::testing::Test {
 class CpuMatmul : public ::testing::TestWithParam<std::tuple<DType, int64_t>> {
  protected:
   CpuBackend backend_{2};
+  CpuBackend exact_backend_{2, /*exact_matmul=*/true};
 };
 
 // Small steps of quantised weights run with activations rounded to int8 per
@@ -80,6 +81,8 @@ TEST_P(CpuMatmul, MatchesDequantisedReference) {
   Tensor bt = Tensor::Of(bias.data(), DType::kF32, {out});
   Tensor yt = Tensor::Of(y.data(), DType::kF32, {t, out});
   backend_.Matmul(xt, w, &bt, yt);
+  std::vector<float> y_exact(size_t(t * out));
+  exact_backend_.Matmul(xt, w, &bt, Tensor::Of(y_exact.data(), DType::kF32, {t, out}));
 
   std::vector<float> row(static_cast<size_t>(in));
   const uint64_t row_bytes = BytesFor(dtype, uint64_t(in)).value();
@@ -100,6 +103,8 @@ TEST_P(CpuMatmul, MatchesDequantisedReference) {
       }
       EXPECT_NEAR(y[size_t(i * out + o)], ref, rounding + 1e-4 * (1 + std::fabs(ref)))
           << Name(dtype) << " t=" << t << " row " << o;
+      EXPECT_NEAR(y_exact[size_t(i * out + o)], ref, 1e-4 * (1 + std::fabs(ref)))
+          << "exact " << Name(dtype) << " t=" << t << " row " << o;
     }
   }
 }

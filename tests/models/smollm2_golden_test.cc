@@ -1,7 +1,9 @@
 // The default model end to end against transformers (which loads the same GGUF,
 // dequantised to f32): for three prompts, identical token ids from our
-// tokenizer and chat template, first-step logits within 1e-2, and the same
-// greedy 32-token continuation. Needs models/ (fetched by `make test`).
+// tokenizer and chat template; with f32 activations (--exact) first-step logits
+// within 1e-2 and the same greedy 32-token continuation; with the default int8
+// activations, logits within the bound that rounding allows. Needs models/
+// (fetched by `make test`).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -27,14 +29,19 @@ class SmolLm2Golden : public ::testing::Test {
     options.model_path = path;
     options.threads = 2;
     options.context = 256;
+    options.exact_matmul = true;
     auto engine = Engine::Load(options);
     ASSERT_TRUE(engine.ok()) << engine.status().message();
     engine_ = std::move(engine).value().release();
+    options.exact_matmul = false;
+    fast_engine_ = std::move(Engine::Load(options)).value().release();
     std::ifstream in(std::string(ANYMOE_GOLDEN_DIR) + "/smollm2/golden.json");
     golden_ = new nlohmann::json(nlohmann::json::parse(in));
   }
   static void TearDownTestSuite() {
     delete engine_;
+    delete fast_engine_;
+    fast_engine_ = nullptr;
     delete golden_;
     engine_ = nullptr;
   }
@@ -42,10 +49,12 @@ class SmolLm2Golden : public ::testing::Test {
     if (engine_ == nullptr) GTEST_SKIP() << "models/ has no SmolLM2 GGUF; run `make model`";
   }
 
-  static Engine* engine_;
+  static Engine* engine_;       // exact: f32 activations
+  static Engine* fast_engine_;  // default: int8 activations in the small-step matmuls
   static nlohmann::json* golden_;
 };
 Engine* SmolLm2Golden::engine_ = nullptr;
+Engine* SmolLm2Golden::fast_engine_ = nullptr;
 nlohmann::json* SmolLm2Golden::golden_ = nullptr;
 
 TEST_F(SmolLm2Golden, TokenizerAndChatTemplateGiveTheReferenceIds) {
@@ -90,6 +99,39 @@ TEST_F(SmolLm2Golden, FirstStepLogitsAndGreedyContinuationMatch) {
     EXPECT_LT(diff, kFirstStepTolerance);
     std::printf("[ %s ] first-step max |logit diff| = %.3g\n", p["name"].get<std::string>().c_str(),
                 diff);
+    ++i;
+  }
+}
+
+// The default int8-activation path drifts from the f32 reference (max |logit
+// diff| about 0.3 to 1.0 here, like any engine that quantises activations), but
+// must still pick the same first token where the reference is not near a tie.
+TEST_F(SmolLm2Golden, Int8ActivationsStayCloseToTheReference) {
+  const auto first = ReadNpy(std::string(ANYMOE_GOLDEN_DIR) + "/smollm2/logits_first_step.npy")
+                         ->F32()
+                         .value();
+  const size_t vocab = size_t(fast_engine_->model().config().vocab_size);
+  Generator gen(fast_engine_->model(), &fast_engine_->tokenizer());
+  size_t i = 0;
+  for (const auto& p : (*golden_)["prompts"]) {
+    SCOPED_TRACE(p["name"].get<std::string>());
+    auto seq = std::move(gen.NewSequence(fast_engine_->context())).value();
+    GenerateOptions opt;
+    opt.max_new_tokens = 1;
+    opt.sampling = SamplingParams::Greedy();
+    opt.record_logits = true;
+    auto result = gen.Generate(seq, p["prompt_ids"].get<std::vector<int32_t>>(), opt, nullptr);
+    ASSERT_TRUE(result.ok());
+    float diff = 0;
+    for (size_t v = 0; v < vocab; ++v) {
+      diff = std::max(diff, std::fabs(result->logits[v] - first[i * vocab + v]));
+    }
+    std::printf("[ %s ] int8 activations: first-step max |logit diff| = %.3g\n",
+                p["name"].get<std::string>().c_str(), diff);
+    EXPECT_LT(diff, 2.0f);
+    if (p["greedy_step_margins"][0].get<double>() > 1.0) {
+      EXPECT_EQ(result->tokens[0], p["greedy_ids"][0].get<int32_t>());
+    }
     ++i;
   }
 }

@@ -31,7 +31,8 @@ class HostBuffer final : public Buffer {
 
 }  // namespace
 
-CpuBackend::CpuBackend(int num_threads) : pool_(num_threads), scratch_(pool_.num_threads()) {
+CpuBackend::CpuBackend(int num_threads, bool exact_matmul)
+    : pool_(num_threads), exact_matmul_(exact_matmul), scratch_(pool_.num_threads()) {
   // Our pool splits the work; BLAS must not start its own threads underneath it.
   openblas_set_num_threads(1);
 }
@@ -40,6 +41,11 @@ float* CpuBackend::Scratch(int thread, uint64_t floats) {
   auto& s = scratch_[thread];
   if (s.size() < floats) s.resize(floats);
   return s.data();
+}
+
+float* CpuBackend::SharedScratch(uint64_t floats) {
+  if (shared_scratch_.size() < floats) shared_scratch_.resize(floats);
+  return shared_scratch_.data();
 }
 
 Status CpuBackend::ReserveForContext(int64_t max_keys) {
@@ -101,11 +107,14 @@ void CpuBackend::RmsNorm(const Tensor& x, const Tensor& weight, float eps, const
 void CpuBackend::Matmul(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& y) {
   cpu::Matmul(
       pool_, [this](int thread, uint64_t n) { return Scratch(thread, n); },
-      [this](uint64_t n) {
-        if (shared_scratch_.size() < n) shared_scratch_.resize(n);
-        return shared_scratch_.data();
-      },
-      x, w, bias, y);
+      [this](uint64_t n) { return SharedScratch(n); }, exact_matmul_, x, w, bias, y);
+}
+
+void CpuBackend::GroupedMatmul(const Tensor& x, std::span<const Tensor> weights,
+                               std::span<const int32_t> offsets, const Tensor& y) {
+  cpu::GroupedMatmul(
+      pool_, [this](int thread, uint64_t n) { return Scratch(thread, n); },
+      [this](uint64_t n) { return SharedScratch(n); }, exact_matmul_, x, weights, offsets, y);
 }
 
 void CpuBackend::Rope(const Tensor& x, std::span<const int32_t> positions,

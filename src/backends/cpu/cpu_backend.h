@@ -12,7 +12,7 @@ namespace anymoe {
 
 class CpuBackend final : public Backend {
  public:
-  explicit CpuBackend(int num_threads);
+  explicit CpuBackend(int num_threads, bool exact_matmul = false);
 
   BackendKind kind() const override { return BackendKind::kCpu; }
   std::string name() const override { return "cpu"; }
@@ -44,6 +44,8 @@ class CpuBackend final : public Backend {
                  const Tensor& out) override;
   void Route(const Tensor& logits, const Tensor* selection_bias, const RouterSpec& spec,
              std::span<int32_t> ids, std::span<float> weights) override;
+  void GroupedMatmul(const Tensor& x, std::span<const Tensor> weights,
+                     std::span<const int32_t> offsets, const Tensor& y) override;
   void GatherRows(const Tensor& src, std::span<const int32_t> rows, const Tensor& dst) override;
   void ScatterAddRows(const Tensor& src, std::span<const int32_t> rows,
                       std::span<const float> scales, const Tensor& dst) override;
@@ -58,8 +60,10 @@ class CpuBackend final : public Backend {
  private:
   // Per-thread f32 scratch, grown on first use and then reused (no per-token allocation).
   float* Scratch(int thread, uint64_t floats);
+  float* SharedScratch(uint64_t floats);
 
   ThreadPool pool_;
+  const bool exact_matmul_;
   std::vector<std::vector<float>> scratch_;
   std::vector<float> shared_scratch_;  // quantised activations of the current matmul
   std::vector<std::unique_ptr<Buffer>> owned_;  // weights converted at load

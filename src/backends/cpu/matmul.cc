@@ -3,6 +3,7 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <array>
 
 #include "backends/cpu/kernels/quant_matmul.h"
 
@@ -53,13 +54,18 @@ void MultiplyTile(const float* x, int64_t t, int64_t in, const float* w_tile, in
 
 }  // namespace
 
+// f16/bf16 kernels keep x in f32, so they are exact whatever `exact` says.
+bool UseIntegerKernels(bool exact, DType w, int64_t t, int64_t in) {
+  if (!kernels::IsQuantMatmulSupported(w) || in % Info(w).block_elems != 0) return false;
+  return t <= kMaxQuantRows && (!exact || w == DType::kF16 || w == DType::kBF16);
+}
+
 void Matmul(ThreadPool& pool, ScratchFn scratch, FunctionRef<float*(uint64_t floats)> shared,
-            const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& y) {
+            bool exact, const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& y) {
   const int64_t t = x.rows(), in = x.cols(), out = w.rows();
   CHECK(w.cols() == in && y.rows() == t && y.cols() == out);
   CHECK(x.dtype == DType::kF32 && y.dtype == DType::kF32);
-  if (t <= kMaxQuantRows && kernels::IsQuantMatmulSupported(w.dtype) &&
-      in % Info(w.dtype).block_elems == 0) {
+  if (UseIntegerKernels(exact, w.dtype, t, in)) {
     QuantMatmul(pool, shared, x, w, y.as<float>());
     AddBias(bias, t, out, y.as<float>());
     return;
@@ -87,6 +93,65 @@ void Matmul(ThreadPool& pool, ScratchFn scratch, FunctionRef<float*(uint64_t flo
   });
 
   AddBias(bias, t, out, yp);
+}
+
+void GroupedMatmul(ThreadPool& pool, ScratchFn scratch, FunctionRef<float*(uint64_t)> shared,
+                   bool exact, const Tensor& x, std::span<const Tensor> weights,
+                   std::span<const int32_t> offsets, const Tensor& y) {
+  const int64_t groups = int64_t(weights.size()), in = x.cols(), out = y.cols();
+  CHECK(offsets.size() == weights.size() + 1 && y.rows() == x.rows());
+  const DType dtype = groups > 0 ? weights[0].dtype : DType::kF32;
+  int64_t max_rows = 0;
+  bool same_dtype = true;
+  for (int64_t g = 0; g < groups; ++g) {
+    same_dtype &= weights[size_t(g)].dtype == dtype;
+    max_rows = std::max<int64_t>(max_rows, offsets[size_t(g) + 1] - offsets[size_t(g)]);
+  }
+  if (!same_dtype || !UseIntegerKernels(exact, dtype, max_rows, in)) {  // one matmul per group
+    for (int64_t g = 0; g < groups; ++g) {
+      const int64_t r0 = offsets[size_t(g)], n = offsets[size_t(g) + 1] - r0;
+      if (n > 0) {
+        Matmul(pool, scratch, shared, exact, x.RowSlice(r0, n), weights[size_t(g)], nullptr,
+               y.RowSlice(r0, n));
+      }
+    }
+    return;
+  }
+  // Quantise every group's rows into its own slice of the shared buffer, then
+  // run all (group, row tile) pairs in a single parallel region.
+  auto slice_floats = [&](int64_t rows) {
+    return (kernels::QuantizedActivationBytes(dtype, rows, in) + 63) / 64 * 16;
+  };
+  uint64_t total = 0;
+  for (int64_t g = 0; g < groups; ++g) total += slice_floats(offsets[size_t(g) + 1] - offsets[size_t(g)]);
+  float* buffer = shared(total);
+  constexpr int64_t kTile = 64;
+  const int64_t tiles_per_group = (out + kTile - 1) / kTile;
+  uint64_t offset = 0;
+  // task -> (group, tile): groups with rows, in order.
+  std::array<int32_t, 1024> active_groups{};
+  std::array<uint64_t, 1024> group_offset{};
+  int64_t n_active = 0;
+  CHECK(groups <= 1024);
+  for (int64_t g = 0; g < groups; ++g) {
+    const int64_t r0 = offsets[size_t(g)], n = offsets[size_t(g) + 1] - r0;
+    if (n == 0) continue;
+    kernels::QuantizeActivations(dtype, x.as<const float>() + r0 * in, n, in, buffer + offset);
+    active_groups[size_t(n_active)] = int32_t(g);
+    group_offset[size_t(n_active)] = offset;
+    ++n_active;
+    offset += slice_floats(n);
+  }
+  pool.ParallelFor(n_active * tiles_per_group, [&](int64_t task, int) {
+    const int64_t a = task / tiles_per_group, tile = task % tiles_per_group;
+    const int64_t g = active_groups[size_t(a)];
+    const int64_t r0 = offsets[size_t(g)], n = offsets[size_t(g) + 1] - r0;
+    const Tensor& w = weights[size_t(g)];
+    const int64_t n0 = tile * kTile, n1 = std::min(out, n0 + kTile);
+    kernels::QuantMatmulRows(dtype, w.as<const uint8_t>(), w.row_bytes(),
+                             buffer + group_offset[size_t(a)], n, in, n0, n1,
+                             y.as<float>() + r0 * out, out);
+  });
 }
 
 }  // namespace anymoe::cpu

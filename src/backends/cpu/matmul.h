@@ -6,6 +6,8 @@
 #pragma once
 
 
+#include <span>
+
 #include "core/tensor.h"
 #include "core/thread_pool.h"
 
@@ -15,7 +17,14 @@ using ScratchFn = FunctionRef<float*(int thread, uint64_t floats)>;
 
 // `scratch` gives per-thread tile buffers; `shared` one buffer of at least
 // `floats` floats visible to all threads (the quantised activations).
+// `exact` keeps activations in f32 (no int8 rounding) for every step.
 void Matmul(ThreadPool& pool, ScratchFn scratch, FunctionRef<float*(uint64_t floats)> shared,
-            const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& y);
+            bool exact, const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& y);
+
+// Rows [offsets[g], offsets[g+1]) of x times weights[g], all groups in one
+// parallel pass when the integer kernels apply (one dispatch for all experts).
+void GroupedMatmul(ThreadPool& pool, ScratchFn scratch, FunctionRef<float*(uint64_t)> shared,
+                   bool exact, const Tensor& x, std::span<const Tensor> weights,
+                   std::span<const int32_t> offsets, const Tensor& y);
 
 }  // namespace anymoe::cpu

@@ -35,9 +35,10 @@ Expected<std::unique_ptr<MoeBlock>> MoeBlock::Bind(WeightBinder& w, const ModelC
 
 uint64_t MoeBlock::workspace_floats(int64_t t) const {
   const int64_t h = c_.hidden_size, ffn = std::max(c_.moe.expert_ffn, c_.moe.shared_ffn);
-  // router logits, gathered tokens, expert output, the MLP's gate/up
-  return Workspace::Footprint(t, c_.moe.num_experts) + 2 * Workspace::Footprint(t, h) +
-         2 * Workspace::Footprint(t, ffn);
+  const int64_t m = t * c_.moe.experts_per_token;  // (token, expert) pairs
+  // router logits, gathered rows and expert outputs, the MLPs' gate/up
+  return Workspace::Footprint(t, c_.moe.num_experts) + 2 * Workspace::Footprint(m, h) +
+         2 * Workspace::Footprint(m, ffn);
 }
 
 void MoeBlock::GroupByExpert(int64_t t) {
@@ -68,24 +69,24 @@ void MoeBlock::Forward(StepContext& ctx, const Tensor& x, const Tensor& out) {
   if (ctx.observer && ctx.observer->on_route) ctx.observer->on_route(ctx.layer, ids, k);
   GroupByExpert(t);
 
+  // Rows sorted by expert: each expert multiplies only its own tokens, all
+  // experts in one grouped call per projection (experts nobody chose cost nothing).
+  const int64_t m = t * k, ffn = std::max(c_.moe.expert_ffn, c_.moe.shared_ffn);
+  const auto rows = std::span<const int32_t>(rows_).first(size_t(m));
+  Tensor xe = ctx.ws.Take(m, h), ye = ctx.ws.Take(m, h);
+  const Tensor g_buf = ctx.ws.Take(m, ffn), u_buf = ctx.ws.Take(m, ffn);
+  const Tensor g = g_buf.Prefix(m, c_.moe.expert_ffn), u = u_buf.Prefix(m, c_.moe.expert_ffn);
+  be.GatherRows(x, rows, xe);
+  be.GroupedMatmul(xe, experts_.gate, offsets_, g);  // [M, I]
+  be.GroupedMatmul(xe, experts_.up, offsets_, u);
+  be.SwiGlu(g, u, g);
+  be.GroupedMatmul(g, experts_.down, offsets_, ye);  // [M, H]
   be.Zero(out);
-  const int64_t ffn = std::max(c_.moe.expert_ffn, c_.moe.shared_ffn);
-  Tensor xe = ctx.ws.Take(t, h), ye = ctx.ws.Take(t, h), g = ctx.ws.Take(t, ffn),
-         u = ctx.ws.Take(t, ffn);
-  for (int64_t e = 0; e < c_.moe.num_experts; ++e) {
-    const int32_t begin = offsets_[size_t(e)], n = offsets_[size_t(e) + 1] - begin;
-    if (n == 0) continue;  // experts nobody chose cost nothing
-    const auto rows = std::span<const int32_t>(rows_).subspan(size_t(begin), size_t(n));
-    Tensor xs = xe.RowSlice(0, n), ys = ye.RowSlice(0, n);
-    be.GatherRows(x, rows, xs);
-    DenseMlp::Run(be, xs, experts_.gate[size_t(e)], experts_.up[size_t(e)],
-                  experts_.down[size_t(e)], g, u, ys);
-    be.ScatterAddRows(ys, rows, std::span<const float>(scales_).subspan(size_t(begin), size_t(n)),
-                      out);
-  }
+  // Per token, contributions add in ascending expert order, as the reference does.
+  be.ScatterAddRows(ye, rows, std::span<const float>(scales_).first(size_t(m)), out);
   if (shared_) {
     Tensor ys = ye.RowSlice(0, t);
-    DenseMlp::Run(be, x, shared_->gate(), shared_->up(), shared_->down(), g, u, ys);
+    DenseMlp::Run(be, x, shared_->gate(), shared_->up(), shared_->down(), g_buf, u_buf, ys);
     be.Add(out, ys, out);
   }
 }
