@@ -1,0 +1,36 @@
+#include "server/api_error.h"
+
+#include <nlohmann/json.hpp>
+
+#include "server/sse.h"
+
+namespace anymoe {
+
+ApiError InvalidField(std::string param, std::string message, std::string code) {
+  ApiError e;
+  e.status = 400;
+  e.message = std::move(message);
+  e.param = std::move(param);
+  e.code = std::move(code);
+  return e;
+}
+
+ApiError Unavailable(std::string message, std::string code) {
+  ApiError e;
+  e.status = 503;
+  e.type = "unavailable_error";
+  e.message = std::move(message);
+  e.code = std::move(code);
+  return e;
+}
+
+nlohmann::json ApiErrorValue(const ApiError& error) {
+  nlohmann::json body = {{"message", error.message}, {"type", error.type}};
+  body["param"] = error.param.empty() ? nlohmann::json(nullptr) : nlohmann::json(error.param);
+  body["code"] = error.code.empty() ? nlohmann::json(nullptr) : nlohmann::json(error.code);
+  return nlohmann::json{{"error", std::move(body)}};
+}
+
+std::string ApiErrorJson(const ApiError& error) { return DumpJson(ApiErrorValue(error)); }
+
+}  // namespace anymoe

@@ -1,0 +1,28 @@
+// OpenAI-shaped errors: every 4xx/5xx the server sends is
+// {"error": {"message", "type", "param", "code"}}. Messages name the field or
+// limit that was wrong and never echo request text (reliability.md §1.1, E5).
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace anymoe {
+
+struct ApiError {
+  int status = 400;
+  std::string message;
+  std::string type = "invalid_request_error";
+  std::string param;  // the request field at fault; "" when none
+  std::string code;   // machine-readable reason; "" when none
+};
+
+// 400 naming `param`.
+ApiError InvalidField(std::string param, std::string message, std::string code = "");
+// 503 with `code` (queue_full, model_loading, shutting_down).
+ApiError Unavailable(std::string message, std::string code);
+
+// The JSON body for `error` (param/code are null when empty), as a value and as text.
+nlohmann::json ApiErrorValue(const ApiError& error);
+std::string ApiErrorJson(const ApiError& error);
+
+}  // namespace anymoe

@@ -1,0 +1,34 @@
+// POST /v1/completions and /v1/chat/completions: parse and validate the body,
+// tokenize (chat: the model's template via Engine::RenderChat), check the
+// context, submit to the CompletionService, and answer as one JSON body or as
+// an SSE stream. A client that goes away is noticed between events (its socket
+// reads EOF or a write fails) and its request is cancelled, freeing the slot.
+#pragma once
+
+#include "server/metrics.h"
+#include "server/request_tracker.h"
+#include "server/server_options.h"
+
+namespace httplib {
+struct Request;
+struct Response;
+}  // namespace httplib
+
+namespace anymoe {
+
+class CompletionEndpoint {
+ public:
+  // All three must outlive every response this endpoint starts.
+  CompletionEndpoint(const ServerOptions& options, ServerMetrics& metrics, RequestTracker& tracker)
+      : options_(options), metrics_(metrics), tracker_(tracker) {}
+
+  void Handle(const ServingModel& model, bool chat, const httplib::Request& req,
+              httplib::Response& res);
+
+ private:
+  const ServerOptions& options_;
+  ServerMetrics& metrics_;
+  RequestTracker& tracker_;
+};
+
+}  // namespace anymoe

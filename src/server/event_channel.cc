@@ -1,0 +1,24 @@
+#include "server/event_channel.h"
+
+namespace anymoe {
+
+void EventChannel::Push(const RequestEvent& event) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    queue_.push_back({event, std::chrono::steady_clock::now()});
+    if (event.kind != RequestEvent::Kind::kToken) ended_ = true;
+  }
+  cv_.notify_one();
+}
+
+bool EventChannel::Take(std::chrono::milliseconds timeout, std::deque<TimedEvent>* out) {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait_for(lock, timeout, [&] { return !queue_.empty(); });
+  while (!queue_.empty()) {
+    out->push_back(std::move(queue_.front()));
+    queue_.pop_front();
+  }
+  return ended_;
+}
+
+}  // namespace anymoe

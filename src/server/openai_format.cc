@@ -1,0 +1,130 @@
+#include "server/openai_format.h"
+
+#include "tokenizer/tokenizer.h"
+
+namespace anymoe {
+
+using json = nlohmann::json;
+
+std::string_view FinishReason(StopReason reason) {
+  switch (reason) {
+    case StopReason::kStopToken:
+    case StopReason::kStopString:
+      return "stop";
+    case StopReason::kMaxTokens:
+    case StopReason::kContextFull:
+      return "length";
+    case StopReason::kCancelled:
+      return "cancelled";
+  }
+  return "stop";
+}
+
+json UsageJson(const Usage& u) {
+  return {{"prompt_tokens", u.prompt_tokens},
+          {"completion_tokens", u.completion_tokens},
+          {"total_tokens", u.prompt_tokens + u.completion_tokens}};
+}
+
+OpenAiFormatter::OpenAiFormatter(const Tokenizer& tokenizer, std::string id, int64_t created,
+                                 std::string model, bool chat, bool logprobs, bool usage_in_stream)
+    : tokenizer_(tokenizer),
+      id_(std::move(id)),
+      created_(created),
+      model_(std::move(model)),
+      chat_(chat),
+      logprobs_(logprobs),
+      usage_in_stream_(usage_in_stream) {}
+
+std::string OpenAiFormatter::Piece(int32_t token) const {
+  return std::string(tokenizer_.TokenPiece(token));
+}
+
+json OpenAiFormatter::Envelope(const char* object) const {
+  return {{"id", id_}, {"object", object}, {"created", created_}, {"model", model_}};
+}
+
+json OpenAiFormatter::Logprobs(std::span<const TokenLogprob> tokens) const {
+  if (!logprobs_) return nullptr;
+  if (chat_) {
+    json content = json::array();
+    for (const TokenLogprob& t : tokens) {
+      auto entry = [&](int32_t id, float lp) {
+        const std::string piece = Piece(id);
+        json bytes = json::array();
+        for (unsigned char c : piece) bytes.push_back(int(c));
+        return json{{"token", piece}, {"logprob", lp}, {"bytes", std::move(bytes)}};
+      };
+      json e = entry(t.token, t.logprob);
+      json top = json::array();
+      for (const auto& [id, lp] : t.top) top.push_back(entry(id, lp));
+      e["top_logprobs"] = std::move(top);
+      content.push_back(std::move(e));
+    }
+    return {{"content", std::move(content)}};
+  }
+  json toks = json::array(), lps = json::array(), tops = json::array(), offsets = json::array();
+  for (const TokenLogprob& t : tokens) {
+    toks.push_back(Piece(t.token));
+    lps.push_back(t.logprob);
+    json top = json::object();
+    for (const auto& [id, lp] : t.top) top[Piece(id)] = lp;
+    tops.push_back(std::move(top));
+    offsets.push_back(t.text_offset);
+  }
+  return {{"tokens", std::move(toks)},
+          {"token_logprobs", std::move(lps)},
+          {"top_logprobs", std::move(tops)},
+          {"text_offset", std::move(offsets)}};
+}
+
+json OpenAiFormatter::RoleChunk() const {
+  json c = Envelope("chat.completion.chunk");
+  c["choices"] = json::array({{{"index", 0},
+                               {"delta", {{"role", "assistant"}, {"content", ""}}},
+                               {"logprobs", nullptr},
+                               {"finish_reason", nullptr}}});
+  if (usage_in_stream_) c["usage"] = nullptr;
+  return c;
+}
+
+json OpenAiFormatter::Chunk(std::string_view text, std::span<const TokenLogprob> tokens,
+                            std::optional<std::string_view> finish) const {
+  json choice = {{"index", 0}};
+  if (chat_) {
+    choice["delta"] = text.empty() && finish ? json::object() : json{{"content", text}};
+  } else {
+    choice["text"] = text;
+  }
+  choice["logprobs"] = Logprobs(tokens);
+  choice["finish_reason"] = finish ? json(*finish) : json(nullptr);
+  json c = Envelope(chat_ ? "chat.completion.chunk" : "text_completion");
+  c["choices"] = json::array({std::move(choice)});
+  if (usage_in_stream_) c["usage"] = nullptr;
+  return c;
+}
+
+json OpenAiFormatter::UsageChunk(const Usage& usage) const {
+  json c = Envelope(chat_ ? "chat.completion.chunk" : "text_completion");
+  c["choices"] = json::array();
+  c["usage"] = UsageJson(usage);
+  return c;
+}
+
+json OpenAiFormatter::Response(std::string_view text, std::span<const TokenLogprob> tokens,
+                               std::string_view finish, const Usage& usage) const {
+  json choice = {{"index", 0}};
+  if (chat_) {
+    choice["message"] = {{"role", "assistant"}, {"content", text}};
+  } else {
+    choice["text"] = text;
+  }
+  choice["logprobs"] = Logprobs(tokens);
+  choice["finish_reason"] = finish;
+  json r = Envelope(chat_ ? "chat.completion" : "text_completion");
+  r["choices"] = json::array({std::move(choice)});
+  r["usage"] = UsageJson(usage);
+  return r;
+}
+
+}  // namespace anymoe

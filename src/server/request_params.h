@@ -1,0 +1,51 @@
+// The fields of an OpenAI /v1/completions or /v1/chat/completions request,
+// type- and range-checked before anything is tokenized or queued. Every bad
+// field is a 400 that names it (reliability.md §1.1 "server request fields",
+// C1-C3). Unknown fields are ignored, as OpenAI-compatible servers do.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runtime/sampler.h"
+#include "server/api_error.h"
+#include "tokenizer/chat_template.h"
+
+namespace anymoe {
+
+struct RequestLimits {
+  int64_t vocab_size = 0;  // prompt token ids must be in [0, vocab_size)
+  int max_stop_strings = 16;
+  size_t max_stop_bytes = 256;  // per stop string
+  int max_top_logprobs = 20;
+  size_t max_messages = 4096;
+};
+
+struct CompletionRequest {
+  bool chat = false;
+  // /v1/completions: the prompt as text, or as token ids when prompt_is_ids.
+  std::string prompt_text;
+  std::vector<int32_t> prompt_ids;
+  bool prompt_is_ids = false;
+  // /v1/chat/completions.
+  std::vector<ChatMessage> messages;
+
+  std::optional<int64_t> max_tokens;  // max_tokens or max_completion_tokens
+  SamplingParams sampling;            // OpenAI defaults: temperature 1, top_p 1, no top-k/min-p
+  std::optional<uint64_t> seed;       // absent: a random seed per request
+  std::vector<std::string> stop;
+  bool stream = false;
+  bool include_usage = false;  // stream_options.include_usage
+  bool ignore_eos = false;     // llama-server's extension: do not stop at end-of-sequence
+  bool logprobs = false;       // return each token's log-probability
+  int top_logprobs = 0;        // and the k most likely alternatives
+};
+
+// Fills `out` from `body` (a parsed JSON value) or returns the first error.
+std::optional<ApiError> ParseCompletionRequest(const nlohmann::json& body, bool chat,
+                                               const RequestLimits& limits, CompletionRequest* out);
+
+}  // namespace anymoe
