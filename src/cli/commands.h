@@ -13,5 +13,7 @@ CommandFn RegisterRun(CLI::App& app);
 CommandFn RegisterChat(CLI::App& app);
 CommandFn RegisterInfo(CLI::App& app);
 CommandFn RegisterBench(CLI::App& app);
+CommandFn RegisterServe(CLI::App& app);
+CommandFn RegisterBenchServe(CLI::App& app);
 
 }  // namespace anymoe::cli

@@ -17,6 +17,9 @@ int main(int argc, char** argv) {
   add("chat", "interactive multi-turn chat in the terminal", anymoe::cli::RegisterChat);
   add("info", "describe a model file", anymoe::cli::RegisterInfo);
   add("bench", "measure prompt and generation speed (llama-bench's tests)", anymoe::cli::RegisterBench);
+  add("serve", "OpenAI-compatible HTTP server with continuous batching", anymoe::cli::RegisterServe);
+  add("bench-serve", "load-test an OpenAI-compatible server (TTFT, TPOT, throughput)",
+      anymoe::cli::RegisterBenchServe);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

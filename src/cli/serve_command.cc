@@ -1,0 +1,213 @@
+// `anymoe serve`: the OpenAI-compatible HTTP server. It binds and listens
+// first (so /health answers 503 "loading" during a long load), loads the
+// model, starts the continuous-batching scheduler, and on SIGTERM/SIGINT
+// drains: new requests get 503, running ones finish or are cancelled by
+// --shutdown-timeout, and the process exits 0. A second signal exits at once.
+#include <unistd.h>
+
+#include <cerrno>
+#include <condition_variable>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <thread>
+
+#include "cli/commands.h"
+#include "cli/common_options.h"
+#include "runtime/scheduler.h"
+#include "server/completion_service.h"
+#include "server/openai_server.h"
+
+namespace anymoe::cli {
+namespace {
+
+struct ServeFlags {
+  EngineOptions engine;
+  ServerOptions server;
+  int parallel = 8;
+  int queue = 64;
+  int64_t kv_tokens = 0;
+  double shutdown_timeout = 10;
+  std::string api_key_file;
+  bool insecure_no_auth = false;
+  bool no_request_log = false;
+  int debug_token_delay_ms = 0;
+};
+
+std::string DefaultModelName(const std::string& path) {
+  std::filesystem::path p(path);
+  while (!p.empty() && p.filename().empty()) p = p.parent_path();  // "dir/"
+  return p.filename().string();
+}
+
+Status ReadKeyFile(const std::string& path, std::string* key) {
+  std::ifstream in(path);
+  if (!in) return Status::Error("--api-key-file " + path + ": cannot open");
+  std::getline(in, *key);
+  while (!key->empty() && (key->back() == '\r' || key->back() == ' ')) key->pop_back();
+  if (key->empty()) return Status::Error("--api-key-file " + path + ": the first line is empty");
+  return Status::Ok();
+}
+
+// SIGINT/SIGTERM land in a handler that writes one byte to a pipe; a watcher
+// thread reads it. (sigwait would need the signals blocked in every thread,
+// but libraries such as OpenBLAS start threads before main.) SIGPIPE is
+// ignored so a client that resets its connection mid-write cannot kill us.
+int g_signal_pipe[2] = {-1, -1};
+
+extern "C" void OnShutdownSignal(int sig) {
+  const unsigned char byte = static_cast<unsigned char>(sig);
+  [[maybe_unused]] ssize_t n = write(g_signal_pipe[1], &byte, 1);
+}
+
+class SignalWatcher {
+ public:
+  SignalWatcher() {
+    std::signal(SIGPIPE, SIG_IGN);
+    if (pipe(g_signal_pipe) != 0) std::perror("anymoe: pipe");
+    struct sigaction sa {};
+    sa.sa_handler = OnShutdownSignal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    sigaction(SIGINT, &sa, nullptr);
+    sigaction(SIGTERM, &sa, nullptr);
+    std::thread([this] { Run(); }).detach();  // lives until the process exits
+  }
+  // Blocks until the first signal.
+  void Wait() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return signals_ > 0; });
+  }
+  // Before the model is loaded there is nothing to drain: exit at the first signal.
+  void SetDraining() {
+    std::lock_guard<std::mutex> lock(mu_);
+    draining_possible_ = true;
+  }
+
+ private:
+  void Run() {
+    for (;;) {
+      unsigned char sig = 0;
+      const ssize_t n = read(g_signal_pipe[0], &sig, 1);
+      if (n != 1) {
+        if (n < 0 && errno == EINTR) continue;
+        return;
+      }
+      std::unique_lock<std::mutex> lock(mu_);
+      ++signals_;
+      if (!draining_possible_) {
+        std::fprintf(stderr, "anymoe: signal %d while loading; exiting\n", int(sig));
+        std::_Exit(0);
+      }
+      if (signals_ > 1) {
+        std::fprintf(stderr, "anymoe: second signal; exiting without draining\n");
+        std::_Exit(1);
+      }
+      std::fprintf(stderr, "anymoe: signal %d; draining (a second signal exits at once)\n",
+                   int(sig));
+      lock.unlock();
+      cv_.notify_all();
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int signals_ = 0;
+  bool draining_possible_ = false;
+};
+
+int Serve(ServeFlags& f) {
+  ServerOptions& so = f.server;
+  if (!f.api_key_file.empty()) {
+    Status st = ReadKeyFile(f.api_key_file, &so.api_key);
+    if (!st.ok()) return ReportError(st);
+  }
+  if (!IsLoopbackHost(so.host) && so.api_key.empty() && !f.insecure_no_auth) {
+    return ReportError(
+        Status::Error("--host " + so.host +
+                      " is reachable from other machines: set --api-key (or "
+                      "--api-key-file), or pass --insecure-no-auth to serve without one"));
+  }
+  if (so.model_name.empty()) so.model_name = DefaultModelName(f.engine.model_path);
+  if (so.http_threads == 0) so.http_threads = f.parallel + f.queue + 16;
+  so.log_requests = !f.no_request_log;
+  so.debug_token_delay = std::chrono::milliseconds(f.debug_token_delay_ms);
+
+  SignalWatcher signals;
+  OpenAiServer server(so);
+  if (Status st = server.Bind(); !st.ok()) return ReportError(st);
+  server.Start();
+  std::fprintf(
+      stderr, "anymoe: listening on http://%s:%d%s\n",
+      so.host.find(':') != std::string::npos ? ("[" + so.host + "]").c_str() : so.host.c_str(),
+      server.port(), so.api_key.empty() ? "" : " (API key required)");
+
+  f.engine.progress = false;
+  auto engine = LoadEngineOrReport(f.engine);
+  if (!engine) return 1;
+  SchedulerOptions sched;
+  sched.max_parallel = f.parallel;
+  sched.max_queue = f.queue;
+  sched.context = engine->context();
+  sched.kv_cache_tokens = f.kv_tokens;
+  auto scheduler = Scheduler::Create(*engine, sched);
+  if (!scheduler.ok()) return ReportError(scheduler.status());
+  std::unique_ptr<CompletionService> service = SchedulerService(std::move(scheduler).value());
+  server.SetReady({engine.get(), service.get(), sched.context});
+  signals.SetDraining();
+  std::fprintf(stderr, "anymoe: ready: %s, context %lld, %d parallel, queue %d\n",
+               so.model_name.c_str(), static_cast<long long>(sched.context), f.parallel, f.queue);
+
+  signals.Wait();
+  const auto timeout = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double>(f.shutdown_timeout));
+  server.Drain(std::chrono::steady_clock::now() + timeout);
+  std::fprintf(stderr, "anymoe: stopped\n");
+  return 0;
+}
+
+}  // namespace
+
+CommandFn RegisterServe(CLI::App& cmd) {
+  auto f = std::make_shared<ServeFlags>();
+  AddEngineOptions(cmd, f->engine);
+  ServerOptions& so = f->server;
+  cmd.add_option("--host", so.host, "address to listen on (default 127.0.0.1: this machine only)");
+  cmd.add_option("--port", so.port, "TCP port (0: any free port, printed at start)")
+      ->check(CLI::Range(0, 65535));
+  cmd.add_option("--api-key", so.api_key,
+                 "require this key (Authorization: Bearer KEY or X-Api-Key) on every route "
+                 "but /health and /");
+  cmd.add_option("--api-key-file", f->api_key_file, "read the API key from the first line of FILE");
+  cmd.add_flag("--insecure-no-auth", f->insecure_no_auth,
+               "allow a non-loopback --host without an API key");
+  cmd.add_option("--parallel", f->parallel, "sequences decoded together")
+      ->check(CLI::Range(1, 1024));
+  cmd.add_option("--queue", f->queue, "requests waiting for a slot before 503")
+      ->check(CLI::Range(0, 1 << 16));
+  cmd.add_option("--kv-tokens", f->kv_tokens, "KV cache size in tokens (0: parallel x ctx)")
+      ->check(CLI::Range(int64_t(0), int64_t(1) << 40));
+  cmd.add_option("--alias", so.model_name,
+                 "model id in /v1/models and responses "
+                 "(default: the file name)");
+  cmd.add_option("--cors-origin", so.cors_origin,
+                 "allow cross-origin requests from this origin (\"*\": any); off by default");
+  cmd.add_option("--shutdown-timeout", f->shutdown_timeout,
+                 "seconds running requests may take to finish after SIGTERM")
+      ->check(CLI::Range(0.0, 86400.0));
+  cmd.add_option("--max-body-bytes", so.max_body_bytes, "request body limit (413 above)")
+      ->check(CLI::Range(size_t(1024), size_t(1) << 30));
+  cmd.add_option("--http-threads", so.http_threads,
+                 "connections served at once (0: parallel + queue + 16)")
+      ->check(CLI::Range(0, 4096));
+  cmd.add_flag("--no-request-log", f->no_request_log, "do not log one line per request");
+  cmd.add_option("--debug-token-delay-ms", f->debug_token_delay_ms,
+                 "testing: sleep after every token on the scheduler thread")
+      ->check(CLI::Range(0, 10000))
+      ->group("");
+  return [f] { return Serve(*f); };
+}
+
+}  // namespace anymoe::cli
