@@ -9,6 +9,7 @@ packages=(
   nlohmann-json3-dev libcli11-dev libcpp-httplib-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 unzip
+  chromium  # headless, for the chat page's end-to-end test (tests/server)
 )
 
 missing=()

@@ -1,0 +1,398 @@
+// `anymoe serve` as a process: greedy output through the server equals what
+// `anymoe run --temp 0` prints for the same prompt (alone and while 8 other
+// requests run), SIGTERM drains running streams and exits 0, a second signal
+// exits at once, and a non-loopback bind without a key is refused. Also the
+// chat page end to end in headless Chromium (skipped when it is not installed).
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <regex>
+#include <sstream>
+
+#include "server/sse.h"
+#include "server_fixture.h"
+
+namespace anymoe::testing {
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// A child process with stdout and stderr in files.
+class Process {
+ public:
+  Process(const std::vector<std::string>& args, const std::string& out, const std::string& err)
+      : out_(out), err_(err) {
+    pid_ = fork();
+    if (pid_ == 0) {
+      const int o = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      const int e = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      dup2(o, 1);
+      dup2(e, 2);
+      std::vector<char*> argv;
+      for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+      argv.push_back(nullptr);
+      execv(argv[0], argv.data());
+      _exit(127);
+    }
+  }
+  ~Process() {
+    if (pid_ > 0 && !exited_) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+  }
+  void Signal(int sig) { kill(pid_, sig); }
+  // Exit code, 128 + signal, or -1 on timeout.
+  int Wait(std::chrono::milliseconds timeout) {
+    const auto end = Clock::now() + timeout;
+    while (Clock::now() < end) {
+      int status = 0;
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        exited_ = true;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return -1;
+  }
+  std::string err() const { return ReadFile(err_); }
+  std::string out() const { return ReadFile(out_); }
+
+ private:
+  pid_t pid_ = -1;
+  bool exited_ = false;
+  std::string out_, err_;
+};
+
+class ServeBinary : public ServerTest {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("anymoe_serve_" + std::to_string(getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override {
+    serve_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+  std::string Path(const std::string& name) const { return (dir_ / name).string(); }
+
+  // Starts `anymoe serve` on a free port and waits until it is ready.
+  void StartServe(std::vector<std::string> extra = {}) {
+    std::vector<std::string> args = {ANYMOE_BINARY, "serve", "-m", GoldenPath("llama_tiny"),
+                                     "--port",      "0",     "-t", "1"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    serve_ = std::make_unique<Process>(args, Path("serve.out"), Path("serve.err"));
+    const std::regex listening("listening on http://127\\.0\\.0\\.1:([0-9]+)");
+    ASSERT_TRUE(Eventually(
+        [&] {
+          std::smatch m;
+          const std::string err = serve_->err();
+          if (!std::regex_search(err, m, listening)) return false;
+          port_ = std::stoi(m[1]);
+          return err.find("anymoe: ready") != std::string::npos;
+        },
+        std::chrono::seconds(10)))
+        << serve_->err();
+  }
+
+  std::unique_ptr<httplib::Client> Http() const {
+    auto c = std::make_unique<httplib::Client>("127.0.0.1", port_);
+    c->set_read_timeout(30);
+    return c;
+  }
+
+  StreamResult StreamFrom(const json& body) {
+    StreamResult r;
+    SseReader sse;
+    httplib::Request req;
+    req.method = "POST";
+    req.path = "/v1/completions";
+    json b = body;
+    b["stream"] = true;
+    req.body = b.dump();
+    req.set_header("Content-Type", "application/json");
+    req.response_handler = [&](const httplib::Response& res) {
+      r.status = res.status;
+      return true;
+    };
+    req.content_receiver = [&](const char* data, size_t n, uint64_t, uint64_t) {
+      sse.Feed(std::string_view(data, n), [&](std::string_view payload) {
+        if (payload == "[DONE]") {
+          r.done = true;
+          return;
+        }
+        json e = json::parse(payload);
+        if (e.contains("choices") && !e["choices"].empty()) {
+          r.text += e["choices"][0]["text"].get<std::string>();
+          if (!e["choices"][0]["finish_reason"].is_null()) {
+            r.finish_reason = e["choices"][0]["finish_reason"];
+          }
+        }
+        r.events.push_back(std::move(e));
+      });
+      return true;
+    };
+    Http()->send(req);
+    return r;
+  }
+
+  std::filesystem::path dir_;
+  std::unique_ptr<Process> serve_;
+  int port_ = 0;
+};
+
+TEST_F(ServeBinary, GreedyOutputEqualsAnymoeRun) {
+  const std::string prompt = "Hello, my name is";
+  Process run({ANYMOE_BINARY, "run", "-m", GoldenPath("llama_tiny"), "-p", prompt, "--temp", "0",
+               "-n", "48", "-t", "1"},
+              Path("run.out"), Path("run.err"));
+  ASSERT_EQ(run.Wait(std::chrono::seconds(20)), 0) << run.err();
+  std::string printed = run.out();
+  ASSERT_FALSE(printed.empty());
+  ASSERT_EQ(printed.back(), '\n');  // run ends its text with a newline
+  printed.pop_back();
+  const std::string expected = json::parse(DumpJson(json(printed))).get<std::string>();
+
+  StartServe({"--parallel", "9"});
+  const json request = {{"prompt", prompt}, {"max_tokens", 48}, {"temperature", 0}};
+  auto res = Http()->Post("/v1/completions", request.dump(), "application/json");
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200) << res->body;
+  EXPECT_EQ(json::parse(res->body)["choices"][0]["text"], expected);
+
+  // The same request while 8 others run in the same batches.
+  std::vector<std::future<StreamResult>> others;
+  for (int i = 0; i < 8; ++i) {
+    others.push_back(std::async(std::launch::async, [this, i] {
+      return StreamFrom({{"prompt", "a different prompt " + std::to_string(i * 7)},
+                         {"max_tokens", 80},
+                         {"temperature", 0.9},
+                         {"seed", i},
+                         {"ignore_eos", true}});
+    }));
+  }
+  const StreamResult under_load = StreamFrom(request);
+  EXPECT_EQ(under_load.text, expected);
+  res = Http()->Post("/v1/completions", request.dump(), "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(json::parse(res->body)["choices"][0]["text"], expected);
+  for (auto& f : others) EXPECT_TRUE(f.get().done);
+}
+
+TEST_F(ServeBinary, SigtermDrainsRunningStreamsAndExitsZero) {
+  StartServe({"--debug-token-delay-ms", "10", "--shutdown-timeout", "10"});
+  std::vector<std::future<StreamResult>> streams;
+  for (int i = 0; i < 4; ++i) {
+    streams.push_back(std::async(std::launch::async, [this] {
+      return StreamFrom({{"prompt", "drain me"}, {"max_tokens", 30}, {"ignore_eos", true}});
+    }));
+  }
+  // Wait until all four are generating.
+  ASSERT_TRUE(Eventually([&] {
+    auto m = Http()->Get("/metrics");
+    return m && m->body.find("anymoe_requests_running 4") != std::string::npos;
+  })) << serve_->err();
+  const auto start = Clock::now();
+  serve_->Signal(SIGTERM);
+  // New work is refused while draining.
+  EXPECT_TRUE(Eventually([&] {
+    auto h = Http()->Get("/health");
+    return !h || h->status == 503;
+  }));
+  for (auto& f : streams) {
+    const StreamResult r = f.get();
+    EXPECT_EQ(r.status, 200);
+    EXPECT_TRUE(r.done);
+    EXPECT_EQ(r.finish_reason, "length");
+  }
+  EXPECT_EQ(serve_->Wait(std::chrono::seconds(10)), 0) << serve_->err();
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(8));
+  EXPECT_NE(serve_->err().find("draining"), std::string::npos);
+}
+
+TEST_F(ServeBinary, ShutdownTimeoutCancelsLongRequests) {
+  StartServe({"--debug-token-delay-ms", "20", "--shutdown-timeout", "0.3"});
+  auto stream = std::async(std::launch::async, [this] {
+    return StreamFrom({{"prompt", "long"}, {"max_tokens", 120}, {"ignore_eos", true}});
+  });
+  ASSERT_TRUE(Eventually([&] {
+    auto m = Http()->Get("/metrics");
+    return m && m->body.find("anymoe_requests_running 1") != std::string::npos;
+  }));
+  const auto start = Clock::now();
+  serve_->Signal(SIGTERM);
+  EXPECT_EQ(serve_->Wait(std::chrono::seconds(10)), 0) << serve_->err();
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(4));
+  const StreamResult r = stream.get();
+  ASSERT_FALSE(r.events.empty());
+  EXPECT_EQ(r.events.back()["error"]["code"], "shutting_down");
+}
+
+TEST_F(ServeBinary, SecondSignalExitsAtOnce) {
+  StartServe({"--debug-token-delay-ms", "50", "--shutdown-timeout", "60"});
+  auto stream = std::async(std::launch::async, [this] {
+    return StreamFrom({{"prompt", "long"}, {"max_tokens", 120}, {"ignore_eos", true}});
+  });
+  ASSERT_TRUE(Eventually([&] {
+    auto m = Http()->Get("/metrics");
+    return m && m->body.find("anymoe_requests_running 1") != std::string::npos;
+  }));
+  serve_->Signal(SIGINT);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  serve_->Signal(SIGINT);
+  EXPECT_EQ(serve_->Wait(std::chrono::seconds(3)), 1) << serve_->err();
+  stream.get();
+}
+
+TEST_F(ServeBinary, ConnectionResetMidStreamDoesNotKillTheServer) {
+  StartServe({"--debug-token-delay-ms", "5"});
+  for (int i = 0; i < 3; ++i) {
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(uint16_t(port_));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+    const std::string body = json{
+        {"prompt", "reset"},
+        {"max_tokens", 100},
+        {"ignore_eos", true},
+        {"stream", true}}.dump();
+    const std::string request =
+        "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        "Content-Type: application/json\r\nContent-Length: " +
+        std::to_string(body.size()) + "\r\n\r\n" + body;
+    ASSERT_EQ(send(fd, request.data(), request.size(), MSG_NOSIGNAL), ssize_t(request.size()));
+    char buf[512];
+    ASSERT_GT(recv(fd, buf, sizeof(buf), 0), 0);  // the stream has started
+    linger reset{1, 0};                           // close with RST, not FIN
+    setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, sizeof(reset));
+    close(fd);
+  }
+  EXPECT_TRUE(Eventually([&] {
+    auto m = Http()->Get("/metrics");
+    return m && m->body.find("anymoe_requests_finished_total{reason=\"cancelled\"} 3") !=
+                    std::string::npos;
+  })) << serve_->err();
+  auto res =
+      Http()->Post("/v1/completions", json{{"prompt", "still here"}, {"max_tokens", 2}}.dump(),
+                   "application/json");
+  ASSERT_TRUE(res) << serve_->err();
+  EXPECT_EQ(res->status, 200);
+  serve_->Signal(SIGTERM);
+  EXPECT_EQ(serve_->Wait(std::chrono::seconds(10)), 0) << serve_->err();
+}
+
+TEST_F(ServeBinary, BenchServeReportsAgainstTheServer) {
+  StartServe({"--parallel", "4"});
+  Process bench({ANYMOE_BINARY,
+                 "bench-serve",
+                 "--url",
+                 "http://127.0.0.1:" + std::to_string(port_),
+                 "--num-prompts",
+                 "12",
+                 "--qps",
+                 "200",
+                 "--concurrency",
+                 "4",
+                 "--input-len",
+                 "8",
+                 "--output-len",
+                 "6",
+                 "--ignore-eos",
+                 "--seed",
+                 "1",
+                 "--price-per-hour",
+                 "2.5",
+                 "-o",
+                 "json"},
+                Path("bench.out"), Path("bench.err"));
+  ASSERT_EQ(bench.Wait(std::chrono::seconds(30)), 0) << bench.err() << bench.out();
+  const json report = json::parse(bench.out());
+  EXPECT_EQ(report["completed"], 12);
+  EXPECT_EQ(report["failed"], 0);
+  EXPECT_EQ(report["total_output_tokens"], 12 * 6);
+  EXPECT_LE(report["max_in_flight"].get<int>(), 4);
+  EXPECT_EQ(report["qps"], 200.0);
+  EXPECT_GT(report["output_throughput"].get<double>(), 0);
+  EXPECT_GT(report["cost_per_million_output_tokens"].get<double>(), 0);
+  EXPECT_GT(report["ttft_ms"]["p99"].get<double>(), 0);
+  // The table form, and a bad --qps.
+  Process table({ANYMOE_BINARY, "bench-serve", "--url", "http://127.0.0.1:" + std::to_string(port_),
+                 "--num-prompts", "2", "--input-len", "4", "--output-len", "2"},
+                Path("table.out"), Path("table.err"));
+  ASSERT_EQ(table.Wait(std::chrono::seconds(30)), 0) << table.err();
+  EXPECT_NE(table.out().find("Serving Benchmark Result"), std::string::npos) << table.out();
+  Process bad({ANYMOE_BINARY, "bench-serve", "--qps", "-3"}, Path("bad.out"), Path("bad.err"));
+  EXPECT_EQ(bad.Wait(std::chrono::seconds(10)), 1);
+  EXPECT_NE(bad.err().find("--qps"), std::string::npos) << bad.err();
+}
+
+TEST_F(ServeBinary, NonLoopbackBindNeedsAKey) {
+  Process p(
+      {ANYMOE_BINARY, "serve", "-m", GoldenPath("llama_tiny"), "--host", "0.0.0.0", "--port", "0"},
+      Path("out"), Path("err"));
+  EXPECT_EQ(p.Wait(std::chrono::seconds(10)), 1);
+  EXPECT_NE(p.err().find("--api-key"), std::string::npos) << p.err();
+}
+
+// Headless Chromium loads the page, which sends ?q= and streams the reply.
+std::string FindChromium() {
+  for (const char* name : {"chromium", "chromium-browser", "google-chrome"}) {
+    for (const char* dir : {"/usr/bin/", "/usr/local/bin/", "/snap/bin/"}) {
+      const std::string path = std::string(dir) + name;
+      if (access(path.c_str(), X_OK) == 0) return path;
+    }
+  }
+  return "";
+}
+
+TEST_F(ServeBinary, ChatPageStreamsAReplyInHeadlessChromium) {
+  const std::string chromium = FindChromium();
+  if (chromium.empty()) {
+    GTEST_SKIP() << "chromium is not installed (scripts/install-deps.sh installs it); "
+                    "skipping the web page end-to-end test";
+  }
+  StartServe();
+  const std::string url = "http://127.0.0.1:" + std::to_string(port_) +
+                          "/?q=hello&autosend=1&max_tokens=12&temperature=0";
+  Process browser({"/usr/bin/timeout", "60", chromium, "--headless", "--disable-gpu",
+                   "--no-sandbox", "--no-first-run", "--disable-extensions",
+                   "--disable-dev-shm-usage", "--user-data-dir=" + Path("chromium-profile"),
+                   "--virtual-time-budget=20000", "--dump-dom", url},
+                  Path("dom.html"), Path("chromium.err"));
+  ASSERT_EQ(browser.Wait(std::chrono::seconds(70)), 0) << browser.err();
+  const std::string dom = browser.out();
+  EXPECT_NE(dom.find("data-state=\"done\""), std::string::npos) << dom;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(dom, m, std::regex("<pre id=\"last-reply\">([^<]*)</pre>"))) << dom;
+  EXPECT_FALSE(m[1].str().empty()) << dom;
+  EXPECT_EQ(dom.find("msg assistant error"), std::string::npos) << dom;
+  EXPECT_TRUE(std::regex_search(dom, std::regex("[1-9][0-9]* chunks in"))) << dom;
+  EXPECT_NE(dom.find("finish: length"), std::string::npos) << dom;
+  // The server saw the streamed chat request.
+  auto metrics = Http()->Get("/metrics");
+  ASSERT_TRUE(metrics);
+  EXPECT_NE(metrics->body.find("endpoint=\"/v1/chat/completions\",code=\"200\"} 1"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace anymoe::testing
