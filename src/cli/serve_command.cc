@@ -73,7 +73,7 @@ class SignalWatcher {
     sa.sa_flags = SA_RESTART;
     sigaction(SIGINT, &sa, nullptr);
     sigaction(SIGTERM, &sa, nullptr);
-    std::thread([this] { Run(); }).detach();  // lives until the process exits
+    std::thread([this] { Run(); }).detach();
   }
   // Blocks until the first signal.
   void Wait() {
@@ -135,7 +135,8 @@ int Serve(ServeFlags& f) {
   so.log_requests = !f.no_request_log;
   so.debug_token_delay = std::chrono::milliseconds(f.debug_token_delay_ms);
 
-  SignalWatcher signals;
+  // Never destroyed: its thread waits on the pipe until the process exits.
+  static SignalWatcher& signals = *new SignalWatcher;
   OpenAiServer server(so);
   if (Status st = server.Bind(); !st.ok()) return ReportError(st);
   server.Start();
