@@ -281,10 +281,11 @@ TEST_F(ServerGeneration, FullQueueIs503) {
   sched.max_parallel = 1;
   sched.max_queue = 1;
   StartServer(o, sched);
-  const json slow = {{"prompt", "slow"}, {"max_tokens", 100}, {"ignore_eos", true}};
-  auto running = std::async(std::launch::async, [&] { return Stream("/v1/completions", slow, 2); });
+  // 60 tokens at 10 ms: the slot stays busy for 0.6 s, and the queued one after it.
+  const json slow = {{"prompt", "slow"}, {"max_tokens", 60}, {"ignore_eos", true}};
+  auto running = std::async(std::launch::async, [&] { return Stream("/v1/completions", slow); });
   ASSERT_TRUE(Eventually([&] { return service_->stats().running == 1; }));
-  auto waiting = std::async(std::launch::async, [&] { return Stream("/v1/completions", slow, 1); });
+  auto waiting = std::async(std::launch::async, [&] { return Stream("/v1/completions", slow); });
   ASSERT_TRUE(Eventually([&] { return service_->stats().waiting == 1; }));
   const auto start = std::chrono::steady_clock::now();
   auto res = PostJson("/v1/completions", slow);

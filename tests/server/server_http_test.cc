@@ -398,21 +398,35 @@ TEST_F(ServerHttp, MetricsInPrometheusFormat) {
           ->status,
       200);
   ASSERT_EQ(PostJson("/v1/completions", {{"prompt", "hello"}, {"max_tokens", -5}})->status, 400);
-  auto res = Client()->Get("/metrics");
-  ASSERT_TRUE(res);
-  ASSERT_EQ(res->status, 200);
-  const std::string& m = res->body;
-  for (const char* line :
-       {"anymoe_http_requests_total{endpoint=\"/v1/completions\",code=\"200\"} 1",
-        "anymoe_http_requests_total{endpoint=\"/v1/completions\",code=\"400\"} 1",
-        "anymoe_generation_tokens_total 5", "anymoe_requests_finished_total{reason=\"length\"} 1",
-        "anymoe_time_to_first_token_seconds_count 1",
-        "anymoe_time_to_first_token_seconds_bucket{le=\"+Inf\"} 1",
-        "anymoe_time_per_output_token_seconds_count 1",
-        "anymoe_e2e_request_latency_seconds_count 1", "anymoe_requests_running 0",
-        "anymoe_requests_waiting 0", "anymoe_kv_cache_blocks_used 0", "anymoe_ready 1",
-        "# TYPE anymoe_e2e_request_latency_seconds histogram",
-        "# TYPE anymoe_prompt_tokens_total counter", "anymoe_kv_cache_usage_ratio 0"}) {
+  // Responses are counted once written and the scheduler publishes its load
+  // after a step: both may trail the reply by a moment.
+  const std::vector<std::string> expected = {
+      "anymoe_http_requests_total{endpoint=\"/v1/completions\",code=\"200\"} 1",
+      "anymoe_http_requests_total{endpoint=\"/v1/completions\",code=\"400\"} 1",
+      "anymoe_generation_tokens_total 5",
+      "anymoe_requests_finished_total{reason=\"length\"} 1",
+      "anymoe_time_to_first_token_seconds_count 1",
+      "anymoe_time_to_first_token_seconds_bucket{le=\"+Inf\"} 1",
+      "anymoe_time_per_output_token_seconds_count 1",
+      "anymoe_e2e_request_latency_seconds_count 1",
+      "anymoe_requests_running 0",
+      "anymoe_requests_waiting 0",
+      "anymoe_kv_cache_blocks_used 0",
+      "anymoe_ready 1",
+      "# TYPE anymoe_e2e_request_latency_seconds histogram",
+      "# TYPE anymoe_prompt_tokens_total counter",
+      "anymoe_kv_cache_usage_ratio 0"};
+  std::string m;
+  EXPECT_TRUE(Eventually([&] {
+    auto res = Client()->Get("/metrics");
+    if (!res || res->status != 200) return false;
+    m = res->body;
+    for (const std::string& line : expected) {
+      if (m.find(line) == std::string::npos) return false;
+    }
+    return true;
+  }));
+  for (const std::string& line : expected) {
     EXPECT_NE(m.find(line), std::string::npos) << line << "\n" << m;
   }
   EXPECT_NE(m.find("anymoe_kv_cache_blocks_total "), std::string::npos);
