@@ -25,6 +25,8 @@ struct LoadOptions {
   int64_t max_step_tokens = 128;  // most tokens one Forward call takes (prefill chunk)
 };
 
+// Not thread-safe: one thread at a time runs a model (the scheduler's thread
+// while a Scheduler owns it).
 class Model {
  public:
   virtual ~Model() = default;
