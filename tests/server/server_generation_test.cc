@@ -346,6 +346,42 @@ TEST_F(ServerGeneration, ClientLeavingMidStreamFreesTheSlot) {
                  std::chrono::milliseconds(1500)));
 }
 
+TEST_F(ServerGeneration, ClientLeavingWhileQueuedIsNeverRun) {
+  ServerOptions o;
+  o.debug_token_delay = std::chrono::milliseconds(10);
+  SchedulerOptions sched;
+  sched.max_parallel = 1;
+  sched.max_queue = 4;
+  StartServer(o, sched);
+  const json slow = {{"prompt", "first"}, {"max_tokens", 50}, {"ignore_eos", true}};
+  auto running = std::async(std::launch::async, [&] { return Stream("/v1/completions", slow); });
+  ASSERT_TRUE(Eventually([&] { return service_->stats().running == 1; }));
+  // A queued streaming client that gives up after 150 ms.
+  auto client = Client();
+  client->set_read_timeout(0, 150000);
+  httplib::Request req;
+  req.method = "POST";
+  req.path = "/v1/completions";
+  req.body =
+      json{{"prompt", "queued"}, {"max_tokens", 50}, {"ignore_eos", true}, {"stream", true}}.dump();
+  req.set_header("Content-Type", "application/json");
+  EXPECT_FALSE(client->send(req));  // timed out while waiting for a slot
+  client.reset();
+  EXPECT_EQ(running.get().status, 200);
+  EXPECT_TRUE(
+      Eventually([&] { return service_->stats().running == 0 && server_->in_flight() == 0; }));
+  // Only the first request generated tokens; the queued one was cancelled unrun.
+  std::string metrics;
+  EXPECT_TRUE(Eventually([&] {
+    metrics = Client()->Get("/metrics")->body;
+    return metrics.find("anymoe_requests_finished_total{reason=\"cancelled\"} 1") !=
+           std::string::npos;
+  })) << metrics;
+  EXPECT_NE(metrics.find("anymoe_generation_tokens_total 50\n"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("anymoe_time_to_first_token_seconds_count 1\n"), std::string::npos)
+      << metrics;
+}
+
 TEST_F(ServerGeneration, DrainFinishesRunningStreamsAndRefusesNewOnes) {
   ServerOptions o;
   o.debug_token_delay = std::chrono::milliseconds(5);
