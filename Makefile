@@ -24,7 +24,7 @@ $(MODEL):
 model: $(MODEL)
 
 run: build model
-	./$(BUILD_DIR)/anymoe run -m $(MODEL) --chat -p "$(PROMPT)" -n 64 -t $(JOBS)
+	./$(BUILD_DIR)/src/anymoe run -m $(MODEL) --chat -p "$(PROMPT)" -n 64 -t $(JOBS)
 
 test: build model
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS)
