@@ -4,6 +4,7 @@
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
 #include "hwy/contrib/math/math-inl.h"
+#include "backends/cpu/kernels/dot-inl.h"
 
 #include <cmath>
 
@@ -11,17 +12,6 @@ HWY_BEFORE_NAMESPACE();
 namespace anymoe::kernels {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
-
-float Dot(const float* a, const float* b, int64_t n) {
-  const hn::ScalableTag<float> d;
-  const int64_t lanes = int64_t(hn::Lanes(d));
-  auto sum = hn::Zero(d);
-  int64_t i = 0;
-  for (; i + lanes <= n; i += lanes) sum = hn::MulAdd(hn::LoadU(d, a + i), hn::LoadU(d, b + i), sum);
-  float total = hn::GetLane(hn::SumOfLanes(d, sum));
-  for (; i < n; ++i) total += a[i] * b[i];
-  return total;
-}
 
 // acc = acc * c + p * v
 void ScaleAdd(float c, float p, const float* v, float* acc, int64_t n) {
@@ -42,7 +32,7 @@ void AttendOnlineSoftmaxImpl(const float* q, const float* k, const float* v, int
   for (int64_t i = 0; i < d_v; ++i) out[i] = 0.0f;
   for (int64_t j = 0; j < n_keys; ++j) {
     const int64_t key = key_ids != nullptr ? int64_t(key_ids[j]) : j;
-    const float s = Dot(q, k + key * k_stride, d_k) * scale;
+    const float s = Dot(q, k + key * k_stride, size_t(d_k)) * scale;
     // Rescale what was accumulated whenever a new maximum appears.
     const float new_max = s > running_max ? s : running_max;
     const float c = std::exp(running_max - new_max), p = std::exp(s - new_max);

@@ -4,26 +4,14 @@
 #define HWY_TARGET_INCLUDE "backends/cpu/kernels/dot.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
+#include "backends/cpu/kernels/dot-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace anymoe::kernels {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-float DotF32Impl(const float* a, const float* b, size_t n) {
-  const hn::ScalableTag<float> d;
-  const size_t lanes = hn::Lanes(d);
-  auto sum0 = hn::Zero(d), sum1 = hn::Zero(d);
-  size_t i = 0;
-  for (; i + 2 * lanes <= n; i += 2 * lanes) {
-    sum0 = hn::MulAdd(hn::LoadU(d, a + i), hn::LoadU(d, b + i), sum0);
-    sum1 = hn::MulAdd(hn::LoadU(d, a + i + lanes), hn::LoadU(d, b + i + lanes), sum1);
-  }
-  for (; i + lanes <= n; i += lanes) sum0 = hn::MulAdd(hn::LoadU(d, a + i), hn::LoadU(d, b + i), sum0);
-  float total = hn::GetLane(hn::SumOfLanes(d, hn::Add(sum0, sum1)));
-  for (; i < n; ++i) total += a[i] * b[i];
-  return total;
-}
+float DotF32Impl(const float* a, const float* b, size_t n) { return Dot(a, b, n); }
 
 void AxpyF32Impl(float s, const float* x, float* out, size_t n) {
   const hn::ScalableTag<float> d;
