@@ -5,9 +5,23 @@
 namespace anymoe {
 namespace {
 
-// How long a worker spins on the generation counter before sleeping: long
-// enough to bridge the gap between consecutive ops of one forward pass.
+// How long a worker spins on the claim word before sleeping: long enough to
+// bridge the gap between consecutive ops of one forward pass.
 constexpr int kSpinIterations = 1 << 16;
+
+// How long the caller spins on a worker's last task before yielding its core.
+constexpr int kWaitSpins = 1 << 12;
+
+constexpr int kIndexBits = 16;
+constexpr int64_t kMaxTasksPerRegion = (int64_t(1) << kIndexBits) - 1;
+constexpr uint64_t kIndexMask = (uint64_t(1) << kIndexBits) - 1;
+
+uint64_t Generation(uint64_t claim) { return claim >> (2 * kIndexBits); }
+uint64_t Count(uint64_t claim) { return (claim >> kIndexBits) & kIndexMask; }
+uint64_t Index(uint64_t claim) { return claim & kIndexMask; }
+uint64_t ClaimWord(uint64_t generation, uint64_t count) {
+  return (generation << (2 * kIndexBits)) | (count << kIndexBits);
+}
 
 inline void CpuRelax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -28,38 +42,68 @@ ThreadPool::ThreadPool(int num_threads) {
 ThreadPool::~ThreadPool() {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    stop_ = true;
-    generation_.fetch_add(1, std::memory_order_release);
+    stop_.store(true);
+    claim_.store(ClaimWord(++generation_, 0));
   }
   wake_.notify_all();
   for (auto& w : workers_) w.join();
 }
 
-void ThreadPool::RunTasks(int thread_index) {
-  for (;;) {
-    const int64_t i = next_task_.fetch_add(1, std::memory_order_relaxed);
-    if (i >= num_tasks_) break;
-    (*task_)(i, thread_index);
+void ThreadPool::RunTasks(uint64_t generation, int thread_index) {
+  uint64_t c = claim_.load(std::memory_order_acquire);
+  while (Generation(c) == generation && Index(c) < Count(c)) {
+    // Success proves the region is still current, so task_ and first_task_ are its own.
+    if (!claim_.compare_exchange_weak(c, c + 1, std::memory_order_acquire)) continue;
+    (*task_)(first_task_ + int64_t(Index(c)), thread_index);
+    done_.fetch_add(1, std::memory_order_release);
+    c = claim_.load(std::memory_order_acquire);
   }
 }
 
 void ThreadPool::WorkerLoop(int thread_index) {
   uint64_t seen = 0;
   for (;;) {
-    uint64_t gen = generation_.load(std::memory_order_acquire);
-    for (int spin = 0; gen == seen && spin < kSpinIterations; ++spin) {
+    uint64_t c = claim_.load(std::memory_order_acquire);
+    for (int spin = 0; Generation(c) == seen && spin < kSpinIterations; ++spin) {
       CpuRelax();
-      gen = generation_.load(std::memory_order_acquire);
+      c = claim_.load(std::memory_order_acquire);
     }
-    if (gen == seen) {
+    if (Generation(c) == seen) {
       std::unique_lock<std::mutex> lock(mu_);
-      wake_.wait(lock, [&] { return generation_.load(std::memory_order_acquire) != seen; });
-      gen = generation_.load(std::memory_order_acquire);
+      sleepers_.fetch_add(1);
+      wake_.wait(lock, [&] { return Generation(claim_.load()) != seen; });
+      sleepers_.fetch_sub(1);
+      c = claim_.load(std::memory_order_acquire);
     }
-    seen = gen;
-    if (stop_) return;
-    RunTasks(thread_index);
-    busy_workers_.fetch_sub(1, std::memory_order_acq_rel);
+    if (stop_.load()) return;
+    seen = Generation(c);
+    RunTasks(seen, thread_index);
+  }
+}
+
+void ThreadPool::RunRegion(int64_t first, int64_t num_tasks,
+                           FunctionRef<void(int64_t, int)> task) {
+  task_ = &task;
+  first_task_ = first;
+  done_.store(0, std::memory_order_relaxed);
+  const uint64_t generation = ++generation_;
+  // seq_cst store then load: either a worker about to sleep sees the new
+  // region, or this thread sees it sleeping and wakes it.
+  claim_.store(ClaimWord(generation, uint64_t(num_tasks)));
+  if (sleepers_.load() > 0) {
+    { std::lock_guard<std::mutex> lock(mu_); }
+    wake_.notify_all();
+  }
+  RunTasks(generation, 0);
+  // Every task is claimed now; wait only for those workers are still running.
+  // Yielding after a short spin lets a preempted worker finish sooner when the
+  // machine has more runnable threads than cores.
+  for (int spin = 0; done_.load(std::memory_order_acquire) < num_tasks; ++spin) {
+    if (spin < kWaitSpins) {
+      CpuRelax();
+    } else {
+      std::this_thread::yield();
+    }
   }
 }
 
@@ -69,18 +113,9 @@ void ThreadPool::ParallelFor(int64_t num_tasks, FunctionRef<void(int64_t, int)> 
     for (int64_t i = 0; i < num_tasks; ++i) task(i, 0);
     return;
   }
-  task_ = &task;
-  num_tasks_ = num_tasks;
-  next_task_.store(0, std::memory_order_relaxed);
-  busy_workers_.store(int(workers_.size()), std::memory_order_relaxed);
-  {
-    // Taking the lock orders the increment with a worker about to sleep.
-    std::lock_guard<std::mutex> lock(mu_);
-    generation_.fetch_add(1, std::memory_order_release);
+  for (int64_t first = 0; first < num_tasks; first += kMaxTasksPerRegion) {
+    RunRegion(first, std::min(kMaxTasksPerRegion, num_tasks - first), task);
   }
-  wake_.notify_all();
-  RunTasks(0);
-  while (busy_workers_.load(std::memory_order_acquire) != 0) CpuRelax();
 }
 
 void ThreadPool::ParallelRange(int64_t n, int64_t grain,

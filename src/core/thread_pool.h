@@ -1,6 +1,11 @@
 // A persistent pool of worker threads for data-parallel kernels. Workers are
 // created once and spin briefly before sleeping, so the per-op dispatch cost in
 // the decode loop is a few hundred nanoseconds, not a thread creation.
+//
+// Tasks are claimed one at a time from a single atomic word, and the caller
+// waits only for tasks a worker actually claimed: when a worker is descheduled
+// (a shared or oversubscribed machine), the caller runs its share instead of
+// waiting for it to wake, so a slow worker costs at most one task.
 #pragma once
 
 #include <atomic>
@@ -34,18 +39,24 @@ class ThreadPool {
                      FunctionRef<void(int64_t begin, int64_t end, int thread)> fn);
 
  private:
+  void RunRegion(int64_t first, int64_t num_tasks, FunctionRef<void(int64_t, int)> task);
   void WorkerLoop(int thread_index);
-  void RunTasks(int thread_index);
+  // Claims and runs tasks of region `generation` while it has unclaimed ones.
+  void RunTasks(uint64_t generation, int thread_index);
 
   std::vector<std::thread> workers_;
   std::mutex mu_;
   std::condition_variable wake_;
-  std::atomic<uint64_t> generation_{0};
-  std::atomic<int64_t> next_task_{0};
-  std::atomic<int> busy_workers_{0};
-  int64_t num_tasks_ = 0;
+  // The current region's claim word: generation | task count | next task.
+  // Packing all three makes a late worker's compare-and-swap fail unless the
+  // task it claims belongs to the region still running.
+  std::atomic<uint64_t> claim_{0};
+  std::atomic<int64_t> done_{0};
+  std::atomic<int> sleepers_{0};
+  uint64_t generation_ = 0;  // written by the caller only
+  int64_t first_task_ = 0;   // region's offset into the caller's task range
   const FunctionRef<void(int64_t, int)>* task_ = nullptr;
-  bool stop_ = false;
+  std::atomic<bool> stop_{false};
 };
 
 }  // namespace anymoe
