@@ -146,7 +146,7 @@ INSTANTIATE_TEST_SUITE_P(
     AllTypes, QuantMatmul,
     ::testing::Combine(::testing::Values(DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ4_K,
                                          DType::kQ6_K, DType::kF16, DType::kBF16),
-                       ::testing::Values(int64_t(1), int64_t(3), int64_t(8), int64_t(33)),
+                       ::testing::Values(int64_t(1), int64_t(2), int64_t(3), int64_t(8), int64_t(33)),
                        ::testing::Values(int64_t(256), int64_t(512), int64_t(4096 + 256))),
     [](const auto& info) {
       return std::string(Name(std::get<0>(info.param))) + "_t" +
