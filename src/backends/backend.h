@@ -52,6 +52,13 @@ struct KeySelection {
   int64_t stride = 0;
 };
 
+// One output of MultiMatmul: out = x . weight^T (+ bias).
+struct Projection {
+  const Tensor* weight = nullptr;
+  const Tensor* bias = nullptr;  // [out] or null
+  Tensor out;
+};
+
 // Backend-owned memory; released when destroyed.
 class Buffer {
  public:
@@ -85,6 +92,11 @@ class Backend {
   virtual void RmsNorm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out) = 0;
   // y = x . W^T (+ bias): x [T, in] f32, W [out, in] any dtype, bias [out] or null, y [T, out].
   virtual void Matmul(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& y) = 0;
+  // Several projections of the same x (q/k/v, gate/up), which a backend may run
+  // as one pass: x prepared once, one dispatch. The default runs Matmul each.
+  virtual void MultiMatmul(const Tensor& x, std::span<const Projection> projections) {
+    for (const Projection& p : projections) Matmul(x, *p.weight, p.bias, p.out);
+  }
   // In place on x [T, heads, head_dim]; token t sits at positions[t].
   virtual void Rope(const Tensor& x, std::span<const int32_t> positions, const RopeTable& rope) = 0;
   // Causal attention of T new queries over one sequence's cached keys/values.

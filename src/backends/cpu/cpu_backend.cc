@@ -105,9 +105,14 @@ void CpuBackend::RmsNorm(const Tensor& x, const Tensor& weight, float eps, const
 }
 
 void CpuBackend::Matmul(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& y) {
-  cpu::Matmul(
+  const Projection p{&w, bias, y};
+  MultiMatmul(x, std::span(&p, 1));
+}
+
+void CpuBackend::MultiMatmul(const Tensor& x, std::span<const Projection> projections) {
+  cpu::MultiMatmul(
       pool_, [this](int thread, uint64_t n) { return Scratch(thread, n); },
-      [this](uint64_t n) { return SharedScratch(n); }, exact_matmul_, x, w, bias, y);
+      [this](uint64_t n) { return SharedScratch(n); }, exact_matmul_, x, projections);
 }
 
 void CpuBackend::GroupedMatmul(const Tensor& x, std::span<const Tensor> weights,

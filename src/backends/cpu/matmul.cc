@@ -23,21 +23,51 @@ void AddBias(const Tensor* bias, int64_t t, int64_t out, float* y) {
   }
 }
 
-// Integer (or widening) kernels straight from the weight blocks.
-void QuantMatmul(ThreadPool& pool, FunctionRef<float*(uint64_t)> shared, const Tensor& x,
-                 const Tensor& w, float* y) {
-  const int64_t t = x.rows(), in = x.cols(), out = w.rows();
-  const size_t bytes = kernels::QuantizedActivationBytes(w.dtype, t, in);
-  void* qx = shared((bytes + sizeof(float) - 1) / sizeof(float));
-  kernels::QuantizeActivations(w.dtype, x.as<const float>(), t, in, qx);
-  const auto* wp = w.as<const uint8_t>();
-  const size_t row_bytes = w.row_bytes();
-  // Tiles small enough to keep both cores busy on short matrices.
-  const int64_t tile = std::clamp<int64_t>(out / (8 * pool.num_threads()), 8, 256);
-  pool.ParallelFor((out + tile - 1) / tile, [&](int64_t i, int) {
-    const int64_t n0 = i * tile, n1 = std::min(out, n0 + tile);
-    kernels::QuantMatmulRows(w.dtype, wp, row_bytes, qx, t, in, n0, n1, y, out);
+bool IsHalf(DType t) { return t == DType::kF16 || t == DType::kBF16; }
+
+size_t RoundUp64(size_t n) { return (n + 63) / 64 * 64; }
+
+// Integer (or widening) kernels straight from the weight blocks, every
+// projection in one parallel pass over (projection, row tile) tasks.
+void QuantMultiMatmul(ThreadPool& pool, FunctionRef<float*(uint64_t)> shared, const Tensor& x,
+                      std::span<const Projection> projections) {
+  constexpr size_t kMaxProjections = 8;
+  CHECK(projections.size() <= kMaxProjections);
+  const int64_t t = x.rows(), in = x.cols();
+  // At most two activation forms: int8 blocks (one layout for every quantised
+  // type) and f32 for f16/bf16 weights.
+  DType quantised = DType::kF32, half = DType::kF32;
+  int64_t total_rows = 0;
+  for (const Projection& p : projections) {
+    (IsHalf(p.weight->dtype) ? half : quantised) = p.weight->dtype;
+    total_rows += p.weight->rows();
+  }
+  const size_t q_bytes =
+      quantised == DType::kF32 ? 0 : RoundUp64(kernels::QuantizedActivationBytes(quantised, t, in));
+  const size_t h_bytes = half == DType::kF32 ? 0 : kernels::QuantizedActivationBytes(half, t, in);
+  auto* buffer = reinterpret_cast<uint8_t*>(shared((q_bytes + h_bytes) / sizeof(float) + 1));
+  if (q_bytes) kernels::QuantizeActivations(quantised, x.as<const float>(), t, in, buffer);
+  if (h_bytes) kernels::QuantizeActivations(half, x.as<const float>(), t, in, buffer + q_bytes);
+
+  // Tiles small enough to keep every thread busy on short matrices, in whole
+  // groups of 8 rows (the kernels work on 4 weight rows at a time).
+  const int64_t tile =
+      (std::clamp<int64_t>(total_rows / (8 * pool.num_threads()), 8, 256) + 7) / 8 * 8;
+  std::array<int64_t, kMaxProjections + 1> first_task{};
+  for (size_t p = 0; p < projections.size(); ++p) {
+    first_task[p + 1] = first_task[p] + (projections[p].weight->rows() + tile - 1) / tile;
+  }
+  pool.ParallelFor(first_task[projections.size()], [&](int64_t task, int) {
+    size_t p = 0;
+    while (task >= first_task[p + 1]) ++p;
+    const Tensor& w = *projections[p].weight;
+    const Tensor& y = projections[p].out;
+    const int64_t n0 = (task - first_task[p]) * tile, n1 = std::min(w.rows(), n0 + tile);
+    const uint8_t* qx = IsHalf(w.dtype) ? buffer + q_bytes : buffer;
+    kernels::QuantMatmulRows(w.dtype, w.as<const uint8_t>(), w.row_bytes(), qx, t, in, n0, n1,
+                             y.as<float>(), y.cols());
   });
+  for (const Projection& p : projections) AddBias(p.bias, t, p.out.cols(), p.out.as<float>());
 }
 
 // y[:, n0:n0+n] = x . Wtile^T where Wtile is [n, in] f32 with row stride `in`.
@@ -66,8 +96,8 @@ void Matmul(ThreadPool& pool, ScratchFn scratch, FunctionRef<float*(uint64_t flo
   CHECK(w.cols() == in && y.rows() == t && y.cols() == out);
   CHECK(x.dtype == DType::kF32 && y.dtype == DType::kF32);
   if (UseIntegerKernels(exact, w.dtype, t, in)) {
-    QuantMatmul(pool, shared, x, w, y.as<float>());
-    AddBias(bias, t, out, y.as<float>());
+    const Projection p{&w, bias, y};
+    QuantMultiMatmul(pool, shared, x, std::span(&p, 1));
     return;
   }
   const float* xp = x.as<const float>();
@@ -93,6 +123,22 @@ void Matmul(ThreadPool& pool, ScratchFn scratch, FunctionRef<float*(uint64_t flo
   });
 
   AddBias(bias, t, out, yp);
+}
+
+void MultiMatmul(ThreadPool& pool, ScratchFn scratch, FunctionRef<float*(uint64_t)> shared,
+                 bool exact, const Tensor& x, std::span<const Projection> projections) {
+  const int64_t t = x.rows(), in = x.cols();
+  bool integer = true;
+  for (const Projection& p : projections) {
+    CHECK(p.weight->cols() == in && p.out.rows() == t && p.out.cols() == p.weight->rows());
+    CHECK(p.out.dtype == DType::kF32);
+    integer &= UseIntegerKernels(exact, p.weight->dtype, t, in);
+  }
+  CHECK(x.dtype == DType::kF32);
+  if (integer && projections.size() > 1) return QuantMultiMatmul(pool, shared, x, projections);
+  for (const Projection& p : projections) {
+    Matmul(pool, scratch, shared, exact, x, *p.weight, p.bias, p.out);
+  }
 }
 
 void GroupedMatmul(ThreadPool& pool, ScratchFn scratch, FunctionRef<float*(uint64_t)> shared,

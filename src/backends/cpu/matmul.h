@@ -5,9 +5,9 @@
 // go to BLAS over tiles of rows dequantised into per-thread scratch.
 #pragma once
 
-
 #include <span>
 
+#include "backends/backend.h"
 #include "core/tensor.h"
 #include "core/thread_pool.h"
 
@@ -20,6 +20,12 @@ using ScratchFn = FunctionRef<float*(int thread, uint64_t floats)>;
 // `exact` keeps activations in f32 (no int8 rounding) for every step.
 void Matmul(ThreadPool& pool, ScratchFn scratch, FunctionRef<float*(uint64_t floats)> shared,
             bool exact, const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& y);
+
+// Several projections of one x. When the integer kernels take all of them, x
+// is quantised once and every (projection, row tile) runs in one parallel pass:
+// one synchronisation for q/k/v or gate/up instead of one each.
+void MultiMatmul(ThreadPool& pool, ScratchFn scratch, FunctionRef<float*(uint64_t floats)> shared,
+                 bool exact, const Tensor& x, std::span<const Projection> projections);
 
 // Rows [offsets[g], offsets[g+1]) of x times weights[g], all groups in one
 // parallel pass when the integer kernels apply (one dispatch for all experts).

@@ -20,8 +20,8 @@ void DenseMlp::Run(Backend& be, const Tensor& x, const Tensor& gate, const Tenso
                    const Tensor& out) {
   const int64_t t = x.rows(), ffn = gate.rows();
   const Tensor g = g_scratch.Prefix(t, ffn), u = u_scratch.Prefix(t, ffn);
-  be.Matmul(x, gate, nullptr, g);  // [T, I]
-  be.Matmul(x, up, nullptr, u);
+  const Projection gate_up[] = {{&gate, nullptr, g}, {&up, nullptr, u}};  // [T, I] each
+  be.MultiMatmul(x, gate_up);
   be.SwiGlu(g, u, g);
   be.Matmul(g, down, nullptr, out);  // [T, H]
 }

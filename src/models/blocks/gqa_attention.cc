@@ -36,9 +36,10 @@ void GqaAttention::Forward(StepContext& ctx, const Tensor& x, const Tensor& out)
   const int64_t t = ctx.t, n_h = c_.num_heads, n_kv = c_.num_kv_heads, hd = c_.head_dim;
   Tensor q = ctx.ws.Take(t, n_h * hd), k = ctx.ws.Take(t, n_kv * hd),
          v = ctx.ws.Take(t, n_kv * hd), attn = ctx.ws.Take(t, n_h * hd);
-  be.Matmul(x, wq_, bq_ ? &*bq_ : nullptr, q);  // [T, n_h * hd]
-  be.Matmul(x, wk_, bk_ ? &*bk_ : nullptr, k);  // [T, n_kv * hd]
-  be.Matmul(x, wv_, bv_ ? &*bv_ : nullptr, v);
+  const Projection qkv[] = {{&wq_, bq_ ? &*bq_ : nullptr, q},   // [T, n_h * hd]
+                           {&wk_, bk_ ? &*bk_ : nullptr, k},   // [T, n_kv * hd]
+                           {&wv_, bv_ ? &*bv_ : nullptr, v}};
+  be.MultiMatmul(x, qkv);
   if (q_norm_) {
     be.RmsNorm(q.Reshaped({t * n_h, hd}), *q_norm_, c_.rms_norm_eps, q.Reshaped({t * n_h, hd}));
     be.RmsNorm(k.Reshaped({t * n_kv, hd}), *k_norm_, c_.rms_norm_eps, k.Reshaped({t * n_kv, hd}));
