@@ -3,6 +3,7 @@
 // row counts that do not fill a tile), GQA attention over a partly filled cache,
 // RMSNorm, SwiGLU and embedding lookup.
 #include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/kernels/quant_matmul.h"
 
 #include <gtest/gtest.h>
 
@@ -91,7 +92,7 @@ TEST_P(CpuMatmul, MatchesDequantisedReference) {
     for (int64_t i = 0; i < t; ++i) {
       double ref = bias[size_t(o)], rounding = 0;
       for (int64_t k = 0; k < in; ++k) ref += double(row[size_t(k)]) * x[size_t(i * in + k)];
-      if (Info(dtype).quantized && t <= 32) {
+      if (Info(dtype).quantized && t <= kernels::IntegerMatmulMaxRows(dtype)) {
         for (int64_t b = 0; b < in; b += 32) {
           double max_x = 0, sum_w = 0;
           for (int64_t k = b; k < b + 32; ++k) {

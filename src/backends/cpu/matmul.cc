@@ -12,8 +12,6 @@ namespace {
 
 // Rows of W per task: enough to amortise a BLAS call, few enough to balance 2+ threads.
 constexpr int64_t kTileRows = 32;
-// Up to this many activation rows the integer kernels beat dequantise + GEMM.
-constexpr int64_t kMaxQuantRows = 32;
 
 void AddBias(const Tensor* bias, int64_t t, int64_t out, float* y) {
   if (bias == nullptr) return;
@@ -87,7 +85,7 @@ void MultiplyTile(const float* x, int64_t t, int64_t in, const float* w_tile, in
 // f16/bf16 kernels keep x in f32, so they are exact whatever `exact` says.
 bool UseIntegerKernels(bool exact, DType w, int64_t t, int64_t in) {
   if (!kernels::IsQuantMatmulSupported(w) || in % Info(w).block_elems != 0) return false;
-  return t <= kMaxQuantRows && (!exact || w == DType::kF16 || w == DType::kBF16);
+  return t <= kernels::IntegerMatmulMaxRows(w) && (!exact || w == DType::kF16 || w == DType::kBF16);
 }
 
 void Matmul(ThreadPool& pool, ScratchFn scratch, FunctionRef<float*(uint64_t floats)> shared,

@@ -581,6 +581,14 @@ void QuantizeActivationsImpl(DType type, const float* x, int64_t t, int64_t k, v
   }
 }
 
+int64_t IntegerMatmulMaxRowsImpl(DType type) {
+  constexpr int64_t kSmallSteps = 32;  // decode and small batches
+#if HWY_TARGET == HWY_AVX3_DL
+  if (type == DType::kQ8_0 || type == DType::kQ4_0) return INT64_MAX;
+#endif
+  return kSmallSteps;
+}
+
 void QuantMatmulRowsImpl(DType type, const uint8_t* w, size_t w_row_bytes, const void* qx,
                          int64_t t, int64_t k, int64_t n0, int64_t n1, float* y, int64_t ldy) {
   if (type == DType::kF16 || type == DType::kBF16) {
@@ -654,6 +662,7 @@ void CheckShape(DType type, int64_t t, int64_t k) {
 
 }  // namespace
 
+HWY_EXPORT(IntegerMatmulMaxRowsImpl);
 HWY_EXPORT(QuantizeActivationsImpl);
 HWY_EXPORT(QuantMatmulRowsImpl);
 
@@ -670,6 +679,10 @@ bool IsQuantMatmulSupported(DType weight_type) {
     default:
       return false;
   }
+}
+
+int64_t IntegerMatmulMaxRows(DType weight_type) {
+  return HWY_DYNAMIC_DISPATCH(IntegerMatmulMaxRowsImpl)(weight_type);
 }
 
 size_t QuantizedActivationBytes(DType weight_type, int64_t t, int64_t k) {

@@ -35,6 +35,11 @@ struct QuantizedActivations {
 // True for q8_0, q4_0, q4_1, q4_k, q6_k, f16 and bf16.
 bool IsQuantMatmulSupported(DType weight_type);
 
+// Up to how many activation rows these kernels beat dequantising W for an f32
+// GEMM, on the target this machine dispatches to: every row count where a
+// register-blocked integer kernel exists (q8_0 / q4_0 with VNNI), else 32.
+int64_t IntegerMatmulMaxRows(DType weight_type);
+
 // Bytes of the activation buffer for `t` rows of `k` values; the caller allocates
 // it once (the hot path allocates nothing). k must be a whole number of weight
 // blocks (32, or 256 for the k-quants).
