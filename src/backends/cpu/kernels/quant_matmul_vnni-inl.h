@@ -1,4 +1,4 @@
-// Decode-shaped integer matmul for q8_0 and q4_0 weights on AVX-512 VNNI
+// Decode-shaped integer matmul for q8_0, q4_0 and q6_k weights on AVX-512 VNNI
 // (Highway's AVX3_DL target), included by quant_matmul.cc inside that target's
 // namespace. Small steps (decode, small batches) read each weight once and do
 // little arithmetic per byte, so the loop is shaped for the front end: four
@@ -39,30 +39,78 @@ HWY_INLINE float HorizontalSum(__m256 v) {
   return _mm_cvtss_f32(s);
 }
 
-// One weight block prepared for any number of activation rows.
+// One block of 32 weights of a row, prepared for any number of activation
+// rows: Scale() is its f32 scale per int32 lane of the dot, Dot(x, xsum) the
+// int32 lanes of its dot with x (xsum: 32 x the lane sums of x, used by q6_k).
 struct Q8_0Block {
-  static constexpr size_t kBytes = 34;
+  static constexpr size_t kSuperBytes = 34;
+  static constexpr int kBlocksPerSuper = 1;
   static constexpr bool kNibbleOffset = false;
+  static constexpr bool kGroupSums = false;
+  const uint8_t* blk;
   __m256i magnitude, signs;
-  HWY_INLINE explicit Q8_0Block(const uint8_t* blk)
-      : signs(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 2))) {
+  HWY_INLINE Q8_0Block(const uint8_t* row, int64_t b)
+      : blk(row + size_t(b) * kSuperBytes),
+        signs(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 2))) {
     magnitude = _mm256_abs_epi8(signs);  // -128 becomes 128 as an unsigned byte
   }
-  HWY_INLINE __m256i Dot(__m256i x) const {
+  HWY_INLINE __m256 Scale() const { return BroadcastF16(blk); }
+  HWY_INLINE __m256i Dot(__m256i x, __m256i) const {
     return Dpbusd(_mm256_setzero_si256(), magnitude, _mm256_sign_epi8(x, signs));
   }
 };
 
 struct Q4_0Block {
-  static constexpr size_t kBytes = 18;
+  static constexpr size_t kSuperBytes = 18;
+  static constexpr int kBlocksPerSuper = 1;
   static constexpr bool kNibbleOffset = true;
+  static constexpr bool kGroupSums = false;
+  const uint8_t* blk;
   __m256i nibbles;  // values 0..15: bytes 0..15 low nibbles, 16..31 high
-  HWY_INLINE explicit Q4_0Block(const uint8_t* blk) {
+  HWY_INLINE Q4_0Block(const uint8_t* row, int64_t b) : blk(row + size_t(b) * kSuperBytes) {
     const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 2));
     const __m128i low4 = _mm_set1_epi8(0x0f);
     nibbles = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(v, 4), low4), _mm_and_si128(v, low4));
   }
-  HWY_INLINE __m256i Dot(__m256i x) const { return Dpbusd(_mm256_setzero_si256(), nibbles, x); }
+  HWY_INLINE __m256 Scale() const { return BroadcastF16(blk); }
+  HWY_INLINE __m256i Dot(__m256i x, __m256i) const {
+    return Dpbusd(_mm256_setzero_si256(), nibbles, x);
+  }
+};
+
+// q6_k: block j of a 256-value super-block takes the low (j % 4 < 2) or high
+// nibbles of ql[64 (j / 4) + 32 (j % 2)] and bits 2 (j % 4) of qh[32 (j / 4)];
+// values q - 32 with an int8 scale per 16. The unsigned q goes into VNNI, and
+// 32 x (sum of x per 4 lanes) comes back out, lane by lane, before the scales.
+struct Q6_KBlock {
+  static constexpr size_t kSuperBytes = 210;
+  static constexpr int kBlocksPerSuper = 8;
+  static constexpr bool kNibbleOffset = false;
+  static constexpr bool kGroupSums = true;
+  __m256i q;
+  __m256 scale;
+  HWY_INLINE Q6_KBlock(const uint8_t* row, int64_t b) {
+    const uint8_t* super = row + size_t(b / 8) * kSuperBytes;
+    const int j = int(b % 8), half = j / 4, quarter = j % 4;
+    const __m256i ql =
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(super + 64 * half + 32 * (quarter & 1)));
+    const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(super + 128 + 32 * half));
+    const __m256i low4 = _mm256_set1_epi8(0x0f);
+    const __m256i nibble =
+        quarter < 2 ? _mm256_and_si256(ql, low4) : _mm256_and_si256(_mm256_srli_epi16(ql, 4), low4);
+    const __m256i high2 = _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(2 * quarter)),
+                                           _mm256_set1_epi8(0x03));
+    q = _mm256_or_si256(nibble, _mm256_slli_epi16(high2, 4));  // 0..63, no carry across bytes
+    int16_t pair;
+    std::memcpy(&pair, super + 192 + 2 * j, 2);
+    const __m128i spread = _mm_shuffle_epi8(_mm_cvtsi32_si128(pair),
+                                            _mm_setr_epi8(0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0));
+    scale = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(spread)), BroadcastF16(super + 208));
+  }
+  HWY_INLINE __m256 Scale() const { return scale; }
+  HWY_INLINE __m256i Dot(__m256i x, __m256i x_sum32) const {
+    return _mm256_sub_epi32(Dpbusd(_mm256_setzero_si256(), q, x), x_sum32);
+  }
 };
 
 // y[r0 + r][n + j] for r < R activation rows and j < NW weight rows starting at w.
@@ -78,27 +126,34 @@ HWY_INLINE void Tile(const uint8_t* w, size_t row_bytes, const QuantizedActivati
   const float* xs = x.s + r0 * nb;
   // Four interleaved rows defeat the hardware stream prefetcher, so fetch the
   // group after next ourselves, at the pace this group is consumed.
-  constexpr size_t kBytesPerStep = NW * Block::kBytes;
+  constexpr size_t kBytesPerStep = NW * Block::kSuperBytes / Block::kBlocksPerSuper;
   constexpr int kPrefetchLines = int((kBytesPerStep + 63) / 64) + 1;
   const uint8_t* prefetch = w + 2 * NW * row_bytes;
   for (int64_t b = 0; b < nb; ++b) {
     if constexpr (NW > 1) {
-      for (int i = 0; i < kPrefetchLines; ++i)
-        _mm_prefetch(reinterpret_cast<const char*>(prefetch + b * kBytesPerStep + 64 * i), _MM_HINT_T0);
+      for (int i = 0; i < kPrefetchLines; ++i) {
+        _mm_prefetch(reinterpret_cast<const char*>(prefetch + b * kBytesPerStep + 64 * i),
+                     _MM_HINT_T0);
+      }
     }
-    __m256i xv[R];
+    __m256i xv[R], x_sum32[R];
     __m256 dx[R], offset[R];
     for (int r = 0; r < R; ++r) {
       xv[r] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + r * x.k + 32 * b));
       dx[r] = _mm256_set1_ps(xd[r * nb + b]);
       if constexpr (Block::kNibbleOffset) offset[r] = _mm256_set1_ps(-xs[r * nb + b]);
+      if constexpr (Block::kGroupSums) {
+        x_sum32[r] = _mm256_slli_epi32(
+            Dpbusd(_mm256_setzero_si256(), _mm256_set1_epi8(1), xv[r]), 5);
+      } else {
+        x_sum32[r] = _mm256_setzero_si256();
+      }
     }
     for (int j = 0; j < NW; ++j) {
-      const uint8_t* blk = w + size_t(j) * row_bytes + size_t(b) * Block::kBytes;
-      const Block block(blk);
-      const __m256 dw = BroadcastF16(blk);
+      const Block block(w + size_t(j) * row_bytes, b);
+      const __m256 dw = block.Scale();
       for (int r = 0; r < R; ++r) {
-        const __m256 dot = _mm256_cvtepi32_ps(block.Dot(xv[r]));
+        const __m256 dot = _mm256_cvtepi32_ps(block.Dot(xv[r], x_sum32[r]));
         const __m256 scaled = Block::kNibbleOffset ? _mm256_fmadd_ps(dot, dx[r], offset[r])
                                                    : _mm256_mul_ps(dot, dx[r]);
         acc[r][j] = _mm256_fmadd_ps(scaled, dw, acc[r][j]);
