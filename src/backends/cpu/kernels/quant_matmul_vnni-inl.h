@@ -113,10 +113,11 @@ struct Q6_KBlock {
   }
 };
 
-// y[r0 + r][n + j] for r < R activation rows and j < NW weight rows starting at w.
+// y[r0 + r][n + j] for r < R activation rows and j < NW weight rows starting at
+// w; rows before `rows_end` may be prefetched.
 template <class Block, int R, int NW>
-HWY_INLINE void Tile(const uint8_t* w, size_t row_bytes, const QuantizedActivations& x,
-                     int64_t r0, float* y, int64_t ldy) {
+HWY_INLINE void Tile(const uint8_t* w, const uint8_t* rows_end, size_t row_bytes,
+                     const QuantizedActivations& x, int64_t r0, float* y, int64_t ldy) {
   const int64_t nb = x.k / 32;
   __m256 acc[R][NW];
   for (int r = 0; r < R; ++r)
@@ -125,15 +126,16 @@ HWY_INLINE void Tile(const uint8_t* w, size_t row_bytes, const QuantizedActivati
   const float* xd = x.d + r0 * nb;
   const float* xs = x.s + r0 * nb;
   // Four interleaved rows defeat the hardware stream prefetcher, so fetch the
-  // group after next ourselves, at the pace this group is consumed.
+  // group after next ourselves, at the pace this group is consumed, and no
+  // further than this task's rows (the next ones may belong to another thread).
   constexpr size_t kBytesPerStep = NW * Block::kSuperBytes / Block::kBlocksPerSuper;
   constexpr int kPrefetchLines = int((kBytesPerStep + 63) / 64) + 1;
   const uint8_t* prefetch = w + 2 * NW * row_bytes;
   for (int64_t b = 0; b < nb; ++b) {
     if constexpr (NW > 1) {
       for (int i = 0; i < kPrefetchLines; ++i) {
-        _mm_prefetch(reinterpret_cast<const char*>(prefetch + b * kBytesPerStep + 64 * i),
-                     _MM_HINT_T0);
+        const uint8_t* line = prefetch + b * kBytesPerStep + 64 * i;
+        if (line < rows_end) _mm_prefetch(reinterpret_cast<const char*>(line), _MM_HINT_T0);
       }
     }
     __m256i xv[R], x_sum32[R];
@@ -168,10 +170,16 @@ template <class Block, int R>
 HWY_INLINE void RowGroups(const uint8_t* w, size_t row_bytes, const QuantizedActivations& x,
                           int64_t r0, int64_t n0, int64_t n1, float* y, int64_t ldy) {
   constexpr int kRows = 4;
+  const uint8_t* rows_end = w + size_t(n1) * row_bytes;
   int64_t n = n0;
-  for (; n + kRows <= n1; n += kRows)
-    Tile<Block, R, kRows>(w + size_t(n) * row_bytes, row_bytes, x, r0, y + r0 * ldy + n, ldy);
-  for (; n < n1; ++n) Tile<Block, R, 1>(w + size_t(n) * row_bytes, row_bytes, x, r0, y + r0 * ldy + n, ldy);
+  for (; n + kRows <= n1; n += kRows) {
+    Tile<Block, R, kRows>(w + size_t(n) * row_bytes, rows_end, row_bytes, x, r0,
+                          y + r0 * ldy + n, ldy);
+  }
+  for (; n < n1; ++n) {
+    Tile<Block, R, 1>(w + size_t(n) * row_bytes, rows_end, row_bytes, x, r0, y + r0 * ldy + n,
+                      ldy);
+  }
 }
 
 // Rows [n0, n1) of y for every activation row, four activation rows at a time.
