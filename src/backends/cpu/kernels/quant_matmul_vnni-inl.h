@@ -166,6 +166,74 @@ HWY_INLINE void Tile(const uint8_t* w, const uint8_t* rows_end, size_t row_bytes
     for (int j = 0; j < NW; ++j) y[r * ldy + j] = HorizontalSum(acc[r][j]);
 }
 
+// q4_0, two weight rows per vector: a block's 16 nibble bytes of rows j and
+// j + 1 share one ymm, low nibbles (values 0..15 of both rows) against x's
+// first 16 values broadcast to both halves, high nibbles against the last 16.
+// Lanes 0-3 then sum row j, lanes 4-7 row j + 1, so unpacking, the int-to-float
+// conversion and both scale steps run once for two rows.
+template <int R>
+HWY_INLINE void TileQ4_0Pairs(const uint8_t* w, const uint8_t* rows_end, size_t row_bytes,
+                              const QuantizedActivations& x, int64_t r0, float* y, int64_t ldy) {
+  constexpr int kPairs = 2;  // four weight rows
+  constexpr size_t kBlockBytes = Q4_0Block::kSuperBytes;
+  const int64_t nb = x.k / 32;
+  __m256 acc[R][kPairs];
+  for (int r = 0; r < R; ++r)
+    for (int p = 0; p < kPairs; ++p) acc[r][p] = _mm256_setzero_ps();
+  const int8_t* xq = x.qs + r0 * x.k;
+  const float* xd = x.d + r0 * nb;
+  const float* xs = x.s + r0 * nb;
+  constexpr size_t kBytesPerStep = 2 * kPairs * kBlockBytes;
+  constexpr int kPrefetchLines = int((kBytesPerStep + 63) / 64) + 1;
+  const uint8_t* prefetch = w + 2 * 2 * kPairs * row_bytes;
+  const __m256i low4 = _mm256_set1_epi8(0x0f);
+  for (int64_t b = 0; b < nb; ++b) {
+    for (int i = 0; i < kPrefetchLines; ++i) {
+      const uint8_t* line = prefetch + b * kBytesPerStep + 64 * i;
+      if (line < rows_end) _mm_prefetch(reinterpret_cast<const char*>(line), _MM_HINT_T0);
+    }
+    __m256i x_low[R], x_high[R];
+    __m256 dx[R], offset[R];
+    for (int r = 0; r < R; ++r) {
+      const int8_t* xb = xq + r * x.k + 32 * b;
+      x_low[r] = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(xb)));
+      x_high[r] =
+          _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(xb + 16)));
+      dx[r] = _mm256_set1_ps(xd[r * nb + b]);
+      offset[r] = _mm256_set1_ps(-2.0f * xs[r * nb + b]);  // -8 s over the 4 lanes of a row
+    }
+    for (int p = 0; p < kPairs; ++p) {
+      const uint8_t* blk0 = w + size_t(2 * p) * row_bytes + size_t(b) * kBlockBytes;
+      const uint8_t* blk1 = blk0 + row_bytes;
+      const __m256i packed = _mm256_inserti128_si256(
+          _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk0 + 2))),
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk1 + 2)), 1);
+      const __m256i low = _mm256_and_si256(packed, low4);
+      const __m256i high = _mm256_and_si256(_mm256_srli_epi16(packed, 4), low4);
+      uint16_t h0, h1;
+      std::memcpy(&h0, blk0, 2);
+      std::memcpy(&h1, blk1, 2);
+      const __m256 dw = _mm256_cvtph_ps(
+          _mm_blend_epi16(_mm_set1_epi16(short(h0)), _mm_set1_epi16(short(h1)), 0xf0));
+      for (int r = 0; r < R; ++r) {
+        const __m256i dot = Dpbusd(Dpbusd(_mm256_setzero_si256(), low, x_low[r]), high, x_high[r]);
+        const __m256 scaled = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), dx[r], offset[r]);
+        acc[r][p] = _mm256_fmadd_ps(scaled, dw, acc[r][p]);
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    for (int p = 0; p < kPairs; ++p) {
+      const __m128 low_row = _mm256_castps256_ps128(acc[r][p]);
+      const __m128 high_row = _mm256_extractf128_ps(acc[r][p], 1);
+      __m128 sums = _mm_hadd_ps(low_row, high_row);  // [j, j, j+1, j+1] partial sums
+      sums = _mm_hadd_ps(sums, sums);                 // [j, j+1, j, j+1]
+      y[r * ldy + 2 * p] = _mm_cvtss_f32(sums);
+      y[r * ldy + 2 * p + 1] = _mm_cvtss_f32(_mm_shuffle_ps(sums, sums, 1));
+    }
+  }
+}
+
 template <class Block, int R>
 HWY_INLINE void RowGroups(const uint8_t* w, size_t row_bytes, const QuantizedActivations& x,
                           int64_t r0, int64_t n0, int64_t n1, float* y, int64_t ldy) {
@@ -173,8 +241,13 @@ HWY_INLINE void RowGroups(const uint8_t* w, size_t row_bytes, const QuantizedAct
   const uint8_t* rows_end = w + size_t(n1) * row_bytes;
   int64_t n = n0;
   for (; n + kRows <= n1; n += kRows) {
-    Tile<Block, R, kRows>(w + size_t(n) * row_bytes, rows_end, row_bytes, x, r0,
-                          y + r0 * ldy + n, ldy);
+    if constexpr (std::is_same_v<Block, Q4_0Block>) {
+      TileQ4_0Pairs<R>(w + size_t(n) * row_bytes, rows_end, row_bytes, x, r0, y + r0 * ldy + n,
+                       ldy);
+    } else {
+      Tile<Block, R, kRows>(w + size_t(n) * row_bytes, rows_end, row_bytes, x, r0,
+                            y + r0 * ldy + n, ldy);
+    }
   }
   for (; n < n1; ++n) {
     Tile<Block, R, 1>(w + size_t(n) * row_bytes, rows_end, row_bytes, x, r0, y + r0 * ldy + n,
