@@ -23,6 +23,20 @@ void AddBias(const Tensor* bias, int64_t t, int64_t out, float* y) {
 
 bool IsHalf(DType t) { return t == DType::kF16 || t == DType::kBF16; }
 
+// Rows of W per task for the integer kernels: about kTasksPerThread tasks per
+// thread, in whole groups of 8 rows (the kernels take 4 weight rows at a time),
+// within [min_rows, max_rows]. Every task starts cold (the kernel's prefetch
+// runs two row groups ahead of itself), and on SmolLM2 / the MoE bench file
+// that start costs more than the imbalance of few large tasks: decode tg64 at
+// 2 threads rose 159 -> 221 t/s (SmolLM2 Q8_0) and 133 -> 161 (MoE Q8_0) going
+// from 8 tasks per thread and tiles of at most 256 / 64 rows to this.
+constexpr int64_t kTasksPerThread = 2;
+
+int64_t TileRows(int64_t total_rows, int64_t min_rows, int64_t max_rows, int threads) {
+  const int64_t even = (total_rows + kTasksPerThread * threads - 1) / (kTasksPerThread * threads);
+  return std::clamp<int64_t>((even + 7) / 8 * 8, min_rows, std::max(min_rows, max_rows));
+}
+
 size_t RoundUp64(size_t n) { return (n + 63) / 64 * 64; }
 
 // Integer (or widening) kernels straight from the weight blocks, every
@@ -47,10 +61,7 @@ void QuantMultiMatmul(ThreadPool& pool, FunctionRef<float*(uint64_t)> shared, co
   if (q_bytes) kernels::QuantizeActivations(quantised, x.as<const float>(), t, in, buffer);
   if (h_bytes) kernels::QuantizeActivations(half, x.as<const float>(), t, in, buffer + q_bytes);
 
-  // Tiles small enough to keep every thread busy on short matrices, in whole
-  // groups of 8 rows (the kernels work on 4 weight rows at a time).
-  const int64_t tile =
-      (std::clamp<int64_t>(total_rows / (8 * pool.num_threads()), 8, 256) + 7) / 8 * 8;
+  const int64_t tile = TileRows(total_rows, 8, total_rows, pool.num_threads());
   std::array<int64_t, kMaxProjections + 1> first_task{};
   for (size_t p = 0; p < projections.size(); ++p) {
     first_task[p + 1] = first_task[p] + (projections[p].weight->rows() + tile - 1) / tile;
@@ -169,8 +180,10 @@ void GroupedMatmul(ThreadPool& pool, ScratchFn scratch, FunctionRef<float*(uint6
   uint64_t total = 0;
   for (int64_t g = 0; g < groups; ++g) total += slice_floats(offsets[size_t(g) + 1] - offsets[size_t(g)]);
   float* buffer = shared(total);
-  constexpr int64_t kTile = 64;
-  const int64_t tiles_per_group = (out + kTile - 1) / kTile;
+  int64_t active_rows = 0;
+  for (int64_t g = 0; g < groups; ++g) active_rows += offsets[size_t(g) + 1] > offsets[size_t(g)] ? out : 0;
+  const int64_t tile = TileRows(active_rows, 64, out, pool.num_threads());
+  const int64_t tiles_per_group = (out + tile - 1) / tile;
   uint64_t offset = 0;
   // task -> (group, tile): groups with rows, in order.
   std::array<int32_t, 1024> active_groups{};
@@ -187,11 +200,11 @@ void GroupedMatmul(ThreadPool& pool, ScratchFn scratch, FunctionRef<float*(uint6
     offset += slice_floats(n);
   }
   pool.ParallelFor(n_active * tiles_per_group, [&](int64_t task, int) {
-    const int64_t a = task / tiles_per_group, tile = task % tiles_per_group;
+    const int64_t a = task / tiles_per_group, tile_index = task % tiles_per_group;
     const int64_t g = active_groups[size_t(a)];
     const int64_t r0 = offsets[size_t(g)], n = offsets[size_t(g) + 1] - r0;
     const Tensor& w = weights[size_t(g)];
-    const int64_t n0 = tile * kTile, n1 = std::min(out, n0 + kTile);
+    const int64_t n0 = tile_index * tile, n1 = std::min(out, n0 + tile);
     kernels::QuantMatmulRows(dtype, w.as<const uint8_t>(), w.row_bytes(),
                              buffer + group_offset[size_t(a)], n, in, n0, n1,
                              y.as<float>() + r0 * out, out);

@@ -239,6 +239,12 @@ HWY_INLINE void RowGroups(const uint8_t* w, size_t row_bytes, const QuantizedAct
                           int64_t r0, int64_t n0, int64_t n1, float* y, int64_t ldy) {
   constexpr int kRows = 4;
   const uint8_t* rows_end = w + size_t(n1) * row_bytes;
+  // The tiles prefetch two groups ahead; start those two groups' loads now
+  // so that a task does not begin with a stall on every line.
+  const uint8_t* first = w + size_t(n0) * row_bytes;
+  const uint8_t* ramp_end = std::min(rows_end, first + 2 * kRows * row_bytes);
+  for (const uint8_t* line = first; line < ramp_end; line += 64)
+    _mm_prefetch(reinterpret_cast<const char*>(line), _MM_HINT_T1);
   int64_t n = n0;
   for (; n + kRows <= n1; n += kRows) {
     if constexpr (std::is_same_v<Block, Q4_0Block>) {
