@@ -47,9 +47,12 @@ struct Q8_0Block {
   static constexpr int kBlocksPerSuper = 1;
   static constexpr bool kNibbleOffset = false;
   static constexpr bool kGroupSums = false;
+  struct Super {  // nothing shared across blocks
+    HWY_INLINE void Load(const uint8_t*, int64_t) {}
+  };
   const uint8_t* blk;
   __m256i magnitude, signs;
-  HWY_INLINE Q8_0Block(const uint8_t* row, int64_t b)
+  HWY_INLINE Q8_0Block(const uint8_t* row, int64_t b, const Super&)
       : blk(row + size_t(b) * kSuperBytes),
         signs(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 2))) {
     magnitude = _mm256_abs_epi8(signs);  // -128 becomes 128 as an unsigned byte
@@ -65,9 +68,10 @@ struct Q4_0Block {
   static constexpr int kBlocksPerSuper = 1;
   static constexpr bool kNibbleOffset = true;
   static constexpr bool kGroupSums = false;
+  using Super = Q8_0Block::Super;
   const uint8_t* blk;
   __m256i nibbles;  // values 0..15: bytes 0..15 low nibbles, 16..31 high
-  HWY_INLINE Q4_0Block(const uint8_t* row, int64_t b) : blk(row + size_t(b) * kSuperBytes) {
+  HWY_INLINE Q4_0Block(const uint8_t* row, int64_t b, const Super&) : blk(row + size_t(b) * kSuperBytes) {
     const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 2));
     const __m128i low4 = _mm_set1_epi8(0x0f);
     nibbles = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(v, 4), low4), _mm_and_si128(v, low4));
@@ -87,9 +91,20 @@ struct Q6_KBlock {
   static constexpr int kBlocksPerSuper = 8;
   static constexpr bool kNibbleOffset = false;
   static constexpr bool kGroupSums = true;
+  // The super-block's 16 sub-block scales times d, as f32, once per 8 blocks.
+  struct Super {
+    __m256 low, high;  // sub-blocks 0-7, 8-15
+    HWY_INLINE void Load(const uint8_t* row, int64_t b) {
+      const uint8_t* super = row + size_t(b / 8) * kSuperBytes;
+      const __m128i scales = _mm_loadu_si128(reinterpret_cast<const __m128i*>(super + 192));
+      const __m256 d = BroadcastF16(super + 208);
+      low = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(scales)), d);
+      high = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(scales, 8))), d);
+    }
+  };
   __m256i q;
   __m256 scale;
-  HWY_INLINE Q6_KBlock(const uint8_t* row, int64_t b) {
+  HWY_INLINE Q6_KBlock(const uint8_t* row, int64_t b, const Super& super_scales) {
     const uint8_t* super = row + size_t(b / 8) * kSuperBytes;
     const int j = int(b % 8), half = j / 4, quarter = j % 4;
     const __m256i ql =
@@ -101,11 +116,10 @@ struct Q6_KBlock {
     const __m256i high2 = _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(2 * quarter)),
                                            _mm256_set1_epi8(0x03));
     q = _mm256_or_si256(nibble, _mm256_slli_epi16(high2, 4));  // 0..63, no carry across bytes
-    int16_t pair;
-    std::memcpy(&pair, super + 192 + 2 * j, 2);
-    const __m128i spread = _mm_shuffle_epi8(_mm_cvtsi32_si128(pair),
-                                            _mm_setr_epi8(0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0));
-    scale = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(spread)), BroadcastF16(super + 208));
+    // Lanes 0-3 take sub-block 2j, lanes 4-7 sub-block 2j + 1.
+    const __m256i lanes = _mm256_add_epi32(_mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1),
+                                           _mm256_set1_epi32(2 * quarter));
+    scale = _mm256_permutevar8x32_ps(half ? super_scales.high : super_scales.low, lanes);
   }
   HWY_INLINE __m256 Scale() const { return scale; }
   HWY_INLINE __m256i Dot(__m256i x, __m256i x_sum32) const {
@@ -131,7 +145,11 @@ HWY_INLINE void Tile(const uint8_t* w, const uint8_t* rows_end, size_t row_bytes
   constexpr size_t kBytesPerStep = NW * Block::kSuperBytes / Block::kBlocksPerSuper;
   constexpr int kPrefetchLines = int((kBytesPerStep + 63) / 64) + 1;
   const uint8_t* prefetch = w + 2 * NW * row_bytes;
+  typename Block::Super super[NW];
   for (int64_t b = 0; b < nb; ++b) {
+    if (b % Block::kBlocksPerSuper == 0) {
+      for (int j = 0; j < NW; ++j) super[j].Load(w + size_t(j) * row_bytes, b);
+    }
     if constexpr (NW > 1) {
       for (int i = 0; i < kPrefetchLines; ++i) {
         const uint8_t* line = prefetch + b * kBytesPerStep + 64 * i;
@@ -152,7 +170,7 @@ HWY_INLINE void Tile(const uint8_t* w, const uint8_t* rows_end, size_t row_bytes
       }
     }
     for (int j = 0; j < NW; ++j) {
-      const Block block(w + size_t(j) * row_bytes, b);
+      const Block block(w + size_t(j) * row_bytes, b, super[j]);
       const __m256 dw = block.Scale();
       for (int r = 0; r < R; ++r) {
         const __m256 dot = _mm256_cvtepi32_ps(block.Dot(xv[r], x_sum32[r]));
