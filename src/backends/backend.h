@@ -59,6 +59,12 @@ struct Projection {
   Tensor out;
 };
 
+// One output of MultiGroupedMatmul: rows of group g times weights[g].
+struct GroupedProjection {
+  std::span<const Tensor> weights;  // one per group
+  Tensor out;
+};
+
 // Backend-owned memory; released when destroyed.
 class Buffer {
  public:
@@ -143,6 +149,13 @@ class Backend {
   // Groups with no rows cost nothing.
   virtual void GroupedMatmul(const Tensor& x, std::span<const Tensor> weights,
                              std::span<const int32_t> offsets, const Tensor& y) = 0;
+  // GroupedMatmul for several weight sets over the same rows and offsets (the
+  // experts' gate and up), which a backend may run as one pass. The default
+  // calls GroupedMatmul for each.
+  virtual void MultiGroupedMatmul(const Tensor& x, std::span<const GroupedProjection> projections,
+                                  std::span<const int32_t> offsets) {
+    for (const GroupedProjection& p : projections) GroupedMatmul(x, p.weights, offsets, p.out);
+  }
   // dst[rows[i]] = src[i] (writing a step's new rows into the paged cache).
   virtual void ScatterRows(const Tensor& src, std::span<const int32_t> rows, const Tensor& dst) = 0;
   // dst[i] = src[rows[i]] for each listed row.

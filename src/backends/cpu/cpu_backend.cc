@@ -122,6 +122,14 @@ void CpuBackend::GroupedMatmul(const Tensor& x, std::span<const Tensor> weights,
       [this](uint64_t n) { return SharedScratch(n); }, exact_matmul_, x, weights, offsets, y);
 }
 
+void CpuBackend::MultiGroupedMatmul(const Tensor& x,
+                                    std::span<const GroupedProjection> projections,
+                                    std::span<const int32_t> offsets) {
+  cpu::MultiGroupedMatmul(
+      pool_, [this](int thread, uint64_t n) { return Scratch(thread, n); },
+      [this](uint64_t n) { return SharedScratch(n); }, exact_matmul_, x, projections, offsets);
+}
+
 void CpuBackend::Rope(const Tensor& x, std::span<const int32_t> positions,
                       const RopeTable& rope) {
   CHECK(x.rank == 3 && x.dim(0) == int64_t(positions.size()));

@@ -47,6 +47,8 @@ class CpuBackend final : public Backend {
              std::span<int32_t> ids, std::span<float> weights) override;
   void GroupedMatmul(const Tensor& x, std::span<const Tensor> weights,
                      std::span<const int32_t> offsets, const Tensor& y) override;
+  void MultiGroupedMatmul(const Tensor& x, std::span<const GroupedProjection> projections,
+                          std::span<const int32_t> offsets) override;
   void GatherRows(const Tensor& src, std::span<const int32_t> rows, const Tensor& dst) override;
   void ScatterAddRows(const Tensor& src, std::span<const int32_t> rows,
                       std::span<const float> scales, const Tensor& dst) override;

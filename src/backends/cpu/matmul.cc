@@ -153,43 +153,53 @@ void MultiMatmul(ThreadPool& pool, ScratchFn scratch, FunctionRef<float*(uint64_
 void GroupedMatmul(ThreadPool& pool, ScratchFn scratch, FunctionRef<float*(uint64_t)> shared,
                    bool exact, const Tensor& x, std::span<const Tensor> weights,
                    std::span<const int32_t> offsets, const Tensor& y) {
-  const int64_t groups = int64_t(weights.size()), in = x.cols(), out = y.cols();
-  CHECK(offsets.size() == weights.size() + 1 && y.rows() == x.rows());
-  const DType dtype = groups > 0 ? weights[0].dtype : DType::kF32;
+  const GroupedProjection p{weights, y};
+  MultiGroupedMatmul(pool, scratch, shared, exact, x, std::span(&p, 1), offsets);
+}
+
+void MultiGroupedMatmul(ThreadPool& pool, ScratchFn scratch, FunctionRef<float*(uint64_t)> shared,
+                        bool exact, const Tensor& x, std::span<const GroupedProjection> projections,
+                        std::span<const int32_t> offsets) {
+  constexpr size_t kMaxProjections = 4;
+  const int64_t groups = int64_t(offsets.size()) - 1, in = x.cols();
+  CHECK(groups >= 0 && !projections.empty() && projections.size() <= kMaxProjections);
+  const int64_t out = projections[0].out.cols();
+  const DType dtype = groups > 0 ? projections[0].weights[0].dtype : DType::kF32;
   int64_t max_rows = 0;
-  bool same_dtype = true;
+  bool uniform = true;  // one dtype and one output width: one activation buffer, one tiling
+  for (const GroupedProjection& p : projections) {
+    CHECK(int64_t(p.weights.size()) == groups && p.out.rows() == x.rows());
+    uniform &= p.out.cols() == out;
+    for (const Tensor& w : p.weights) uniform &= w.dtype == dtype;
+  }
   for (int64_t g = 0; g < groups; ++g) {
-    same_dtype &= weights[size_t(g)].dtype == dtype;
     max_rows = std::max<int64_t>(max_rows, offsets[size_t(g) + 1] - offsets[size_t(g)]);
   }
-  if (!same_dtype || !UseIntegerKernels(exact, dtype, max_rows, in)) {  // one matmul per group
-    for (int64_t g = 0; g < groups; ++g) {
-      const int64_t r0 = offsets[size_t(g)], n = offsets[size_t(g) + 1] - r0;
-      if (n > 0) {
-        Matmul(pool, scratch, shared, exact, x.RowSlice(r0, n), weights[size_t(g)], nullptr,
-               y.RowSlice(r0, n));
+  if (!uniform || !UseIntegerKernels(exact, dtype, max_rows, in)) {  // one matmul per group
+    for (const GroupedProjection& p : projections) {
+      for (int64_t g = 0; g < groups; ++g) {
+        const int64_t r0 = offsets[size_t(g)], n = offsets[size_t(g) + 1] - r0;
+        if (n > 0) {
+          Matmul(pool, scratch, shared, exact, x.RowSlice(r0, n), p.weights[size_t(g)], nullptr,
+                 p.out.RowSlice(r0, n));
+        }
       }
     }
     return;
   }
-  // Quantise every group's rows into its own slice of the shared buffer, then
-  // run all (group, row tile) pairs in a single parallel region.
+  // Quantise every group's rows once into its own slice of the shared buffer,
+  // then run all (projection, group, row tile) tasks in a single parallel region.
   auto slice_floats = [&](int64_t rows) {
     return (kernels::QuantizedActivationBytes(dtype, rows, in) + 63) / 64 * 16;
   };
   uint64_t total = 0;
   for (int64_t g = 0; g < groups; ++g) total += slice_floats(offsets[size_t(g) + 1] - offsets[size_t(g)]);
   float* buffer = shared(total);
-  int64_t active_rows = 0;
-  for (int64_t g = 0; g < groups; ++g) active_rows += offsets[size_t(g) + 1] > offsets[size_t(g)] ? out : 0;
-  const int64_t tile = TileRows(active_rows, 64, out, pool.num_threads());
-  const int64_t tiles_per_group = (out + tile - 1) / tile;
-  uint64_t offset = 0;
-  // task -> (group, tile): groups with rows, in order.
   std::array<int32_t, 1024> active_groups{};
   std::array<uint64_t, 1024> group_offset{};
-  int64_t n_active = 0;
   CHECK(groups <= 1024);
+  int64_t n_active = 0;
+  uint64_t offset = 0;
   for (int64_t g = 0; g < groups; ++g) {
     const int64_t r0 = offsets[size_t(g)], n = offsets[size_t(g) + 1] - r0;
     if (n == 0) continue;
@@ -199,15 +209,19 @@ void GroupedMatmul(ThreadPool& pool, ScratchFn scratch, FunctionRef<float*(uint6
     ++n_active;
     offset += slice_floats(n);
   }
-  pool.ParallelFor(n_active * tiles_per_group, [&](int64_t task, int) {
-    const int64_t a = task / tiles_per_group, tile_index = task % tiles_per_group;
+  const int64_t n_proj = int64_t(projections.size());
+  const int64_t tile = TileRows(n_proj * n_active * out, 64, out, pool.num_threads());
+  const int64_t tiles_per_group = (out + tile - 1) / tile;
+  pool.ParallelFor(n_proj * n_active * tiles_per_group, [&](int64_t task, int) {
+    const int64_t p = task / (n_active * tiles_per_group);
+    const int64_t a = (task / tiles_per_group) % n_active, tile_index = task % tiles_per_group;
     const int64_t g = active_groups[size_t(a)];
     const int64_t r0 = offsets[size_t(g)], n = offsets[size_t(g) + 1] - r0;
-    const Tensor& w = weights[size_t(g)];
+    const Tensor& w = projections[size_t(p)].weights[size_t(g)];
     const int64_t n0 = tile_index * tile, n1 = std::min(out, n0 + tile);
     kernels::QuantMatmulRows(dtype, w.as<const uint8_t>(), w.row_bytes(),
                              buffer + group_offset[size_t(a)], n, in, n0, n1,
-                             y.as<float>() + r0 * out, out);
+                             projections[size_t(p)].out.as<float>() + r0 * out, out);
   });
 }
 

@@ -33,4 +33,10 @@ void GroupedMatmul(ThreadPool& pool, ScratchFn scratch, FunctionRef<float*(uint6
                    bool exact, const Tensor& x, std::span<const Tensor> weights,
                    std::span<const int32_t> offsets, const Tensor& y);
 
+// Several grouped products of the same rows (the experts' gate and up): each
+// group's rows are quantised once and all projections run in one region.
+void MultiGroupedMatmul(ThreadPool& pool, ScratchFn scratch, FunctionRef<float*(uint64_t)> shared,
+                        bool exact, const Tensor& x, std::span<const GroupedProjection> projections,
+                        std::span<const int32_t> offsets);
+
 }  // namespace anymoe::cpu

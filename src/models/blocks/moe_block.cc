@@ -77,8 +77,8 @@ void MoeBlock::Forward(StepContext& ctx, const Tensor& x, const Tensor& out) {
   const Tensor g_buf = ctx.ws.Take(m, ffn), u_buf = ctx.ws.Take(m, ffn);
   const Tensor g = g_buf.Prefix(m, c_.moe.expert_ffn), u = u_buf.Prefix(m, c_.moe.expert_ffn);
   be.GatherRows(x, rows, xe);
-  be.GroupedMatmul(xe, experts_.gate, offsets_, g);  // [M, I]
-  be.GroupedMatmul(xe, experts_.up, offsets_, u);
+  const GroupedProjection gate_up[] = {{experts_.gate, g}, {experts_.up, u}};  // [M, I] each
+  be.MultiGroupedMatmul(xe, gate_up, offsets_);
   be.SwiGlu(g, u, g);
   be.GroupedMatmul(g, experts_.down, offsets_, ye);  // [M, H]
   be.Zero(out);
