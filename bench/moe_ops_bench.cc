@@ -12,20 +12,14 @@
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/route.h"
 #include "core/half.h"
+#include "testing/random_data.h"
 
 namespace anymoe {
 namespace {
 
-std::vector<float> RandomFloats(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = u(rng);
-  return v;
-}
-
 void BM_RouteToken(benchmark::State& state, RouterSpec spec, int64_t experts) {
-  const auto logits = RandomFloats(size_t(experts), 1), bias = RandomFloats(size_t(experts), 2);
+  const auto logits = testing::UniformFloats(size_t(experts), 1),
+             bias = testing::UniformFloats(size_t(experts), 2);
   std::vector<float> scratch(size_t(3 * experts)), weights(size_t(spec.experts_per_token));
   std::vector<int32_t> ids(size_t(spec.experts_per_token));
   for (auto _ : state) {
@@ -49,7 +43,8 @@ void BM_GroupedMatmul(benchmark::State& state) {
   for (size_t blk = 0; blk < w.size() / 34; ++blk) std::memcpy(&w[blk * 34], &scale, 2);
   std::vector<Tensor> weights;
   for (int64_t e = 0; e < experts; ++e) {
-    weights.push_back(Tensor::Of(w.data() + size_t(e * ffn) * row_bytes, DType::kQ8_0, {ffn, hidden}));
+    weights.push_back(
+        Tensor::Of(w.data() + size_t(e * ffn) * row_bytes, DType::kQ8_0, {ffn, hidden}));
   }
   std::vector<int32_t> counts(size_t(experts), 0);
   for (int64_t t = 0; t < tokens; ++t) {
@@ -59,9 +54,10 @@ void BM_GroupedMatmul(benchmark::State& state) {
     for (int64_t k = 0; k < top_k; ++k) ++counts[size_t(pick[size_t(k)])];
   }
   std::vector<int32_t> offsets(size_t(experts) + 1, 0);
-  for (int64_t e = 0; e < experts; ++e) offsets[size_t(e) + 1] = offsets[size_t(e)] + counts[size_t(e)];
+  for (int64_t e = 0; e < experts; ++e)
+    offsets[size_t(e) + 1] = offsets[size_t(e)] + counts[size_t(e)];
   const int64_t rows = tokens * top_k;
-  auto x = RandomFloats(size_t(rows * hidden), 4);
+  auto x = testing::UniformFloats(size_t(rows * hidden), 4);
   std::vector<float> y(size_t(rows * ffn));
   CpuBackend backend{static_cast<int>(threads)};
   const Tensor xt = Tensor::Of(x.data(), DType::kF32, {rows, hidden});
@@ -78,10 +74,14 @@ void BM_GroupedMatmul(benchmark::State& state) {
 BENCHMARK(BM_GroupedMatmul)->ArgsProduct({{1, 16, 128}, {1, 2}})->UseRealTime();
 
 void RegisterRouting() {
-  RouterSpec softmax{.scoring = RouterSpec::Scoring::kSoftmax, .experts_per_token = 8,
-                     .normalize = true};
-  RouterSpec glm5{.scoring = RouterSpec::Scoring::kSigmoid, .experts_per_token = 8, .n_group = 8,
-                  .topk_group = 4, .normalize = true, .scaling = 2.5f};
+  RouterSpec softmax{
+      .scoring = RouterSpec::Scoring::kSoftmax, .experts_per_token = 8, .normalize = true};
+  RouterSpec glm5{.scoring = RouterSpec::Scoring::kSigmoid,
+                  .experts_per_token = 8,
+                  .n_group = 8,
+                  .topk_group = 4,
+                  .normalize = true,
+                  .scaling = 2.5f};
   benchmark::RegisterBenchmark("BM_RouteToken/softmax_e64_k8", BM_RouteToken, softmax, 64);
   benchmark::RegisterBenchmark("BM_RouteToken/sigmoid_grouped_e256_k8", BM_RouteToken, glm5, 256);
 }

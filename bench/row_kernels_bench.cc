@@ -10,28 +10,22 @@
 #include "backends/cpu/kernels/dot.h"
 #include "backends/cpu/kernels/quant_matmul.h"
 #include "hwy/aligned_allocator.h"
+#include "testing/random_data.h"
 
 namespace anymoe::kernels {
 namespace {
-
-std::vector<float> RandomFloats(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = u(rng);
-  return v;
-}
 
 // One query of head dim d over n cached keys (K and V rows of one kv head in a
 // pool with 3 kv heads, as SmolLM2's GQA cache lays them out).
 void BM_AttendOnlineSoftmax(benchmark::State& state) {
   const int64_t n = state.range(0), d = state.range(1), stride = 3 * d;
-  const auto k = RandomFloats(size_t(n * stride), 1), v = RandomFloats(size_t(n * stride), 2);
-  const auto q = RandomFloats(size_t(d), 3);
+  const auto k = testing::UniformFloats(size_t(n * stride), 1),
+             v = testing::UniformFloats(size_t(n * stride), 2);
+  const auto q = testing::UniformFloats(size_t(d), 3);
   std::vector<float> out(static_cast<size_t>(d));
   for (auto _ : state) {
-    AttendOnlineSoftmax(q.data(), k.data(), v.data(), n, nullptr, stride, stride, d, d,
-                        0.125f, out.data());
+    AttendOnlineSoftmax(q.data(), k.data(), v.data(), n, nullptr, stride, stride, d, d, 0.125f,
+                        out.data());
     benchmark::DoNotOptimize(out.data());
   }
   state.SetItemsProcessed(int64_t(state.iterations()) * n);  // keys per second
@@ -41,8 +35,8 @@ BENCHMARK(BM_AttendOnlineSoftmax)->ArgsProduct({{128, 1024, 8192}, {64, 128}});
 
 void BM_SiluMul(benchmark::State& state) {
   const size_t n = size_t(state.range(0));
-  auto gate = RandomFloats(n, 1);
-  const auto up = RandomFloats(n, 2);
+  auto gate = testing::UniformFloats(n, 1);
+  const auto up = testing::UniformFloats(n, 2);
   std::vector<float> out(n);
   for (auto _ : state) {
     SiluMul(gate.data(), up.data(), out.data(), n);
@@ -54,7 +48,7 @@ BENCHMARK(BM_SiluMul)->Arg(1536)->Arg(128 * 1536);
 
 void BM_DotF32(benchmark::State& state) {
   const size_t n = size_t(state.range(0));
-  const auto a = RandomFloats(n, 1), b = RandomFloats(n, 2);
+  const auto a = testing::UniformFloats(n, 1), b = testing::UniformFloats(n, 2);
   for (auto _ : state) benchmark::DoNotOptimize(DotF32(a.data(), b.data(), n));
   state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(2 * n * sizeof(float)));
 }
@@ -62,8 +56,8 @@ BENCHMARK(BM_DotF32)->Arg(64)->Arg(576)->Arg(4096);
 
 void BM_AxpyF32(benchmark::State& state) {
   const size_t n = size_t(state.range(0));
-  const auto x = RandomFloats(n, 1);
-  auto y = RandomFloats(n, 2);
+  const auto x = testing::UniformFloats(n, 1);
+  auto y = testing::UniformFloats(n, 2);
   for (auto _ : state) {
     AxpyF32(0.5f, x.data(), y.data(), n);
     benchmark::DoNotOptimize(y.data());
@@ -75,7 +69,7 @@ BENCHMARK(BM_AxpyF32)->Arg(64)->Arg(576)->Arg(4096);
 // x [t, k] to int8 blocks of 32 with scales and sums, once per matmul call.
 void BM_QuantizeActivations(benchmark::State& state) {
   const int64_t t = state.range(0), k = state.range(1);
-  const auto x = RandomFloats(size_t(t * k), 1);
+  const auto x = testing::UniformFloats(size_t(t * k), 1);
   auto buffer = hwy::AllocateAligned<uint8_t>(QuantizedActivationBytes(DType::kQ8_0, t, k));
   for (auto _ : state) {
     QuantizeActivations(DType::kQ8_0, x.data(), t, k, buffer.get());

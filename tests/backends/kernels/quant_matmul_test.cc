@@ -18,17 +18,10 @@
 
 #include "backends/kernels/for_each_target.h"
 #include "core/half.h"
+#include "testing/random_data.h"
 
 namespace anymoe::kernels {
 namespace {
-
-std::vector<float> RandomFloats(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = u(rng);
-  return v;
-}
 
 // Random but valid blocks: random bytes, with the f16 scale (and min) fields set to
 // small positive values so that no block holds inf or NaN.
@@ -37,7 +30,7 @@ std::vector<uint8_t> RandomWeights(DType t, int64_t rows, int64_t cols, uint32_t
   const uint64_t bytes = BytesFor(t, uint64_t(rows * cols)).value();
   std::vector<uint8_t> b(bytes);
   if (t == DType::kF16 || t == DType::kBF16) {
-    const auto f = RandomFloats(size_t(rows * cols), seed);
+    const auto f = testing::UniformFloats(size_t(rows * cols), seed);
     for (size_t i = 0; i < f.size(); ++i) {
       const uint16_t h = t == DType::kF16 ? F32ToF16(f[i]) : F32ToBF16(f[i]);
       std::memcpy(&b[i * 2], &h, 2);
@@ -80,7 +73,7 @@ TEST_P(QuantMatmul, MatchesReferencesOnEveryTarget) {
   const int64_t ldy = n + 3;
   const size_t row_bytes = BytesFor(type, uint64_t(k)).value();
   const auto w = RandomWeights(type, n, k, 7);
-  auto x = RandomFloats(size_t(t * k), 11);
+  auto x = testing::UniformFloats(size_t(t * k), 11);
   for (int64_t i = 0; i < kActivationBlock; ++i) x[size_t(i)] = 0.0f;  // a block of zeros
   x[size_t(k / 2)] = 30.0f;                                            // and an outlier
 
@@ -156,7 +149,7 @@ INSTANTIATE_TEST_SUITE_P(
 
 TEST(QuantizeActivations, RoundsToNearestWithPerBlockScalesAndSums) {
   const int64_t t = 2, k = 96;
-  auto x = RandomFloats(size_t(t * k), 3);
+  auto x = testing::UniformFloats(size_t(t * k), 3);
   for (int64_t i = 32; i < 64; ++i) x[size_t(i)] = 0.0f;
   std::vector<uint8_t> buffer(QuantizedActivationBytes(DType::kQ8_0, t, k));
   testing::ForEachTarget([&] {
@@ -192,7 +185,7 @@ TEST(QuantMatmul, SupportsExactlyTheListedTypes) {
 TEST(QuantMatmul, EmptyRangeWritesNothing) {
   const int64_t t = 2, k = 64;
   const auto w = RandomWeights(DType::kQ8_0, 1, k, 1);
-  const auto x = RandomFloats(size_t(t * k), 2);
+  const auto x = testing::UniformFloats(size_t(t * k), 2);
   std::vector<uint8_t> buffer(QuantizedActivationBytes(DType::kQ8_0, t, k));
   QuantizeActivations(DType::kQ8_0, x.data(), t, k, buffer.data());
   std::vector<float> y(2, 5.0f);
