@@ -3,7 +3,7 @@
 // for q6_k) with one f32 scale per block of 32 in L1, then dotted against 1..4
 // activation rows at a time. q8_0 is used straight from the weights. On AVX3_DL
 // (AVX-512 VNNI) the int8 dot is one vpdpbusd per block; elsewhere it widens to
-// int16 with ReorderWidenMulAccumulate. q8_0, q4_0 and q6_k on AVX3_DL take
+// int16 with ReorderWidenMulAccumulate. q8_0, q4_0, q4_1 and q6_k on AVX3_DL take
 // a register-only path, four weight rows at a time (quant_matmul_vnni-inl.h).
 //
 // Per block b of 32 and activation row r the kernels compute
@@ -584,7 +584,7 @@ void QuantizeActivationsImpl(DType type, const float* x, int64_t t, int64_t k, v
 int64_t IntegerMatmulMaxRowsImpl(DType type) {
   constexpr int64_t kSmallSteps = 32;  // decode and small batches
 #if HWY_TARGET == HWY_AVX3_DL
-  if (type == DType::kQ8_0 || type == DType::kQ4_0) return INT64_MAX;
+  if (type == DType::kQ8_0 || type == DType::kQ4_0 || type == DType::kQ4_1) return INT64_MAX;
 #endif
   return kSmallSteps;
 }
@@ -601,6 +601,7 @@ void QuantMatmulRowsImpl(DType type, const uint8_t* w, size_t w_row_bytes, const
 #if HWY_TARGET == HWY_AVX3_DL
   if (type == DType::kQ8_0) return vnni::MatmulRows<vnni::Q8_0Block>(w, w_row_bytes, x, n0, n1, y, ldy);
   if (type == DType::kQ4_0) return vnni::MatmulRows<vnni::Q4_0Block>(w, w_row_bytes, x, n0, n1, y, ldy);
+  if (type == DType::kQ4_1) return vnni::MatmulRows<vnni::Q4_1Block>(w, w_row_bytes, x, n0, n1, y, ldy);
   if (type == DType::kQ6_K) return vnni::MatmulRows<vnni::Q6_KBlock>(w, w_row_bytes, x, n0, n1, y, ldy);
 #endif
   const int64_t nblocks = k / kQ;

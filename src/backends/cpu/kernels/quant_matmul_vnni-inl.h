@@ -1,4 +1,4 @@
-// Decode-shaped integer matmul for q8_0, q4_0 and q6_k weights on AVX-512 VNNI
+// Decode-shaped integer matmul for q8_0, q4_0, q4_1 and q6_k weights on AVX-512 VNNI
 // (Highway's AVX3_DL target), included by quant_matmul.cc inside that target's
 // namespace. Small steps (decode, small batches) read each weight once and do
 // little arithmetic per byte, so the loop is shaped for the front end: four
@@ -46,6 +46,7 @@ struct Q8_0Block {
   static constexpr size_t kSuperBytes = 34;
   static constexpr int kBlocksPerSuper = 1;
   static constexpr bool kNibbleOffset = false;
+  static constexpr bool kMinTerm = false;
   static constexpr bool kGroupSums = false;
   struct Super {  // nothing shared across blocks
     HWY_INLINE void Load(const uint8_t*, int64_t) {}
@@ -67,6 +68,7 @@ struct Q4_0Block {
   static constexpr size_t kSuperBytes = 18;
   static constexpr int kBlocksPerSuper = 1;
   static constexpr bool kNibbleOffset = true;
+  static constexpr bool kMinTerm = false;
   static constexpr bool kGroupSums = false;
   using Super = Q8_0Block::Super;
   const uint8_t* blk;
@@ -82,6 +84,29 @@ struct Q4_0Block {
   }
 };
 
+// q4_1: value = d q + m with nibbles q; the min adds m * sum(x), which the
+// tile takes from the activation block sums (kMinTerm).
+struct Q4_1Block {
+  static constexpr size_t kSuperBytes = 20;
+  static constexpr int kBlocksPerSuper = 1;
+  static constexpr bool kNibbleOffset = false;
+  static constexpr bool kMinTerm = true;
+  static constexpr bool kGroupSums = false;
+  using Super = Q8_0Block::Super;
+  const uint8_t* blk;
+  __m256i nibbles;
+  HWY_INLINE Q4_1Block(const uint8_t* row, int64_t b, const Super&) : blk(row + size_t(b) * kSuperBytes) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 4));
+    const __m128i low4 = _mm_set1_epi8(0x0f);
+    nibbles = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(v, 4), low4), _mm_and_si128(v, low4));
+  }
+  HWY_INLINE __m256 Scale() const { return BroadcastF16(blk); }
+  HWY_INLINE __m256 Min() const { return BroadcastF16(blk + 2); }
+  HWY_INLINE __m256i Dot(__m256i x, __m256i) const {
+    return Dpbusd(_mm256_setzero_si256(), nibbles, x);
+  }
+};
+
 // q6_k: block j of a 256-value super-block takes the low (j % 4 < 2) or high
 // nibbles of ql[64 (j / 4) + 32 (j % 2)] and bits 2 (j % 4) of qh[32 (j / 4)];
 // values q - 32 with an int8 scale per 16. The unsigned q goes into VNNI, and
@@ -90,6 +115,7 @@ struct Q6_KBlock {
   static constexpr size_t kSuperBytes = 210;
   static constexpr int kBlocksPerSuper = 8;
   static constexpr bool kNibbleOffset = false;
+  static constexpr bool kMinTerm = false;
   static constexpr bool kGroupSums = true;
   // The super-block's 16 sub-block scales times d, as f32, once per 8 blocks.
   struct Super {
@@ -162,6 +188,8 @@ HWY_INLINE void Tile(const uint8_t* w, const uint8_t* rows_end, size_t row_bytes
       xv[r] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + r * x.k + 32 * b));
       dx[r] = _mm256_set1_ps(xd[r * nb + b]);
       if constexpr (Block::kNibbleOffset) offset[r] = _mm256_set1_ps(-xs[r * nb + b]);
+      // The block sum spread over the accumulator's 8 lanes.
+      if constexpr (Block::kMinTerm) offset[r] = _mm256_set1_ps(xs[r * nb + b] * 0.125f);
       if constexpr (Block::kGroupSums) {
         x_sum32[r] = _mm256_slli_epi32(
             Dpbusd(_mm256_setzero_si256(), _mm256_set1_epi8(1), xv[r]), 5);
@@ -177,6 +205,7 @@ HWY_INLINE void Tile(const uint8_t* w, const uint8_t* rows_end, size_t row_bytes
         const __m256 scaled = Block::kNibbleOffset ? _mm256_fmadd_ps(dot, dx[r], offset[r])
                                                    : _mm256_mul_ps(dot, dx[r]);
         acc[r][j] = _mm256_fmadd_ps(scaled, dw, acc[r][j]);
+        if constexpr (Block::kMinTerm) acc[r][j] = _mm256_fmadd_ps(block.Min(), offset[r], acc[r][j]);
       }
     }
   }
@@ -184,16 +213,26 @@ HWY_INLINE void Tile(const uint8_t* w, const uint8_t* rows_end, size_t row_bytes
     for (int j = 0; j < NW; ++j) y[r * ldy + j] = HorizontalSum(acc[r][j]);
 }
 
-// q4_0, two weight rows per vector: a block's 16 nibble bytes of rows j and
-// j + 1 share one ymm, low nibbles (values 0..15 of both rows) against x's
+// q4_0 / q4_1, two weight rows per vector: a block's 16 nibble bytes of rows j
+// and j + 1 share one ymm, low nibbles (values 0..15 of both rows) against x's
 // first 16 values broadcast to both halves, high nibbles against the last 16.
 // Lanes 0-3 then sum row j, lanes 4-7 row j + 1, so unpacking, the int-to-float
 // conversion and both scale steps run once for two rows.
-template <int R>
-HWY_INLINE void TileQ4_0Pairs(const uint8_t* w, const uint8_t* rows_end, size_t row_bytes,
-                              const QuantizedActivations& x, int64_t r0, float* y, int64_t ldy) {
+// The pair of f16 fields at `offset` of two blocks, lanes 0-3 and 4-7.
+HWY_INLINE __m256 PairF16(const uint8_t* blk0, const uint8_t* blk1, size_t offset) {
+  uint16_t h0, h1;
+  std::memcpy(&h0, blk0 + offset, 2);
+  std::memcpy(&h1, blk1 + offset, 2);
+  return _mm256_cvtph_ps(_mm_blend_epi16(_mm_set1_epi16(short(h0)), _mm_set1_epi16(short(h1)), 0xf0));
+}
+
+template <class Block, int R>
+HWY_INLINE void TileQ4Pairs(const uint8_t* w, const uint8_t* rows_end, size_t row_bytes,
+                            const QuantizedActivations& x, int64_t r0, float* y, int64_t ldy) {
+  static_assert(Block::kNibbleOffset != Block::kMinTerm);
   constexpr int kPairs = 2;  // four weight rows
-  constexpr size_t kBlockBytes = Q4_0Block::kSuperBytes;
+  constexpr size_t kBlockBytes = Block::kSuperBytes;
+  constexpr size_t kNibbles = kBlockBytes - 16;  // after d (and q4_1's m)
   const int64_t nb = x.k / 32;
   __m256 acc[R][kPairs];
   for (int r = 0; r < R; ++r)
@@ -218,25 +257,30 @@ HWY_INLINE void TileQ4_0Pairs(const uint8_t* w, const uint8_t* rows_end, size_t 
       x_high[r] =
           _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(xb + 16)));
       dx[r] = _mm256_set1_ps(xd[r * nb + b]);
-      offset[r] = _mm256_set1_ps(-2.0f * xs[r * nb + b]);  // -8 s over the 4 lanes of a row
+      // Over the 4 lanes of a row: q4_0's -8 s, or s / 4 for q4_1's min.
+      offset[r] = _mm256_set1_ps((Block::kNibbleOffset ? -2.0f : 0.25f) * xs[r * nb + b]);
     }
     for (int p = 0; p < kPairs; ++p) {
       const uint8_t* blk0 = w + size_t(2 * p) * row_bytes + size_t(b) * kBlockBytes;
       const uint8_t* blk1 = blk0 + row_bytes;
       const __m256i packed = _mm256_inserti128_si256(
-          _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk0 + 2))),
-          _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk1 + 2)), 1);
+          _mm256_castsi128_si256(
+              _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk0 + kNibbles))),
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk1 + kNibbles)), 1);
       const __m256i low = _mm256_and_si256(packed, low4);
       const __m256i high = _mm256_and_si256(_mm256_srli_epi16(packed, 4), low4);
-      uint16_t h0, h1;
-      std::memcpy(&h0, blk0, 2);
-      std::memcpy(&h1, blk1, 2);
-      const __m256 dw = _mm256_cvtph_ps(
-          _mm_blend_epi16(_mm_set1_epi16(short(h0)), _mm_set1_epi16(short(h1)), 0xf0));
+      const __m256 dw = PairF16(blk0, blk1, 0);
+      __m256 mw;
+      if constexpr (Block::kMinTerm) mw = PairF16(blk0, blk1, 2);
       for (int r = 0; r < R; ++r) {
         const __m256i dot = Dpbusd(Dpbusd(_mm256_setzero_si256(), low, x_low[r]), high, x_high[r]);
-        const __m256 scaled = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), dx[r], offset[r]);
-        acc[r][p] = _mm256_fmadd_ps(scaled, dw, acc[r][p]);
+        if constexpr (Block::kNibbleOffset) {
+          const __m256 scaled = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), dx[r], offset[r]);
+          acc[r][p] = _mm256_fmadd_ps(scaled, dw, acc[r][p]);
+        } else {
+          const __m256 scaled = _mm256_mul_ps(_mm256_cvtepi32_ps(dot), dx[r]);
+          acc[r][p] = _mm256_fmadd_ps(mw, offset[r], _mm256_fmadd_ps(scaled, dw, acc[r][p]));
+        }
       }
     }
   }
@@ -265,9 +309,9 @@ HWY_INLINE void RowGroups(const uint8_t* w, size_t row_bytes, const QuantizedAct
     _mm_prefetch(reinterpret_cast<const char*>(line), _MM_HINT_T1);
   int64_t n = n0;
   for (; n + kRows <= n1; n += kRows) {
-    if constexpr (std::is_same_v<Block, Q4_0Block>) {
-      TileQ4_0Pairs<R>(w + size_t(n) * row_bytes, rows_end, row_bytes, x, r0, y + r0 * ldy + n,
-                       ldy);
+    if constexpr (std::is_same_v<Block, Q4_0Block> || std::is_same_v<Block, Q4_1Block>) {
+      TileQ4Pairs<Block, R>(w + size_t(n) * row_bytes, rows_end, row_bytes, x, r0,
+                            y + r0 * ldy + n, ldy);
     } else {
       Tile<Block, R, kRows>(w + size_t(n) * row_bytes, rows_end, row_bytes, x, r0,
                             y + r0 * ldy + n, ldy);
