@@ -9,7 +9,9 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
+#include "backends/op.h"
 #include "core/status.h"
 #include "core/tensor.h"
 
@@ -17,7 +19,7 @@ namespace anymoe {
 
 struct TensorInfo;
 
-enum class BackendKind { kCpu };
+enum class BackendKind { kCpu, kOpenCl };
 
 // How the two halves of a rotated pair are laid out in a head vector.
 enum class RopePairing {
@@ -73,6 +75,26 @@ class Buffer {
   virtual uint64_t size() const = 0;
 };
 
+// Device memory a loaded model needs, worked out before load by a dry run of the
+// loader (models/memory_plan.h). Device backends reserve it all at once.
+struct MemoryPlan {
+  uint64_t weights = 0;      // as PrepareWeight stores them, plus derived weights
+  uint64_t kv_cache = 0;     // the KV pool for `kv_tokens` tokens
+  uint64_t activations = 0;  // step buffers and workspace for `max_step_tokens`
+  uint64_t buffers = 0;      // how many Allocate/PrepareWeight calls (alignment slack)
+  int64_t kv_tokens = 0;
+  int64_t max_step_tokens = 0;
+  uint64_t total() const { return weights + kv_cache + activations; }
+};
+
+// What `anymoe doctor` reports about the device under a backend.
+struct DeviceInfo {
+  std::string name;
+  uint64_t memory_bytes = 0;    // global memory of the device (0: unknown / host)
+  uint64_t reserved_bytes = 0;  // the arena reserved by ReserveMemory
+  uint64_t scratch_bytes = 0;   // the backend's own part of it (uploads, op scratch)
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -81,6 +103,17 @@ class Backend {
   virtual BackendKind kind() const = 0;
   virtual std::string name() const = 0;
   virtual int num_threads() const = 0;
+
+  // ---- capabilities (load time). Device backends override these; see docs/backends.md.
+  // Whether `op` runs natively for operands of `dtype` (the weight's dtype for
+  // Embedding, Matmul and GroupedMatmul; f32 for every other op). Unsupported
+  // pairs run on the CPU through FallbackBackend (backends/fallback_backend.h).
+  virtual bool Supports(Op op, DType dtype) const { return true; }
+  virtual DeviceInfo device() const { return DeviceInfo{name(), 0, 0, 0}; }
+  // True for backends that must reserve all device memory before load: the
+  // loader then plans it (MemoryPlan) and calls ReserveMemory once.
+  virtual bool wants_memory_plan() const { return false; }
+  virtual Status ReserveMemory(const MemoryPlan& plan) { return Status::Ok(); }
 
   // ---- memory (load time only)
   virtual Expected<std::unique_ptr<Buffer>> Allocate(uint64_t bytes, const std::string& what) = 0;
@@ -182,13 +215,27 @@ class Backend {
 
 struct BackendOptions {
   int num_threads = 0;  // 0: all cores
+  int device = 0;       // device index for device backends (as `anymoe doctor` lists them)
+  // Device memory to reserve (0: exactly what the model plans to need). Loading
+  // fails with needed vs available bytes when the plan does not fit.
+  uint64_t mem_budget = 0;
+  // Comma-separated op names (see op.h) forced onto the CPU fallback even where
+  // the device supports them; also read from $ANYMOE_DISABLE_OPS. For tests and
+  // for bisecting a device kernel.
+  std::string disabled_ops;
+  // Record every op x dtype the model calls (for `anymoe doctor`); wraps even
+  // the CPU backend in FallbackBackend.
+  bool record_ops = false;
   // Keep activations in f32 for every matmul. Off (the default), small steps of
   // quantised weights round activations to int8 per block of 32 for integer
   // dot products, as llama.cpp does: faster, and further from the f32 reference.
   bool exact_matmul = false;
 };
 
+// "cpu", or a device backend ("opencl") wrapped in FallbackBackend.
 Expected<std::unique_ptr<Backend>> CreateBackend(const std::string& name,
                                                  const BackendOptions& options);
+// The backend names this build knows ("cpu" first).
+std::vector<std::string> AvailableBackends();
 
 }  // namespace anymoe

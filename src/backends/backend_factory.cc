@@ -1,19 +1,79 @@
 // Creates a backend by name; the one place that knows the list of backends.
+#include <cstdlib>
 #include <thread>
 
 #include "backends/backend.h"
 #include "backends/cpu/cpu_backend.h"
+#include "backends/fallback_backend.h"
+#ifdef ANYMOE_HAVE_OPENCL
+#include "backends/opencl/opencl_backend.h"
+#endif
 
 namespace anymoe {
+namespace {
+
+std::unique_ptr<Backend> NewCpu(const BackendOptions& options) {
+  int threads = options.num_threads;
+  if (threads <= 0) threads = int(std::max(1u, std::thread::hardware_concurrency()));
+  return std::unique_ptr<Backend>(new CpuBackend(threads, options.exact_matmul));
+}
+
+// Op names from options.disabled_ops, else from $ANYMOE_DISABLE_OPS.
+Expected<std::vector<Op>> DisabledOps(const BackendOptions& options) {
+  std::string list = options.disabled_ops;
+  if (list.empty()) {
+    if (const char* env = std::getenv("ANYMOE_DISABLE_OPS")) list = env;
+  }
+  std::vector<Op> ops;
+  size_t start = 0;
+  while (start < list.size()) {
+    size_t end = list.find(',', start);
+    if (end == std::string::npos) end = list.size();
+    const std::string name = list.substr(start, end - start);
+    if (!name.empty()) {
+      const std::optional<Op> op = OpFromName(name);
+      if (!op) return Status::Error("unknown op '" + name + "' in ANYMOE_DISABLE_OPS");
+      ops.push_back(*op);
+    }
+    start = end + 1;
+  }
+  return ops;
+}
+
+// A device backend with the CPU behind it for the ops it cannot run.
+Expected<std::unique_ptr<Backend>> WithFallback(std::unique_ptr<Backend> device,
+                                                const BackendOptions& options) {
+  ASSIGN_OR_RETURN(std::vector<Op> disabled, DisabledOps(options));
+  return std::unique_ptr<Backend>(
+      new FallbackBackend(std::move(device), NewCpu(options), std::move(disabled)));
+}
+
+}  // namespace
+
+std::vector<std::string> AvailableBackends() {
+#ifdef ANYMOE_HAVE_OPENCL
+  return {"cpu", "opencl"};
+#else
+  return {"cpu"};
+#endif
+}
 
 Expected<std::unique_ptr<Backend>> CreateBackend(const std::string& name,
                                                  const BackendOptions& options) {
   if (name == "cpu") {
-    int threads = options.num_threads;
-    if (threads <= 0) threads = int(std::max(1u, std::thread::hardware_concurrency()));
-    return std::unique_ptr<Backend>(new CpuBackend(threads, options.exact_matmul));
+    // The CPU runs every op itself; wrapped only to record what a model calls.
+    if (options.record_ops) return WithFallback(NewCpu(options), options);
+    return NewCpu(options);
   }
-  return Status::Error("unknown backend '" + name + "' (known: cpu)");
+#ifdef ANYMOE_HAVE_OPENCL
+  if (name == "opencl") {
+    ASSIGN_OR_RETURN(auto device, opencl::OpenClBackend::Create(options));
+    return WithFallback(std::move(device), options);
+  }
+#endif
+  std::string known;
+  for (const std::string& b : AvailableBackends()) known += (known.empty() ? "" : ", ") + b;
+  return Status::Error("unknown backend '" + name + "' (this build has: " + known + ")");
 }
 
 }  // namespace anymoe

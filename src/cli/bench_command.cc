@@ -26,6 +26,8 @@ struct BenchFlags {
   std::vector<int64_t> gens{64};
   std::vector<int> threads;  // empty: all cores
   int repetitions = 5;
+  std::string backend = "cpu";
+  int device = 0;
   std::string output = "md";
   int64_t batch = 512;
   bool membw = false;
@@ -92,6 +94,8 @@ int Bench(BenchFlags f) {
       EngineOptions options;
       options.model_path = path;
       options.threads = threads;
+      options.backend = f.backend;
+      options.device = f.device;
       options.context = max_tokens;
       options.max_step_tokens = std::clamp<int64_t>(max_prompt, 1, f.batch);
       auto engine = LoadEngineOrReport(options);
@@ -148,6 +152,9 @@ CommandFn RegisterBench(CLI::App& cmd) {
       ->capture_default_str();
   cmd.add_option("-t,--threads", f->threads, "CPU thread counts, e.g. 1,2 (default: all cores)")
       ->delimiter(',');
+  cmd.add_option("--backend", f->backend, "compute backend")
+      ->check(CLI::IsMember(AvailableBackends()));
+  cmd.add_option("--device", f->device, "device index of a device backend");
   cmd.add_option("-r,--repetitions", f->repetitions, "timed runs of each test")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();

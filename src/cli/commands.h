@@ -15,5 +15,6 @@ CommandFn RegisterInfo(CLI::App& app);
 CommandFn RegisterBench(CLI::App& app);
 CommandFn RegisterServe(CLI::App& app);
 CommandFn RegisterBenchServe(CLI::App& app);
+CommandFn RegisterDoctor(CLI::App& app);
 
 }  // namespace anymoe::cli

@@ -9,7 +9,12 @@ void AddEngineOptions(CLI::App& cmd, EngineOptions& o) {
   cmd.add_option("-m,--model", o.model_path, "GGUF file or HF model folder")->required();
   cmd.add_option("-t,--threads", o.threads, "CPU threads (0: all cores)");
   cmd.add_option("-c,--ctx", o.context, "context length in tokens (capped by the model)");
-  cmd.add_option("--backend", o.backend, "compute backend")->check(CLI::IsMember({"cpu"}));
+  cmd.add_option("--backend", o.backend, "compute backend")
+      ->check(CLI::IsMember(AvailableBackends()));
+  cmd.add_option("--device", o.device, "device index of a device backend (see anymoe doctor)")
+      ->check(CLI::NonNegativeNumber);
+  cmd.add_option("--mem-budget", o.mem_budget,
+                 "device memory to reserve in bytes (0: exactly what the model plans to need)");
   cmd.add_option("--chat-template", o.chat_template,
                  "override the chat template: chatml, glm, llama3");
   cmd.add_option("--batch", o.max_step_tokens, "prompt tokens per forward step")

@@ -18,6 +18,8 @@ int main(int argc, char** argv) {
   add("info", "describe a model file", anymoe::cli::RegisterInfo);
   add("bench", "measure prompt and generation speed (llama-bench's tests)", anymoe::cli::RegisterBench);
   add("serve", "OpenAI-compatible HTTP server with continuous batching", anymoe::cli::RegisterServe);
+  add("doctor", "which ops of a model a backend runs natively, and its device memory",
+      anymoe::cli::RegisterDoctor);
   add("bench-serve", "load-test an OpenAI-compatible server (TTFT, TPOT, throughput)",
       anymoe::cli::RegisterBenchServe);
   try {

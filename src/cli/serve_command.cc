@@ -146,6 +146,9 @@ int Serve(ServeFlags& f) {
       server.port(), so.api_key.empty() ? "" : " (API key required)");
 
   f.engine.progress = false;
+  // Device backends reserve the whole KV pool at load, as the scheduler sizes it.
+  f.engine.kv_cache_tokens = f.kv_tokens;
+  f.engine.sequences = f.parallel;
   auto engine = LoadEngineOrReport(f.engine);
   if (!engine) return 1;
   SchedulerOptions sched;

@@ -23,6 +23,11 @@ struct RoutingStats {
 
 struct LoadOptions {
   int64_t max_step_tokens = 128;  // most tokens one Forward call takes (prefill chunk)
+  // Device backends reserve memory at load for a KV cache of this many tokens
+  // (all sequences together); 0: `sequences` x `context` tokens.
+  int64_t kv_cache_tokens = 0;
+  int64_t context = 4096;  // capped by the model's maximum positions
+  int64_t sequences = 1;
 };
 
 // Not thread-safe: one thread at a time runs a model (the scheduler's thread
@@ -74,7 +79,13 @@ class Model {
 };
 
 // Builds the model for `file`'s architecture on `backend`. `file` must outlive it.
+// A backend that wants_memory_plan() first gets ReserveMemory(PlanMemory(...)).
 Expected<std::unique_ptr<Model>> LoadModel(const ModelFile& file, Backend& backend,
                                            const LoadOptions& options);
+// LoadModel without the memory plan (what the planner itself runs).
+Expected<std::unique_ptr<Model>> LoadModelUnplanned(const ModelFile& file, Backend& backend,
+                                                    const LoadOptions& options);
+// The KV cache size `options` plans for on `model`.
+int64_t KvCacheTokens(const Model& model, const LoadOptions& options);
 
 }  // namespace anymoe

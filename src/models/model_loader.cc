@@ -1,7 +1,10 @@
 // Builds the model for a file: every supported architecture is a DecoderModel
 // with the blocks its config names.
 #include "models/config_loader.h"
+#include <algorithm>
+
 #include "models/decoder_model.h"
+#include "models/memory_plan.h"
 #include "models/model.h"
 
 namespace anymoe {
@@ -14,10 +17,24 @@ Expected<std::unique_ptr<KvCache>> Model::NewCache(int64_t capacity) {
   return cache;
 }
 
-Expected<std::unique_ptr<Model>> LoadModel(const ModelFile& file, Backend& backend,
-                                           const LoadOptions& options) {
+Expected<std::unique_ptr<Model>> LoadModelUnplanned(const ModelFile& file, Backend& backend,
+                                                    const LoadOptions& options) {
   ASSIGN_OR_RETURN(ModelConfig config, LoadModelConfig(file));
   return DecoderModel::Load(file, std::move(config), backend, options);
+}
+
+Expected<std::unique_ptr<Model>> LoadModel(const ModelFile& file, Backend& backend,
+                                           const LoadOptions& options) {
+  if (backend.wants_memory_plan()) {
+    ASSIGN_OR_RETURN(MemoryPlan plan, PlanMemory(file, options));
+    RETURN_IF_ERROR(backend.ReserveMemory(plan).WithContext(file.path));
+  }
+  return LoadModelUnplanned(file, backend, options);
+}
+
+int64_t KvCacheTokens(const Model& model, const LoadOptions& options) {
+  if (options.kv_cache_tokens > 0) return options.kv_cache_tokens;
+  return options.sequences * std::min(options.context, model.config().max_position_embeddings);
 }
 
 }  // namespace anymoe

@@ -52,9 +52,15 @@ Expected<std::unique_ptr<Engine>> Engine::Load(const EngineOptions& options) {
   BackendOptions backend_options;
   backend_options.num_threads = options.threads;
   backend_options.exact_matmul = options.exact_matmul;
+  backend_options.device = options.device;
+  backend_options.mem_budget = options.mem_budget;
+  backend_options.record_ops = options.record_ops;
   ASSIGN_OR_RETURN(e->backend_, CreateBackend(options.backend, backend_options));
   LoadOptions load;
   load.max_step_tokens = options.max_step_tokens;
+  load.context = options.context;
+  load.kv_cache_tokens = options.kv_cache_tokens;
+  load.sequences = options.sequences;
   ASSIGN_OR_RETURN(e->model_, LoadModel(e->file_, *e->backend_, load));
   if (e->model_->config().vocab_size < int64_t(e->tokenizer_->vocab_size())) {
     return Status::Error(options.model_path + ": tokenizer has " +

@@ -25,6 +25,11 @@ struct EngineOptions {
   std::string chat_template;      // "" = from the model's metadata
   bool progress = true;           // show load progress on a TTY for large files
   bool exact_matmul = false;      // f32 activations everywhere (see BackendOptions)
+  int device = 0;                 // device index of a device backend
+  uint64_t mem_budget = 0;        // device memory to reserve (0: what the model plans)
+  int64_t kv_cache_tokens = 0;    // KV tokens to reserve for (0: `sequences` x context)
+  int64_t sequences = 1;          // sequences served at once (serve --parallel)
+  bool record_ops = false;        // record op x dtype usage (anymoe doctor)
 };
 
 class Engine {
@@ -34,6 +39,7 @@ class Engine {
   Model& model() { return *model_; }
   const Tokenizer& tokenizer() const { return *tokenizer_; }
   const ModelFile& file() const { return file_; }
+  Backend& backend() { return model_->backend(); }
   int64_t context() const { return context_; }
 
   // Text to ids, with BOS when the model wants it and special tokens parsed.

@@ -1,0 +1,301 @@
+#include "backends/fallback_backend.h"
+
+#include <cstdio>
+#include <functional>
+
+#include "formats/tensor_source.h"
+
+namespace anymoe {
+
+// Host stand-ins for one fallback call's device tensors. Every tensor the CPU
+// op may write is read first and written back after (ops such as GatherRows or
+// ScatterRows change only some rows of their output).
+class FallbackBackend::HostCall {
+ public:
+  explicit HostCall(FallbackBackend& fb) : fb_(fb) {}
+  ~HostCall() {
+    for (const auto& [device, host] : outputs_) {
+      fb_.device_->WriteF32(std::span(host.as<const float>(), size_t(host.elements())), device);
+    }
+  }
+  // A tensor the op only reads.
+  Tensor In(const Tensor& t) { return Host(t); }
+  // A tensor the op writes (in part or whole).
+  Tensor Out(const Tensor& t) {
+    const Tensor h = Host(t);
+    outputs_.emplace_back(t, h);
+    return h;
+  }
+
+ private:
+  Tensor Host(const Tensor& t) {
+    if (auto w = fb_.weights_.find(t.base); w != fb_.weights_.end()) {
+      Tensor h = t;  // same dtype and layout as in the file: the offset carries over
+      h.base = w->second.base;
+      h.offset = w->second.offset + t.offset;
+      CHECK(h.dtype == w->second.dtype);
+      return h;
+    }
+    auto m = fb_.mirrors_.find(t.base);
+    CHECK(m != fb_.mirrors_.end() && t.dtype == DType::kF32 && t.offset % 4 == 0);
+    Mirror& mirror = m->second;
+    if (mirror.host.empty()) mirror.host.resize((mirror.bytes + 3) / 4);
+    Tensor h = t;
+    h.base = mirror.host.data();
+    fb_.device_->ReadF32(t, std::span(h.as<float>(), size_t(t.elements())));
+    return h;
+  }
+
+  FallbackBackend& fb_;
+  std::vector<std::pair<Tensor, Tensor>> outputs_;  // (device, host)
+};
+
+namespace {
+
+// Unregisters a buffer's mirror when the buffer goes (its handle may be reused).
+class ForgetfulBuffer final : public Buffer {
+ public:
+  ForgetfulBuffer(std::unique_ptr<Buffer> inner, std::function<void(void*)> forget)
+      : inner_(std::move(inner)), forget_(std::move(forget)) {}
+  ~ForgetfulBuffer() override { forget_(inner_->base()); }
+  void* base() override { return inner_->base(); }
+  uint64_t size() const override { return inner_->size(); }
+
+ private:
+  std::unique_ptr<Buffer> inner_;
+  std::function<void(void*)> forget_;
+};
+
+}  // namespace
+
+FallbackBackend::FallbackBackend(std::unique_ptr<Backend> device, std::unique_ptr<Backend> cpu,
+                                 std::vector<Op> disabled)
+    : device_(std::move(device)), cpu_(std::move(cpu)) {
+  for (Op op : disabled) disabled_[size_t(op)] = true;
+}
+
+bool FallbackBackend::Native(Op op, DType dtype) const {
+  if (device_->kind() == BackendKind::kCpu) return true;  // recording only
+  return !disabled_[size_t(op)] && device_->Supports(op, dtype);
+}
+
+bool FallbackBackend::OnDevice(Op op, DType dtype) {
+  const size_t o = size_t(op), d = size_t(dtype);
+  ++calls_[o][d];
+  const bool native = Native(op, dtype);
+  if (!native && !reported_[o][d]) {
+    reported_[o][d] = true;
+    std::fprintf(stderr, "anymoe: %s: %s on %s runs on the CPU (%s)\n", device_->name().c_str(),
+                 std::string(OpName(op)).c_str(), std::string(Name(dtype)).c_str(),
+                 disabled_[o] ? "disabled by ANYMOE_DISABLE_OPS" : "no native kernel");
+  }
+  return native;
+}
+
+std::vector<FallbackBackend::Usage> FallbackBackend::usage() const {
+  std::vector<Usage> out;
+  for (int o = 0; o < kNumOps; ++o) {
+    for (int d = 0; d < kDTypes; ++d) {
+      if (calls_[size_t(o)][size_t(d)] == 0) continue;
+      out.push_back(Usage{Op(o), DType(d), Native(Op(o), DType(d)), calls_[size_t(o)][size_t(d)]});
+    }
+  }
+  return out;
+}
+
+Expected<std::unique_ptr<Buffer>> FallbackBackend::Allocate(uint64_t bytes,
+                                                            const std::string& what) {
+  ASSIGN_OR_RETURN(auto buf, device_->Allocate(bytes, what));
+  if (device_->kind() == BackendKind::kCpu) return buf;  // recording only: no mirrors needed
+  mirrors_[buf->base()] = Mirror{bytes, {}};
+  return std::unique_ptr<Buffer>(
+      new ForgetfulBuffer(std::move(buf), [this](void* base) { Forget(base); }));
+}
+
+Status FallbackBackend::ReserveForContext(int64_t max_keys) {
+  RETURN_IF_ERROR(cpu_->ReserveForContext(max_keys));
+  return device_->ReserveForContext(max_keys);
+}
+
+Expected<Tensor> FallbackBackend::PrepareWeight(const TensorInfo& info) {
+  ASSIGN_OR_RETURN(Tensor t, device_->PrepareWeight(info));
+  if (device_->kind() != BackendKind::kCpu) {
+    ASSIGN_OR_RETURN(Tensor host, cpu_->PrepareWeight(info));  // a view of the mmap
+    weights_[t.base] = host;
+  }
+  return t;
+}
+
+void FallbackBackend::Embedding(const Tensor& table, std::span<const int32_t> ids,
+                                const Tensor& out) {
+  if (OnDevice(Op::kEmbedding, table.dtype)) return device_->Embedding(table, ids, out);
+  HostCall h(*this);
+  cpu_->Embedding(h.In(table), ids, h.Out(out));
+}
+
+void FallbackBackend::RmsNorm(const Tensor& x, const Tensor& weight, float eps,
+                              const Tensor& out) {
+  if (OnDevice(Op::kRmsNorm, DType::kF32)) return device_->RmsNorm(x, weight, eps, out);
+  HostCall h(*this);
+  const Tensor hx = h.In(x), hw = h.In(weight);
+  cpu_->RmsNorm(hx, hw, eps, h.Out(out));
+}
+
+void FallbackBackend::Matmul(const Tensor& x, const Tensor& w, const Tensor* bias,
+                             const Tensor& y) {
+  if (OnDevice(Op::kMatmul, w.dtype)) return device_->Matmul(x, w, bias, y);
+  HostCall h(*this);
+  const Tensor hx = h.In(x), hw = h.In(w);
+  const Tensor hb = bias ? h.In(*bias) : Tensor{};
+  cpu_->Matmul(hx, hw, bias ? &hb : nullptr, h.Out(y));
+}
+
+void FallbackBackend::Rope(const Tensor& x, std::span<const int32_t> positions,
+                           const RopeTable& rope) {
+  if (OnDevice(Op::kRope, DType::kF32)) return device_->Rope(x, positions, rope);
+  HostCall h(*this);
+  cpu_->Rope(h.Out(x), positions, rope);
+}
+
+void FallbackBackend::Attention(const Tensor& q, const Tensor& k_pool, const Tensor& v_pool,
+                                std::span<const int32_t> key_rows, int64_t n_past, float scale,
+                                const Tensor& out) {
+  if (OnDevice(Op::kAttention, DType::kF32)) {
+    return device_->Attention(q, k_pool, v_pool, key_rows, n_past, scale, out);
+  }
+  HostCall h(*this);
+  const Tensor hq = h.In(q), hk = h.In(k_pool), hv = h.In(v_pool);
+  cpu_->Attention(hq, hk, hv, key_rows, n_past, scale, h.Out(out));
+}
+
+void FallbackBackend::LatentAttention(const Tensor& q, const Tensor& pool, int64_t latent_dim,
+                                      std::span<const int32_t> key_rows, int64_t n_past,
+                                      float scale, const KeySelection* selection,
+                                      const Tensor& out) {
+  if (OnDevice(Op::kLatentAttention, DType::kF32)) {
+    return device_->LatentAttention(q, pool, latent_dim, key_rows, n_past, scale, selection, out);
+  }
+  HostCall h(*this);
+  const Tensor hq = h.In(q), hp = h.In(pool);
+  cpu_->LatentAttention(hq, hp, latent_dim, key_rows, n_past, scale, selection, h.Out(out));
+}
+
+void FallbackBackend::HeadMatmul(const Tensor& x, int64_t x_stride, const Tensor& w,
+                                 const Tensor& y, int64_t y_stride) {
+  if (OnDevice(Op::kHeadMatmul, DType::kF32)) {
+    return device_->HeadMatmul(x, x_stride, w, y, y_stride);
+  }
+  HostCall h(*this);
+  const Tensor hx = h.In(x), hw = h.In(w);
+  cpu_->HeadMatmul(hx, x_stride, hw, h.Out(y), y_stride);
+}
+
+void FallbackBackend::CopyColumns(const Tensor& src, int64_t src_col, const Tensor& dst,
+                                  int64_t dst_col, int64_t n) {
+  if (OnDevice(Op::kCopyColumns, DType::kF32)) {
+    return device_->CopyColumns(src, src_col, dst, dst_col, n);
+  }
+  HostCall h(*this);
+  const Tensor hs = h.In(src);
+  cpu_->CopyColumns(hs, src_col, h.Out(dst), dst_col, n);
+}
+
+void FallbackBackend::IndexerTopK(const Tensor& q, const Tensor& pool, const Tensor& head_weights,
+                                  std::span<const int32_t> key_rows, int64_t n_past, float scale,
+                                  int64_t topk, std::span<int32_t> selection,
+                                  std::span<int32_t> counts) {
+  if (OnDevice(Op::kIndexerTopK, DType::kF32)) {
+    return device_->IndexerTopK(q, pool, head_weights, key_rows, n_past, scale, topk, selection,
+                                counts);
+  }
+  HostCall h(*this);
+  cpu_->IndexerTopK(h.In(q), h.In(pool), h.In(head_weights), key_rows, n_past, scale, topk,
+                    selection, counts);
+}
+
+void FallbackBackend::LayerNorm(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                                float eps, const Tensor& out) {
+  if (OnDevice(Op::kLayerNorm, DType::kF32)) return device_->LayerNorm(x, weight, bias, eps, out);
+  HostCall h(*this);
+  const Tensor hx = h.In(x), hw = h.In(weight), hb = h.In(bias);
+  cpu_->LayerNorm(hx, hw, hb, eps, h.Out(out));
+}
+
+void FallbackBackend::Route(const Tensor& logits, const Tensor* selection_bias,
+                            const RouterSpec& spec, std::span<int32_t> ids,
+                            std::span<float> weights) {
+  if (OnDevice(Op::kRoute, DType::kF32)) {
+    return device_->Route(logits, selection_bias, spec, ids, weights);
+  }
+  HostCall h(*this);
+  const Tensor hb = selection_bias ? h.In(*selection_bias) : Tensor{};
+  cpu_->Route(h.In(logits), selection_bias ? &hb : nullptr, spec, ids, weights);
+}
+
+void FallbackBackend::GroupedMatmul(const Tensor& x, std::span<const Tensor> weights,
+                                    std::span<const int32_t> offsets, const Tensor& y) {
+  if (OnDevice(Op::kGroupedMatmul, weights.empty() ? DType::kF32 : weights[0].dtype)) {
+    return device_->GroupedMatmul(x, weights, offsets, y);
+  }
+  HostCall h(*this);
+  std::vector<Tensor> hw;  // weights are views of the mmap: no copies
+  hw.reserve(weights.size());
+  for (const Tensor& w : weights) hw.push_back(h.In(w));
+  const Tensor hx = h.In(x);
+  cpu_->GroupedMatmul(hx, hw, offsets, h.Out(y));
+}
+
+void FallbackBackend::ScatterRows(const Tensor& src, std::span<const int32_t> rows,
+                                  const Tensor& dst) {
+  if (OnDevice(Op::kScatterRows, DType::kF32)) return device_->ScatterRows(src, rows, dst);
+  HostCall h(*this);
+  const Tensor hs = h.In(src);
+  cpu_->ScatterRows(hs, rows, h.Out(dst));
+}
+
+void FallbackBackend::GatherRows(const Tensor& src, std::span<const int32_t> rows,
+                                 const Tensor& dst) {
+  if (OnDevice(Op::kGatherRows, DType::kF32)) return device_->GatherRows(src, rows, dst);
+  HostCall h(*this);
+  const Tensor hs = h.In(src);
+  cpu_->GatherRows(hs, rows, h.Out(dst));
+}
+
+void FallbackBackend::ScatterAddRows(const Tensor& src, std::span<const int32_t> rows,
+                                     std::span<const float> scales, const Tensor& dst) {
+  if (OnDevice(Op::kScatterAddRows, DType::kF32)) {
+    return device_->ScatterAddRows(src, rows, scales, dst);
+  }
+  HostCall h(*this);
+  const Tensor hs = h.In(src);
+  cpu_->ScatterAddRows(hs, rows, scales, h.Out(dst));
+}
+
+void FallbackBackend::Zero(const Tensor& t) {
+  if (OnDevice(Op::kZero, DType::kF32)) return device_->Zero(t);
+  HostCall h(*this);
+  cpu_->Zero(h.Out(t));
+}
+
+void FallbackBackend::SwiGlu(const Tensor& gate, const Tensor& up, const Tensor& out) {
+  if (OnDevice(Op::kSwiGlu, DType::kF32)) return device_->SwiGlu(gate, up, out);
+  HostCall h(*this);
+  const Tensor hg = h.In(gate), hu = h.In(up);
+  cpu_->SwiGlu(hg, hu, h.Out(out));
+}
+
+void FallbackBackend::Add(const Tensor& a, const Tensor& b, const Tensor& out) {
+  if (OnDevice(Op::kAdd, DType::kF32)) return device_->Add(a, b, out);
+  HostCall h(*this);
+  const Tensor ha = h.In(a), hb = h.In(b);
+  cpu_->Add(ha, hb, h.Out(out));
+}
+
+void FallbackBackend::Copy(const Tensor& src, const Tensor& dst) {
+  if (OnDevice(Op::kCopy, src.dtype)) return device_->Copy(src, dst);
+  HostCall h(*this);
+  const Tensor hs = h.In(src);
+  cpu_->Copy(hs, h.Out(dst));
+}
+
+}  // namespace anymoe

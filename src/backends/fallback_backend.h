@@ -1,0 +1,108 @@
+// Wraps a device backend so that every op runs somewhere: natively when the
+// device Supports(op, dtype) and the op is not disabled, else on a CpuBackend
+// with the copies it needs (device activations read into host mirrors, CPU op,
+// results written back; weights are read in place from the file's mmap). Each
+// fallback is reported once on stderr, and every op x dtype called is recorded
+// for `anymoe doctor`. A new device backend gets all of this by implementing
+// Backend and Supports; it never needs its own fallback code.
+#pragma once
+
+#include <array>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "backends/backend.h"
+
+namespace anymoe {
+
+class FallbackBackend final : public Backend {
+ public:
+  // `disabled`: ops forced onto the CPU even where the device supports them.
+  FallbackBackend(std::unique_ptr<Backend> device, std::unique_ptr<Backend> cpu,
+                  std::vector<Op> disabled);
+
+  Backend& device_backend() { return *device_; }
+  // Whether (op, dtype) runs on the device.
+  bool Native(Op op, DType dtype) const;
+
+  struct Usage {
+    Op op;
+    DType dtype;
+    bool native;
+    uint64_t calls;
+  };
+  // Every op x dtype called since load, in op order.
+  std::vector<Usage> usage() const;
+
+  BackendKind kind() const override { return device_->kind(); }
+  std::string name() const override { return device_->name(); }
+  int num_threads() const override { return device_->num_threads(); }
+  bool Supports(Op op, DType dtype) const override { return true; }
+  DeviceInfo device() const override { return device_->device(); }
+  bool wants_memory_plan() const override { return device_->wants_memory_plan(); }
+  Status ReserveMemory(const MemoryPlan& plan) override { return device_->ReserveMemory(plan); }
+
+  Expected<std::unique_ptr<Buffer>> Allocate(uint64_t bytes, const std::string& what) override;
+  Status ReserveForContext(int64_t max_keys) override;
+  Expected<Tensor> PrepareWeight(const TensorInfo& info) override;
+
+  void Embedding(const Tensor& table, std::span<const int32_t> ids, const Tensor& out) override;
+  void RmsNorm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out) override;
+  void Matmul(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& y) override;
+  void Rope(const Tensor& x, std::span<const int32_t> positions, const RopeTable& rope) override;
+  void Attention(const Tensor& q, const Tensor& k_pool, const Tensor& v_pool,
+                 std::span<const int32_t> key_rows, int64_t n_past, float scale,
+                 const Tensor& out) override;
+  void LatentAttention(const Tensor& q, const Tensor& pool, int64_t latent_dim,
+                       std::span<const int32_t> key_rows, int64_t n_past, float scale,
+                       const KeySelection* selection, const Tensor& out) override;
+  void HeadMatmul(const Tensor& x, int64_t x_stride, const Tensor& w, const Tensor& y,
+                  int64_t y_stride) override;
+  void CopyColumns(const Tensor& src, int64_t src_col, const Tensor& dst, int64_t dst_col,
+                   int64_t n) override;
+  void IndexerTopK(const Tensor& q, const Tensor& pool, const Tensor& head_weights,
+                   std::span<const int32_t> key_rows, int64_t n_past, float scale, int64_t topk,
+                   std::span<int32_t> selection, std::span<int32_t> counts) override;
+  void LayerNorm(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps,
+                 const Tensor& out) override;
+  void Route(const Tensor& logits, const Tensor* selection_bias, const RouterSpec& spec,
+             std::span<int32_t> ids, std::span<float> weights) override;
+  void GroupedMatmul(const Tensor& x, std::span<const Tensor> weights,
+                     std::span<const int32_t> offsets, const Tensor& y) override;
+  void ScatterRows(const Tensor& src, std::span<const int32_t> rows, const Tensor& dst) override;
+  void GatherRows(const Tensor& src, std::span<const int32_t> rows, const Tensor& dst) override;
+  void ScatterAddRows(const Tensor& src, std::span<const int32_t> rows,
+                      std::span<const float> scales, const Tensor& dst) override;
+  void Zero(const Tensor& t) override;
+  void SwiGlu(const Tensor& gate, const Tensor& up, const Tensor& out) override;
+  void Add(const Tensor& a, const Tensor& b, const Tensor& out) override;
+  void Copy(const Tensor& src, const Tensor& dst) override;
+  void ReadF32(const Tensor& src, std::span<float> dst) override { device_->ReadF32(src, dst); }
+  void WriteF32(std::span<const float> src, const Tensor& dst) override {
+    device_->WriteF32(src, dst);
+  }
+  void Synchronize() override { device_->Synchronize(); }
+
+ private:
+  class HostCall;  // the copies of one fallback call
+  friend class HostCall;
+  struct Mirror {
+    uint64_t bytes = 0;
+    std::vector<float> host;  // made on first fallback use of the buffer
+  };
+
+  // Records the call; true when it runs on the device.
+  bool OnDevice(Op op, DType dtype);
+  void Forget(void* base) { mirrors_.erase(base); }
+
+  std::unique_ptr<Backend> device_, cpu_;
+  std::array<bool, kNumOps> disabled_{};
+  static constexpr int kDTypes = 16;
+  std::array<std::array<uint64_t, kDTypes>, kNumOps> calls_{};
+  std::array<std::array<bool, kDTypes>, kNumOps> reported_{};
+  std::unordered_map<void*, Tensor> weights_;   // device weight base -> host tensor
+  std::unordered_map<void*, Mirror> mirrors_;   // device buffer base -> host copy
+};
+
+}  // namespace anymoe

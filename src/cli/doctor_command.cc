@@ -1,0 +1,85 @@
+// `anymoe doctor -m FILE --backend X`: the operator check before a port. Loads
+// the model on the backend, runs a short prefill and one decode step, and lists
+// every op x dtype the model called with where it ran (native, or the CPU
+// fallback), plus the device and the memory planned and reserved for it.
+#include <cstdio>
+
+#include "backends/fallback_backend.h"
+#include "cli/commands.h"
+#include "cli/common_options.h"
+#include "models/memory_plan.h"
+
+namespace anymoe::cli {
+namespace {
+
+std::string Mib(uint64_t bytes) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.2f MiB", double(bytes) / double(1 << 20));
+  return buf;
+}
+
+// Two prompt tokens then one decoded token: every op a forward pass uses, on
+// both the prefill (T > 1) and the decode (T = 1) shapes.
+Status Exercise(Engine& engine) {
+  Model& model = engine.model();
+  ASSIGN_OR_RETURN(auto cache, model.NewCache(8));
+  const int32_t vocab = int32_t(model.config().vocab_size);
+  const int32_t prompt[2] = {1 % vocab, 2 % vocab}, next[1] = {3 % vocab};
+  ASSIGN_OR_RETURN(Tensor logits, model.Forward(prompt, *cache, false));
+  ASSIGN_OR_RETURN(logits, model.Forward(next, *cache, false));
+  std::vector<float> out(size_t(logits.elements()));
+  model.backend().ReadF32(logits, out);
+  return Status::Ok();
+}
+
+int RunDoctor(EngineOptions options) {
+  options.record_ops = true;
+  options.progress = false;
+  auto engine = LoadEngineOrReport(options);
+  if (!engine) return 1;
+  auto* recorder = dynamic_cast<FallbackBackend*>(&engine->backend());
+  if (recorder == nullptr) return ReportError(Status::Error("doctor: backend is not recorded"));
+  if (Status st = Exercise(*engine); !st.ok()) return ReportError(st);
+
+  const DeviceInfo dev = engine->backend().device();
+  const ModelConfig& c = engine->model().config();
+  std::printf("model:    %s (%s, %lld layers)\n", options.model_path.c_str(), c.arch.c_str(),
+              static_cast<long long>(c.num_layers));
+  std::printf("backend:  %s\n", engine->backend().name().c_str());
+  std::printf("device:   %s\n", dev.name.c_str());
+  if (dev.memory_bytes > 0) {
+    std::printf("memory:   %s on the device, %s reserved (%s of it staging)\n",
+                Mib(dev.memory_bytes).c_str(), Mib(dev.reserved_bytes).c_str(),
+                Mib(dev.scratch_bytes).c_str());
+  }
+  LoadOptions load;
+  load.max_step_tokens = options.max_step_tokens;
+  load.context = options.context;
+  if (auto plan = PlanMemory(engine->file(), load); plan.ok()) {
+    std::printf("plan:     weights %s, KV cache %s (%lld tokens), activations %s\n",
+                Mib(plan->weights).c_str(), Mib(plan->kv_cache).c_str(),
+                static_cast<long long>(plan->kv_tokens), Mib(plan->activations).c_str());
+  }
+  std::printf("\n%-16s %-6s %-9s %s\n", "op", "dtype", "runs", "calls");
+  int native = 0, fallback = 0;
+  for (const FallbackBackend::Usage& u : recorder->usage()) {
+    std::printf("%-16s %-6s %-9s %llu\n", std::string(OpName(u.op)).c_str(),
+                std::string(Name(u.dtype)).c_str(), u.native ? "native" : "fallback",
+                static_cast<unsigned long long>(u.calls));
+    (u.native ? native : fallback) += 1;
+  }
+  std::printf("\n%d op x dtype pairs: %d native, %d on the CPU fallback\n", native + fallback,
+              native, fallback);
+  return 0;
+}
+
+}  // namespace
+
+CommandFn RegisterDoctor(CLI::App& cmd) {
+  auto options = std::make_shared<EngineOptions>();
+  options->context = 256;
+  AddEngineOptions(cmd, *options);
+  return [options] { return RunDoctor(*options); };
+}
+
+}  // namespace anymoe::cli
