@@ -93,6 +93,7 @@ struct DeviceInfo {
   uint64_t memory_bytes = 0;    // global memory of the device (0: unknown / host)
   uint64_t reserved_bytes = 0;  // the arena reserved by ReserveMemory
   uint64_t scratch_bytes = 0;   // the backend's own part of it (uploads, op scratch)
+  uint64_t allocations = 0;     // device allocation calls so far (none may follow load)
 };
 
 class Backend {
@@ -109,7 +110,7 @@ class Backend {
   // Embedding, Matmul and GroupedMatmul; f32 for every other op). Unsupported
   // pairs run on the CPU through FallbackBackend (backends/fallback_backend.h).
   virtual bool Supports(Op op, DType dtype) const { return true; }
-  virtual DeviceInfo device() const { return DeviceInfo{name(), 0, 0, 0}; }
+  virtual DeviceInfo device() const { return DeviceInfo{name(), 0, 0, 0, 0}; }
   // True for backends that must reserve all device memory before load: the
   // loader then plans it (MemoryPlan) and calls ReserveMemory once.
   virtual bool wants_memory_plan() const { return false; }

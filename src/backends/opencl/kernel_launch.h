@@ -25,6 +25,8 @@ class Launch {
     const cl_ulong off = elem_offset;
     return Arg(sizeof(off), &off);
   }
+  // A buffer the kernel indexes itself (no offset argument).
+  Launch& Buf(cl_mem m) { return Arg(sizeof(cl_mem), &m); }
   Launch& I(int64_t v) {
     const cl_int x = cl_int(v);
     CHECK(int64_t(x) == v);

@@ -70,7 +70,7 @@ bool OpenClBackend::Supports(Op op, DType dtype) const {
 
 DeviceInfo OpenClBackend::device() const {
   return DeviceInfo{rt_->device().name, rt_->device().global_memory, arena_.capacity(),
-                    ring_region_.size};
+                    ring_region_.size, rt_->buffers_created()};
 }
 
 Status OpenClBackend::ReserveMemory(const MemoryPlan& plan) {
@@ -213,7 +213,7 @@ void OpenClBackend::GroupedMatmul(const Tensor& x, std::span<const Tensor> weigh
   ring_.Begin(R::Rounded(w_offs.size() * 8) + R::Rounded(offsets.size_bytes()));
   const uint64_t w_at = ring_.Upload(w_offs.data(), w_offs.size() * 8);
   const uint64_t o_at = ring_.Upload(offsets.data(), offsets.size_bytes());
-  Launch(*rt_, "grouped_matmul").T(x).Mem(Mem(weights[0]), 0).Mem(ring_.mem(), w_at / 8)
+  Launch(*rt_, "grouped_matmul").T(x).Buf(Mem(weights[0])).Mem(ring_.mem(), w_at / 8)
       .U(weights[0].row_bytes()).I(int(weights[0].dtype)).Mem(ring_.mem(), o_at / 4).I(groups)
       .T(y).I(k).I(n).Run({size_t(n) * kGroup, size_t(m)}, {kGroup, 1});
 }
@@ -337,7 +337,7 @@ void OpenClBackend::Route(const Tensor& logits, const Tensor* selection_bias,
                           const RouterSpec& spec, std::span<int32_t> ids,
                           std::span<float> weights) {
   const int64_t t = logits.rows(), e = logits.cols(), k = spec.experts_per_token;
-  const int64_t groups = spec.n_group > 1 ? spec.n_group : 0;
+  const int64_t groups = std::max(spec.n_group, 1);  // per-token scratch stride, as the kernel
   CHECK(ids.size() == size_t(t * k) && weights.size() == size_t(t * k));
   CHECK(spec.n_group <= 1 || e % spec.n_group == 0);
   const uint64_t scratch = uint64_t(t * (3 * e + 2 * groups)) * 4;

@@ -66,9 +66,6 @@ class OpenClBackend final : public Backend {
   void WriteF32(std::span<const float> src, const Tensor& dst) override;
   void Synchronize() override;
 
-  // clCreateBuffer calls so far (tests: none after load).
-  uint64_t device_allocations() const { return rt_->buffers_created(); }
-
  private:
   OpenClBackend(std::unique_ptr<ClRuntime> rt, const BackendOptions& options);
   void ReadBytes(const Tensor& src, uint64_t bytes, void* dst);
