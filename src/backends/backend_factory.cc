@@ -44,8 +44,11 @@ Expected<std::vector<Op>> DisabledOps(const BackendOptions& options) {
 Expected<std::unique_ptr<Backend>> WithFallback(std::unique_ptr<Backend> device,
                                                 const BackendOptions& options) {
   ASSIGN_OR_RETURN(std::vector<Op> disabled, DisabledOps(options));
+  // Device kernels keep activations in f32, so the CPU standing in for them must too.
+  BackendOptions cpu = options;
+  cpu.exact_matmul = device->kind() != BackendKind::kCpu || options.exact_matmul;
   return std::unique_ptr<Backend>(
-      new FallbackBackend(std::move(device), NewCpu(options), std::move(disabled)));
+      new FallbackBackend(std::move(device), NewCpu(cpu), std::move(disabled)));
 }
 
 }  // namespace
