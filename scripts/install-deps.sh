@@ -10,6 +10,8 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 unzip
   chromium  # headless, for the chat page's end-to-end test (tests/server)
+  # OpenCL backend: headers, ICD loader, and PoCL (a CPU OpenCL device for the tests)
+  opencl-headers ocl-icd-opencl-dev pocl-opencl-icd clinfo
 )
 
 missing=()
