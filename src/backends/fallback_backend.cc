@@ -133,8 +133,7 @@ void FallbackBackend::Embedding(const Tensor& table, std::span<const int32_t> id
   cpu_->Embedding(h.In(table), ids, h.Out(out));
 }
 
-void FallbackBackend::RmsNorm(const Tensor& x, const Tensor& weight, float eps,
-                              const Tensor& out) {
+void FallbackBackend::RmsNorm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out) {
   if (OnDevice(Op::kRmsNorm, DType::kF32)) return device_->RmsNorm(x, weight, eps, out);
   HostCall h(*this);
   const Tensor hx = h.In(x), hw = h.In(weight);
@@ -148,6 +147,19 @@ void FallbackBackend::Matmul(const Tensor& x, const Tensor& w, const Tensor* bia
   const Tensor hx = h.In(x), hw = h.In(w);
   const Tensor hb = bias ? h.In(*bias) : Tensor{};
   cpu_->Matmul(hx, hw, bias ? &hb : nullptr, h.Out(y));
+}
+
+void FallbackBackend::MultiMatmul(const Tensor& x, std::span<const Projection> projections) {
+  // The device's fused form when it runs every projection; else one at a time.
+  bool all_native = true;
+  for (const Projection& p : projections)
+    all_native = all_native && Native(Op::kMatmul, p.weight->dtype);
+  if (!all_native) {
+    for (const Projection& p : projections) Matmul(x, *p.weight, p.bias, p.out);
+    return;
+  }
+  for (const Projection& p : projections) OnDevice(Op::kMatmul, p.weight->dtype);
+  device_->MultiMatmul(x, projections);
 }
 
 void FallbackBackend::Rope(const Tensor& x, std::span<const int32_t> positions,

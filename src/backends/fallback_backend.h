@@ -50,6 +50,7 @@ class FallbackBackend final : public Backend {
   void Embedding(const Tensor& table, std::span<const int32_t> ids, const Tensor& out) override;
   void RmsNorm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out) override;
   void Matmul(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& y) override;
+  void MultiMatmul(const Tensor& x, std::span<const Projection> projections) override;
   void Rope(const Tensor& x, std::span<const int32_t> positions, const RopeTable& rope) override;
   void Attention(const Tensor& q, const Tensor& k_pool, const Tensor& v_pool,
                  std::span<const int32_t> key_rows, int64_t n_past, float scale,
@@ -101,8 +102,8 @@ class FallbackBackend final : public Backend {
   static constexpr int kDTypes = 16;
   std::array<std::array<uint64_t, kDTypes>, kNumOps> calls_{};
   std::array<std::array<bool, kDTypes>, kNumOps> reported_{};
-  std::unordered_map<void*, Tensor> weights_;   // device weight base -> host tensor
-  std::unordered_map<void*, Mirror> mirrors_;   // device buffer base -> host copy
+  std::unordered_map<void*, Tensor> weights_;  // device weight base -> host tensor
+  std::unordered_map<void*, Mirror> mirrors_;  // device buffer base -> host copy
 };
 
 }  // namespace anymoe

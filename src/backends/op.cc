@@ -6,10 +6,10 @@ namespace anymoe {
 namespace {
 
 constexpr std::array<std::string_view, kNumOps> kNames = {
-    "Embedding",  "RmsNorm",     "Matmul",        "Rope",       "Attention",
-    "LatentAttention", "HeadMatmul", "CopyColumns", "IndexerTopK", "LayerNorm",
-    "Route",      "GroupedMatmul", "ScatterRows", "GatherRows", "ScatterAddRows",
-    "Zero",       "SwiGlu",      "Add",           "Copy",
+    "Embedding",   "RmsNorm",     "Matmul",         "Rope",      "Attention", "LatentAttention",
+    "HeadMatmul",  "CopyColumns", "IndexerTopK",    "LayerNorm", "Route",     "GroupedMatmul",
+    "ScatterRows", "GatherRows",  "ScatterAddRows", "Zero",      "SwiGlu",    "Add",
+    "Copy",
 };
 
 }  // namespace

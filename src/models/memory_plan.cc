@@ -66,33 +66,48 @@ class PlanningBackend final : public Backend {
   void Matmul(const Tensor&, const Tensor&, const Tensor*, const Tensor&) override { Fail(); }
   void Rope(const Tensor&, std::span<const int32_t>, const RopeTable&) override { Fail(); }
   void Attention(const Tensor&, const Tensor&, const Tensor&, std::span<const int32_t>, int64_t,
-                 float, const Tensor&) override { Fail(); }
+                 float, const Tensor&) override {
+    Fail();
+  }
   void LatentAttention(const Tensor&, const Tensor&, int64_t, std::span<const int32_t>, int64_t,
-                       float, const KeySelection*, const Tensor&) override { Fail(); }
+                       float, const KeySelection*, const Tensor&) override {
+    Fail();
+  }
   void HeadMatmul(const Tensor&, int64_t, const Tensor&, const Tensor&, int64_t) override {
     Fail();
   }
   void CopyColumns(const Tensor&, int64_t, const Tensor&, int64_t, int64_t) override { Fail(); }
   void IndexerTopK(const Tensor&, const Tensor&, const Tensor&, std::span<const int32_t>, int64_t,
-                   float, int64_t, std::span<int32_t>, std::span<int32_t>) override { Fail(); }
+                   float, int64_t, std::span<int32_t>, std::span<int32_t>) override {
+    Fail();
+  }
   void LayerNorm(const Tensor&, const Tensor&, const Tensor&, float, const Tensor&) override {
     Fail();
   }
   void Route(const Tensor&, const Tensor*, const RouterSpec&, std::span<int32_t>,
-             std::span<float>) override { Fail(); }
+             std::span<float>) override {
+    Fail();
+  }
   void GroupedMatmul(const Tensor&, std::span<const Tensor>, std::span<const int32_t>,
-                     const Tensor&) override { Fail(); }
+                     const Tensor&) override {
+    Fail();
+  }
   void ScatterRows(const Tensor&, std::span<const int32_t>, const Tensor&) override { Fail(); }
   void GatherRows(const Tensor&, std::span<const int32_t>, const Tensor&) override { Fail(); }
   void ScatterAddRows(const Tensor&, std::span<const int32_t>, std::span<const float>,
-                      const Tensor&) override { Fail(); }
+                      const Tensor&) override {
+    Fail();
+  }
   void Zero(const Tensor&) override { Fail(); }
   void SwiGlu(const Tensor&, const Tensor&, const Tensor&) override { Fail(); }
   void Add(const Tensor&, const Tensor&, const Tensor&) override { Fail(); }
   void Copy(const Tensor&, const Tensor&) override { Fail(); }
 
  private:
-  [[noreturn]] static void Fail() { CHECK(!"PlanningBackend runs no ops"); std::abort(); }
+  [[noreturn]] static void Fail() {
+    CHECK(!"PlanningBackend runs no ops");
+    std::abort();
+  }
   MemoryPlan plan_;
 };
 

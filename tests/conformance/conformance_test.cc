@@ -41,8 +41,7 @@ std::vector<GoldenModel> GoldenModels() {
                            "glm_moe_dsa_dv20", "mixtral", "qwen3_moe"}) {
     m.push_back({std::string("moe/") + name, std::string("moe/") + name});
   }
-  for (const char* name :
-       {"deepseek_v3", "glm4_moe", "glm4_moe_lite", "glm_moe_dsa", "mixtral"}) {
+  for (const char* name : {"deepseek_v3", "glm4_moe", "glm4_moe_lite", "glm_moe_dsa", "mixtral"}) {
     m.push_back({std::string("moe_gguf/") + name + ".gguf", std::string("moe/") + name});
   }
   return m;

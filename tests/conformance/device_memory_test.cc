@@ -24,7 +24,8 @@ TEST(DeviceMemory, NoDeviceAllocationWhileDecoding) {
   if (!backend) GTEST_SKIP() << "opencl unavailable";
   auto file = OpenModelFile(kModel);
   ASSERT_TRUE(file.ok());
-  auto model = LoadModel(*file, *backend, LoadOptions{.max_step_tokens = 16, .kv_cache_tokens = 64});
+  auto model =
+      LoadModel(*file, *backend, LoadOptions{.max_step_tokens = 16, .kv_cache_tokens = 64});
   ASSERT_TRUE(model.ok()) << model.status().message();
   const uint64_t at_load = backend->device().allocations;
   EXPECT_GE(at_load, 1u);  // the arena itself

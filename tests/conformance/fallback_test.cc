@@ -29,8 +29,9 @@ Expected<Outcome> Generate(const std::string& model_dir, const std::string& disa
   ASSIGN_OR_RETURN(ModelFile file, OpenModelFile(Golden(model_dir)));
   std::ifstream in(Golden(model_dir) + "/golden.json");
   const auto prompt = nlohmann::json::parse(in)["prompt_ids"].get<std::vector<int32_t>>();
-  ASSIGN_OR_RETURN(auto model, LoadModel(file, *backend, LoadOptions{.max_step_tokens = 64,
-                                                                      .kv_cache_tokens = 128}));
+  ASSIGN_OR_RETURN(
+      auto model,
+      LoadModel(file, *backend, LoadOptions{.max_step_tokens = 64, .kv_cache_tokens = 128}));
   Generator gen(*model, nullptr);
   ASSIGN_OR_RETURN(auto seq, gen.NewSequence(int64_t(prompt.size()) + 12));
   GenerateOptions opt;

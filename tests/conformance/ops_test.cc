@@ -18,12 +18,16 @@ namespace {
 std::vector<int> HalfFields(DType t) {
   switch (t) {
     case DType::kQ8_0:
-    case DType::kQ4_0: return {0};
+    case DType::kQ4_0:
+      return {0};
     case DType::kQ4_1:
     case DType::kQ4_K:
-    case DType::kQ5_K: return {0, 2};
-    case DType::kQ6_K: return {208};
-    default: return {};
+    case DType::kQ5_K:
+      return {0, 2};
+    case DType::kQ6_K:
+      return {208};
+    default:
+      return {};
   }
 }
 
@@ -115,9 +119,8 @@ class DeviceOps : public ::testing::TestWithParam<std::string> {
   std::vector<std::unique_ptr<Buffer>> buffers_;
 };
 
-const DType kWeightDtypes[] = {DType::kF32,  DType::kF16,  DType::kBF16,
-                               DType::kQ8_0, DType::kQ4_0, DType::kQ4_1,
-                               DType::kQ4_K, DType::kQ5_K, DType::kQ6_K};
+const DType kWeightDtypes[] = {DType::kF32,  DType::kF16,  DType::kBF16, DType::kQ8_0, DType::kQ4_0,
+                               DType::kQ4_1, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K};
 
 TEST_P(DeviceOps, MatmulEveryWeightDtype) {
   for (DType dtype : kWeightDtypes) {

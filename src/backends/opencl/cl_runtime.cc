@@ -79,9 +79,11 @@ Expected<std::unique_ptr<ClRuntime>> ClRuntime::Create(int device_index) {
   rt->device_ = devices[size_t(device_index)];
   cl_int err = CL_SUCCESS;
   rt->context_ = clCreateContext(nullptr, 1, &rt->device_.id, nullptr, nullptr, &err);
-  if (err != CL_SUCCESS) return Status::Error("opencl: clCreateContext failed: " + std::to_string(err));
+  if (err != CL_SUCCESS)
+    return Status::Error("opencl: clCreateContext failed: " + std::to_string(err));
   rt->queue_ = clCreateCommandQueue(rt->context_, rt->device_.id, 0, &err);
-  if (err != CL_SUCCESS) return Status::Error("opencl: clCreateCommandQueue failed: " + std::to_string(err));
+  if (err != CL_SUCCESS)
+    return Status::Error("opencl: clCreateCommandQueue failed: " + std::to_string(err));
   RETURN_IF_ERROR(rt->Build());
   return rt;
 }
@@ -92,14 +94,16 @@ Status ClRuntime::Build() {
   const size_t len = src.size();
   cl_int err = CL_SUCCESS;
   program_ = clCreateProgramWithSource(context_, 1, &text, &len, &err);
-  if (err != CL_SUCCESS) return Status::Error("opencl: clCreateProgramWithSource: " + std::to_string(err));
+  if (err != CL_SUCCESS)
+    return Status::Error("opencl: clCreateProgramWithSource: " + std::to_string(err));
   err = clBuildProgram(program_, 1, &device_.id, "-cl-std=CL1.2", nullptr, nullptr);
   if (err != CL_SUCCESS) {
     size_t n = 0;
     clGetProgramBuildInfo(program_, device_.id, CL_PROGRAM_BUILD_LOG, 0, nullptr, &n);
     std::string log(n, '\0');
     clGetProgramBuildInfo(program_, device_.id, CL_PROGRAM_BUILD_LOG, n, log.data(), nullptr);
-    return Status::Error("opencl: building the kernels failed (" + std::to_string(err) + "):\n" + log);
+    return Status::Error("opencl: building the kernels failed (" + std::to_string(err) + "):\n" +
+                         log);
   }
   cl_uint n = 0;
   clCreateKernelsInProgram(program_, 0, nullptr, &n);

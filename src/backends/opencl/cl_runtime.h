@@ -25,7 +25,7 @@ void CheckCl(cl_int err, const char* what);
 struct DeviceDescription {
   cl_platform_id platform = nullptr;
   cl_device_id id = nullptr;
-  std::string name;       // "platform name / device name"
+  std::string name;  // "platform name / device name"
   uint64_t global_memory = 0;
   uint64_t max_alloc = 0;
   uint32_t base_align = 0;  // bytes; sub-buffers start at multiples of it

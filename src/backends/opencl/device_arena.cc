@@ -17,8 +17,8 @@ uint64_t DeviceArena::Aligned(uint64_t bytes) const {
 
 Status DeviceArena::Reserve(uint64_t bytes) {
   // Called once per model loaded on this backend; each adds its own chunks.
-  const uint64_t max_chunk = rt_.device().max_alloc / rt_.device().base_align *
-                             rt_.device().base_align;
+  const uint64_t max_chunk =
+      rt_.device().max_alloc / rt_.device().base_align * rt_.device().base_align;
   for (uint64_t left = Aligned(bytes); left > 0;) {
     const uint64_t n = std::min(left, max_chunk);
     ASSIGN_OR_RETURN(cl_mem mem, rt_.CreateBuffer(n));
@@ -52,7 +52,8 @@ Expected<Region> DeviceArena::Carve(uint64_t bytes, const std::string& what) {
       if (rest > 0) c.free[r.offset + need] = rest;
       cl_buffer_region region{r.offset, need};
       cl_int err = CL_SUCCESS;
-      r.mem = clCreateSubBuffer(c.mem, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &region, &err);
+      r.mem =
+          clCreateSubBuffer(c.mem, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &region, &err);
       CheckCl(err, "clCreateSubBuffer");
       used_ += need;
       return r;

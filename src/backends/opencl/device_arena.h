@@ -17,8 +17,8 @@ namespace anymoe::opencl {
 struct Region {
   cl_mem mem = nullptr;  // a sub-buffer of one chunk
   int chunk = -1;
-  uint64_t offset = 0;   // in the chunk
-  uint64_t size = 0;     // rounded up to the alignment
+  uint64_t offset = 0;  // in the chunk
+  uint64_t size = 0;    // rounded up to the alignment
 };
 
 class DeviceArena {

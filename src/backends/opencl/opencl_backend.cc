@@ -78,10 +78,10 @@ Status OpenClBackend::ReserveMemory(const MemoryPlan& plan) {
   // Each buffer is rounded up to the device's base alignment.
   const uint64_t slack = (plan.buffers + 1) * arena_.Aligned(1);
   const uint64_t needed = plan.total() + staging + slack;
-  const std::string breakdown =
-      "weights " + Bytes(plan.weights) + ", KV cache for " + std::to_string(plan.kv_tokens) +
-      " tokens " + Bytes(plan.kv_cache) + ", activations " + Bytes(plan.activations) +
-      ", staging " + Bytes(staging) + ", alignment " + Bytes(slack);
+  const std::string breakdown = "weights " + Bytes(plan.weights) + ", KV cache for " +
+                                std::to_string(plan.kv_tokens) + " tokens " + Bytes(plan.kv_cache) +
+                                ", activations " + Bytes(plan.activations) + ", staging " +
+                                Bytes(staging) + ", alignment " + Bytes(slack);
   const uint64_t budget = options_.mem_budget > 0 ? options_.mem_budget : needed;
   if (budget < needed) {
     return Status::Error("opencl: the model needs " + Bytes(needed) + " of device memory (" +
@@ -109,9 +109,8 @@ Expected<std::unique_ptr<Buffer>> OpenClBackend::Allocate(uint64_t bytes, const 
 
 Status OpenClBackend::ReserveForContext(int64_t max_keys) {
   if (max_keys > max_kv_tokens_) {
-    return Status::Error("opencl: a cache of " + std::to_string(max_keys) +
-                         " tokens exceeds the " + std::to_string(max_kv_tokens_) +
-                         " planned at load");
+    return Status::Error("opencl: a cache of " + std::to_string(max_keys) + " tokens exceeds the " +
+                         std::to_string(max_kv_tokens_) + " planned at load");
   }
   return Status::Ok();
 }
@@ -151,14 +150,25 @@ void OpenClBackend::Embedding(const Tensor& table, std::span<const int32_t> ids,
   for (int32_t id : ids) CHECK(id >= 0 && id < table.rows());
   ring_.Begin(R::Rounded(ids.size_bytes()));
   const uint64_t at = ring_.Upload(ids.data(), ids.size_bytes());
-  Launch(*rt_, "embedding").T(table, 1).U(table.row_bytes()).I(int(table.dtype))
-      .Mem(ring_.mem(), at / 4).T(out).I(h).Run({size_t(h), size_t(n)});
+  Launch(*rt_, "embedding")
+      .T(table, 1)
+      .U(table.row_bytes())
+      .I(int(table.dtype))
+      .Mem(ring_.mem(), at / 4)
+      .T(out)
+      .I(h)
+      .Run({size_t(h), size_t(n)});
 }
 
 void OpenClBackend::RmsNorm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out) {
   const int64_t n = x.cols();
   CHECK(weight.dtype == DType::kF32 && weight.elements() == n && out.elements() == x.elements());
-  Launch(*rt_, "rms_norm").T(x).T(weight).F(eps).I(n).T(out)
+  Launch(*rt_, "rms_norm")
+      .T(x)
+      .T(weight)
+      .F(eps)
+      .I(n)
+      .T(out)
       .Run({size_t(x.rows()) * kGroup}, {kGroup});
 }
 
@@ -166,7 +176,13 @@ void OpenClBackend::LayerNorm(const Tensor& x, const Tensor& weight, const Tenso
                               const Tensor& out) {
   const int64_t n = x.cols();
   CHECK(weight.dtype == DType::kF32 && bias.dtype == DType::kF32 && weight.elements() == n);
-  Launch(*rt_, "layer_norm").T(x).T(weight).T(bias).F(eps).I(n).T(out)
+  Launch(*rt_, "layer_norm")
+      .T(x)
+      .T(weight)
+      .T(bias)
+      .F(eps)
+      .I(n)
+      .T(out)
       .Run({size_t(x.rows()) * kGroup}, {kGroup});
 }
 
@@ -213,9 +229,18 @@ void OpenClBackend::GroupedMatmul(const Tensor& x, std::span<const Tensor> weigh
   ring_.Begin(R::Rounded(w_offs.size() * 8) + R::Rounded(offsets.size_bytes()));
   const uint64_t w_at = ring_.Upload(w_offs.data(), w_offs.size() * 8);
   const uint64_t o_at = ring_.Upload(offsets.data(), offsets.size_bytes());
-  Launch(*rt_, "grouped_matmul").T(x).Buf(Mem(weights[0])).Mem(ring_.mem(), w_at / 8)
-      .U(weights[0].row_bytes()).I(int(weights[0].dtype)).Mem(ring_.mem(), o_at / 4).I(groups)
-      .T(y).I(k).I(n).Run({size_t(n) * kGroup, size_t(m)}, {kGroup, 1});
+  Launch(*rt_, "grouped_matmul")
+      .T(x)
+      .Buf(Mem(weights[0]))
+      .Mem(ring_.mem(), w_at / 8)
+      .U(weights[0].row_bytes())
+      .I(int(weights[0].dtype))
+      .Mem(ring_.mem(), o_at / 4)
+      .I(groups)
+      .T(y)
+      .I(k)
+      .I(n)
+      .Run({size_t(n) * kGroup, size_t(m)}, {kGroup, 1});
 }
 
 void OpenClBackend::Rope(const Tensor& x, std::span<const int32_t> positions,
@@ -226,9 +251,16 @@ void OpenClBackend::Rope(const Tensor& x, std::span<const int32_t> positions,
   ring_.Begin(R::Rounded(positions.size_bytes()) + R::Rounded(size_t(half) * 4));
   const uint64_t p_at = ring_.Upload(positions.data(), positions.size_bytes());
   const uint64_t f_at = ring_.Upload(rope.inv_freq.data(), size_t(half) * 4);
-  Launch(*rt_, "rope").T(x).I(x.dim(1)).I(x.dim(2)).Mem(ring_.mem(), p_at / 4)
-      .Mem(ring_.mem(), f_at / 4).I(rope.rotary_dims).I(rope.rotary_offset)
-      .F(rope.attention_factor).I(rope.pairing == RopePairing::kInterleaved)
+  Launch(*rt_, "rope")
+      .T(x)
+      .I(x.dim(1))
+      .I(x.dim(2))
+      .Mem(ring_.mem(), p_at / 4)
+      .Mem(ring_.mem(), f_at / 4)
+      .I(rope.rotary_dims)
+      .I(rope.rotary_offset)
+      .F(rope.attention_factor)
+      .I(rope.pairing == RopePairing::kInterleaved)
       .Run({size_t(half), size_t(x.dim(1)), size_t(x.dim(0))});
 }
 
@@ -243,15 +275,29 @@ void OpenClBackend::Attention(const Tensor& q, const Tensor& k_pool, const Tenso
   const auto rows = key_rows.first(size_t(n_past + t));
   ring_.Begin(R::Rounded(rows.size_bytes()));
   const uint64_t at = ring_.Upload(rows.data(), rows.size_bytes());
-  Launch(*rt_, "attention").T(q).T(k_pool).T(v_pool).Mem(ring_.mem(), at / 4).I(0)
-      .Mem(ring_.mem(), 0).I(0).I(n_past).I(n_h).I(n_h / n_kv).I(n_kv * d_k).I(n_kv * d_v)
-      .I(d_k).I(d_v).F(scale).T(out).Run({size_t(t * n_h) * kGroup}, {kGroup});
+  Launch(*rt_, "attention")
+      .T(q)
+      .T(k_pool)
+      .T(v_pool)
+      .Mem(ring_.mem(), at / 4)
+      .I(0)
+      .Mem(ring_.mem(), 0)
+      .I(0)
+      .I(n_past)
+      .I(n_h)
+      .I(n_h / n_kv)
+      .I(n_kv * d_k)
+      .I(n_kv * d_v)
+      .I(d_k)
+      .I(d_v)
+      .F(scale)
+      .T(out)
+      .Run({size_t(t * n_h) * kGroup}, {kGroup});
 }
 
 void OpenClBackend::LatentAttention(const Tensor& q, const Tensor& pool, int64_t latent_dim,
-                                    std::span<const int32_t> key_rows, int64_t n_past,
-                                    float scale, const KeySelection* selection,
-                                    const Tensor& out) {
+                                    std::span<const int32_t> key_rows, int64_t n_past, float scale,
+                                    const KeySelection* selection, const Tensor& out) {
   CHECK(q.rank == 3 && pool.rank == 2 && out.rank == 3);
   const int64_t t = q.dim(0), n_h = q.dim(1), d = q.dim(2);
   CHECK(pool.cols() == d && out.dim(2) == latent_dim && n_past + t <= int64_t(key_rows.size()));
@@ -280,25 +326,47 @@ void OpenClBackend::LatentAttention(const Tensor& q, const Tensor& pool, int64_t
     l.Mem(ring_.mem(), r_at / 4).I(stride).Mem(ring_.mem(), c_at / 4).I(1);
   }
   // The latent is both the key (with the rope part) and the value (without it).
-  l.I(n_past).I(n_h).I(n_h).I(d).I(d).I(d).I(latent_dim).F(scale).T(out)
+  l.I(n_past)
+      .I(n_h)
+      .I(n_h)
+      .I(d)
+      .I(d)
+      .I(d)
+      .I(latent_dim)
+      .F(scale)
+      .T(out)
       .Run({size_t(t * n_h) * kGroup}, {kGroup});
 }
 
-void OpenClBackend::HeadMatmul(const Tensor& x, int64_t x_stride, const Tensor& w,
-                               const Tensor& y, int64_t y_stride) {
+void OpenClBackend::HeadMatmul(const Tensor& x, int64_t x_stride, const Tensor& w, const Tensor& y,
+                               int64_t y_stride) {
   CHECK(w.rank == 3 && w.dtype == DType::kF32);
   const int64_t n_h = w.dim(0), d_out = w.dim(1), d_in = w.dim(2);
   CHECK(x_stride >= d_in && y_stride >= d_out && x.elements() % (n_h * x_stride) == 0);
   const int64_t t = x.elements() / (n_h * x_stride);
   CHECK(y.elements() == t * n_h * y_stride);
-  Launch(*rt_, "head_matmul").T(x).I(x_stride).T(w).T(y).I(y_stride).I(n_h).I(d_out).I(d_in)
+  Launch(*rt_, "head_matmul")
+      .T(x)
+      .I(x_stride)
+      .T(w)
+      .T(y)
+      .I(y_stride)
+      .I(n_h)
+      .I(d_out)
+      .I(d_in)
       .Run({size_t(d_out), size_t(n_h), size_t(t)});
 }
 
 void OpenClBackend::CopyColumns(const Tensor& src, int64_t src_col, const Tensor& dst,
                                 int64_t dst_col, int64_t n) {
   CHECK(src.rows() == dst.rows() && src_col + n <= src.cols() && dst_col + n <= dst.cols());
-  Launch(*rt_, "copy_columns").T(src).I(src.cols()).I(src_col).T(dst).I(dst.cols()).I(dst_col)
+  Launch(*rt_, "copy_columns")
+      .T(src)
+      .I(src.cols())
+      .I(src_col)
+      .T(dst)
+      .I(dst.cols())
+      .I(dst_col)
       .Run({size_t(n), size_t(src.rows())});
 }
 
@@ -318,19 +386,42 @@ void OpenClBackend::IndexerTopK(const Tensor& q, const Tensor& pool, const Tenso
               R::Rounded(selection.size_bytes()) + R::Rounded(counts.size_bytes()));
   const uint64_t rows_at = ring_.Upload(rows.data(), rows.size_bytes());
   const uint64_t scores_at = ring_.Take(grid), keep_at = ring_.Take(grid);
-  const uint64_t sel_at = ring_.Take(selection.size_bytes()), cnt_at = ring_.Take(counts.size_bytes());
+  const uint64_t sel_at = ring_.Take(selection.size_bytes()),
+                 cnt_at = ring_.Take(counts.size_bytes());
   const cl_mem ring = ring_.mem();
-  Launch(*rt_, "indexer_scores").T(q).T(pool).Mem(ring, rows_at / 4).T(head_weights).I(n_heads)
-      .I(dim).I(n_past).F(scale).Mem(ring, scores_at / 4).I(max_keys)
+  Launch(*rt_, "indexer_scores")
+      .T(q)
+      .T(pool)
+      .Mem(ring, rows_at / 4)
+      .T(head_weights)
+      .I(n_heads)
+      .I(dim)
+      .I(n_past)
+      .F(scale)
+      .Mem(ring, scores_at / 4)
+      .I(max_keys)
       .Run({size_t(max_keys), size_t(t)});
-  Launch(*rt_, "indexer_rank").Mem(ring, scores_at / 4).I(n_past).I(topk).I(max_keys)
-      .Mem(ring, keep_at / 4).Run({size_t(max_keys), size_t(t)});
-  Launch(*rt_, "indexer_compact").Mem(ring, keep_at / 4).I(n_past).I(topk).I(max_keys)
-      .Mem(ring, sel_at / 4).Mem(ring, cnt_at / 4).Run({size_t(t)});
+  Launch(*rt_, "indexer_rank")
+      .Mem(ring, scores_at / 4)
+      .I(n_past)
+      .I(topk)
+      .I(max_keys)
+      .Mem(ring, keep_at / 4)
+      .Run({size_t(max_keys), size_t(t)});
+  Launch(*rt_, "indexer_compact")
+      .Mem(ring, keep_at / 4)
+      .I(n_past)
+      .I(topk)
+      .I(max_keys)
+      .Mem(ring, sel_at / 4)
+      .Mem(ring, cnt_at / 4)
+      .Run({size_t(t)});
   CheckCl(clEnqueueReadBuffer(rt_->queue(), ring, CL_FALSE, sel_at, selection.size_bytes(),
-                              selection.data(), 0, nullptr, nullptr), "read selection");
+                              selection.data(), 0, nullptr, nullptr),
+          "read selection");
   CheckCl(clEnqueueReadBuffer(rt_->queue(), ring, CL_TRUE, cnt_at, counts.size_bytes(),
-                              counts.data(), 0, nullptr, nullptr), "read counts");
+                              counts.data(), 0, nullptr, nullptr),
+          "read counts");
 }
 
 void OpenClBackend::Route(const Tensor& logits, const Tensor* selection_bias,
@@ -341,7 +432,8 @@ void OpenClBackend::Route(const Tensor& logits, const Tensor* selection_bias,
   CHECK(ids.size() == size_t(t * k) && weights.size() == size_t(t * k));
   CHECK(spec.n_group <= 1 || e % spec.n_group == 0);
   const uint64_t scratch = uint64_t(t * (3 * e + 2 * groups)) * 4;
-  ring_.Begin(R::Rounded(scratch) + R::Rounded(ids.size_bytes()) + R::Rounded(weights.size_bytes()));
+  ring_.Begin(R::Rounded(scratch) + R::Rounded(ids.size_bytes()) +
+              R::Rounded(weights.size_bytes()));
   const uint64_t s_at = ring_.Take(scratch), i_at = ring_.Take(ids.size_bytes()),
                  w_at = ring_.Take(weights.size_bytes());
   const cl_mem ring = ring_.mem();
@@ -352,13 +444,23 @@ void OpenClBackend::Route(const Tensor& logits, const Tensor* selection_bias,
   } else {
     l.T(logits).I(0);
   }
-  l.I(e).I(spec.scoring == RouterSpec::Scoring::kSigmoid).I(k).I(spec.n_group)
-      .I(spec.topk_group).I(spec.normalize).F(spec.scaling).Mem(ring, s_at / 4)
-      .Mem(ring, i_at / 4).Mem(ring, w_at / 4).Run({size_t(t)});
+  l.I(e)
+      .I(spec.scoring == RouterSpec::Scoring::kSigmoid)
+      .I(k)
+      .I(spec.n_group)
+      .I(spec.topk_group)
+      .I(spec.normalize)
+      .F(spec.scaling)
+      .Mem(ring, s_at / 4)
+      .Mem(ring, i_at / 4)
+      .Mem(ring, w_at / 4)
+      .Run({size_t(t)});
   CheckCl(clEnqueueReadBuffer(rt_->queue(), ring, CL_FALSE, i_at, ids.size_bytes(), ids.data(), 0,
-                              nullptr, nullptr), "read expert ids");
+                              nullptr, nullptr),
+          "read expert ids");
   CheckCl(clEnqueueReadBuffer(rt_->queue(), ring, CL_TRUE, w_at, weights.size_bytes(),
-                              weights.data(), 0, nullptr, nullptr), "read expert weights");
+                              weights.data(), 0, nullptr, nullptr),
+          "read expert weights");
 }
 
 void OpenClBackend::ScatterRows(const Tensor& src, std::span<const int32_t> rows,
@@ -368,7 +470,11 @@ void OpenClBackend::ScatterRows(const Tensor& src, std::span<const int32_t> rows
   for (int32_t r : rows) CHECK(r >= 0 && r < dst.rows());
   ring_.Begin(R::Rounded(rows.size_bytes()));
   const uint64_t at = ring_.Upload(rows.data(), rows.size_bytes());
-  Launch(*rt_, "scatter_rows").T(src).Mem(ring_.mem(), at / 4).T(dst).I(row_bytes / 4)
+  Launch(*rt_, "scatter_rows")
+      .T(src)
+      .Mem(ring_.mem(), at / 4)
+      .T(dst)
+      .I(row_bytes / 4)
       .Run({size_t(row_bytes / 4), rows.size()});
 }
 
@@ -378,7 +484,11 @@ void OpenClBackend::GatherRows(const Tensor& src, std::span<const int32_t> rows,
   CHECK(dst.row_bytes() == row_bytes && dst.rows() >= int64_t(rows.size()) && row_bytes % 4 == 0);
   ring_.Begin(R::Rounded(rows.size_bytes()));
   const uint64_t at = ring_.Upload(rows.data(), rows.size_bytes());
-  Launch(*rt_, "gather_rows").T(src).Mem(ring_.mem(), at / 4).T(dst).I(row_bytes / 4)
+  Launch(*rt_, "gather_rows")
+      .T(src)
+      .Mem(ring_.mem(), at / 4)
+      .T(dst)
+      .I(row_bytes / 4)
       .Run({size_t(row_bytes / 4), rows.size()});
 }
 
@@ -390,8 +500,14 @@ void OpenClBackend::ScatterAddRows(const Tensor& src, std::span<const int32_t> r
   ring_.Begin(R::Rounded(rows.size_bytes()) + R::Rounded(scales.size_bytes()));
   const uint64_t r_at = ring_.Upload(rows.data(), rows.size_bytes());
   const uint64_t s_at = ring_.Upload(scales.data(), scales.size_bytes());
-  Launch(*rt_, "scatter_add_rows").T(src).Mem(ring_.mem(), r_at / 4).Mem(ring_.mem(), s_at / 4)
-      .I(int64_t(rows.size())).T(dst).I(n).Run({size_t(n)});
+  Launch(*rt_, "scatter_add_rows")
+      .T(src)
+      .Mem(ring_.mem(), r_at / 4)
+      .Mem(ring_.mem(), s_at / 4)
+      .I(int64_t(rows.size()))
+      .T(dst)
+      .I(n)
+      .Run({size_t(n)});
 }
 
 void OpenClBackend::Zero(const Tensor& t) {

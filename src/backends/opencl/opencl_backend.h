@@ -75,7 +75,7 @@ class OpenClBackend final : public Backend {
   StagingRing ring_;
   Region ring_region_;
   BackendOptions options_;
-  int64_t max_kv_tokens_ = 0;  // the largest KV cache planned so far
+  int64_t max_kv_tokens_ = 0;                   // the largest KV cache planned so far
   std::vector<std::unique_ptr<Buffer>> owned_;  // weights
   std::vector<int32_t> mapped_rows_;            // DSA positions -> cache rows (host)
   std::vector<uint64_t> expert_offsets_;        // GroupedMatmul: byte offset of each expert
