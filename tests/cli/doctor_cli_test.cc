@@ -18,7 +18,7 @@ struct Result {
   std::string out;  // stdout and stderr together
 };
 
-Result Run(const std::string& args, const std::string& env = "") {
+Result RunAnymoe(const std::string& args, const std::string& env = "") {
   const std::string cmd = env + " " + ANYMOE_BINARY + " " + args + " 2>&1";
   Result r;
   FILE* p = ::popen(cmd.c_str(), "r");
@@ -50,7 +50,7 @@ bool HasRow(const std::string& out, const std::string& op, const std::string& wh
 }
 
 TEST(Doctor, CpuListsEveryOpOfTheModelAsNative) {
-  const Result r = Run("doctor -m " + kModel + " --backend cpu");
+  const Result r = RunAnymoe("doctor -m " + kModel + " --backend cpu");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   for (const char* op : {"Embedding", "Matmul", "LatentAttention", "IndexerTopK", "Route",
                          "GroupedMatmul", "ScatterAddRows"}) {
@@ -61,13 +61,13 @@ TEST(Doctor, CpuListsEveryOpOfTheModelAsNative) {
 
 TEST(Doctor, OpenClShowsTheDeviceAndForcedFallbacks) {
   if (!HasOpenCl()) GTEST_SKIP() << "built without OpenCL";
-  const Result native = Run("doctor -m " + kModel + " --backend opencl");
+  const Result native = RunAnymoe("doctor -m " + kModel + " --backend opencl");
   if (native.out.find("no OpenCL device") != std::string::npos) GTEST_SKIP() << native.out;
   ASSERT_EQ(native.exit_code, 0) << native.out;
   EXPECT_NE(native.out.find("memory:"), std::string::npos) << native.out;
   EXPECT_TRUE(HasRow(native.out, "Route", "native")) << native.out;
 
-  const Result forced = Run("doctor -m " + kModel + " --backend opencl",
+  const Result forced = RunAnymoe("doctor -m " + kModel + " --backend opencl",
                             "ANYMOE_DISABLE_OPS=Route,LatentAttention");
   ASSERT_EQ(forced.exit_code, 0) << forced.out;
   EXPECT_TRUE(HasRow(forced.out, "Route", "fallback")) << forced.out;
@@ -80,7 +80,7 @@ TEST(Doctor, OpenClShowsTheDeviceAndForcedFallbacks) {
 
 TEST(Doctor, MemoryBudgetBelowThePlanIsALoadError) {
   if (!HasOpenCl()) GTEST_SKIP() << "built without OpenCL";
-  const Result r = Run("run -m " + kModel + " -p hi -n 2 --backend opencl --mem-budget 1000");
+  const Result r = RunAnymoe("run -m " + kModel + " -p hi -n 2 --backend opencl --mem-budget 1000");
   if (r.out.find("no OpenCL device") != std::string::npos) GTEST_SKIP() << r.out;
   EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_NE(r.out.find("the model needs"), std::string::npos) << r.out;
