@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <ostream>
 #include <nlohmann/json.hpp>
 
 #include "models/model.h"
@@ -32,6 +33,9 @@ struct GoldenModel {
   std::string path;    // relative to tests/golden
   std::string golden;  // directory with golden.json (prompt_ids)
 };
+
+// gtest prints parameters in failure messages and test listings.
+void PrintTo(const GoldenModel& m, std::ostream* os) { *os << m.path; }
 
 std::vector<GoldenModel> GoldenModels() {
   std::vector<GoldenModel> m = {{"llama_tiny", "llama_tiny"},
