@@ -223,7 +223,7 @@ struct BackendOptions {
   // Comma-separated op names (see op.h) forced onto the CPU fallback even where
   // the device supports them; also read from $ANYMOE_DISABLE_OPS. For tests and
   // for bisecting a device kernel.
-  std::string disabled_ops;
+  std::string disabled_ops = "";
   // Record every op x dtype the model calls (for `anymoe doctor`); wraps even
   // the CPU backend in FallbackBackend.
   bool record_ops = false;
