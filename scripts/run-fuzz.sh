@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Runs each libFuzzer target of tests/fuzz for a given time.
+#   scripts/run-fuzz.sh BUILD_DIR SECONDS [TARGET...]
+# New inputs go to BUILD_DIR/corpus/<target> (the committed seeds in
+# tests/fuzz/corpus/<target> are read, never written); crashes, leaks, timeouts
+# and over-limit mallocs are written to BUILD_DIR/artifacts/ and fail the run.
+# FUZZ_JOBS=N runs N targets at once (default 1).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=$1 seconds=$2
+shift 2
+targets=("$@")
+[[ ${#targets[@]} -gt 0 ]] || targets=(gguf safetensors hf_config tokenizer chat_template request)
+jobs=${FUZZ_JOBS:-1}
+mkdir -p "$build/artifacts" "$build/logs"
+
+run_one() {
+  local t=$1
+  mkdir -p "$build/corpus/$t"
+  # Limits from reliability.md A1: allocations over 256 MiB, RSS over 2 GiB and
+  # single inputs slower than 10 s are all failures.
+  if "$build/fuzz_$t" "$build/corpus/$t" "tests/fuzz/corpus/$t" \
+      -max_total_time="$seconds" -rss_limit_mb=2048 -malloc_limit_mb=256 -timeout=10 \
+      -max_len=65536 -print_final_stats=1 -artifact_prefix="$build/artifacts/$t-" \
+      >"$build/logs/$t.log" 2>&1; then
+    echo "fuzz $t: $(grep -E '^stat::number_of_executed_units' "$build/logs/$t.log" | awk '{print $2}') runs in ${seconds} s, no crash"
+  else
+    echo "fuzz $t: FAILED, see $build/logs/$t.log and $build/artifacts/"
+    tail -n 30 "$build/logs/$t.log"
+    return 1
+  fi
+}
+
+status=0
+pids=()
+for t in "${targets[@]}"; do
+  run_one "$t" &
+  pids+=($!)
+  if [[ ${#pids[@]} -ge $jobs ]]; then
+    wait "${pids[0]}" || status=1
+    pids=("${pids[@]:1}")
+  fi
+done
+for p in "${pids[@]}"; do wait "$p" || status=1; done
+exit $status

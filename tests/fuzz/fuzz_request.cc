@@ -1,0 +1,113 @@
+// C1-C6: an OpenAI request body, as the server handles it: strict JSON parse
+// with the server's nesting limit, ParseCompletionRequest (chat or not), the
+// conversation rendered and encoded, then the response, stream chunks and an
+// error built around text taken from the request (which may be invalid UTF-8,
+// like model output) and serialised. Checked: every serialised body parses
+// back as JSON, and accepted fields respect their documented ranges.
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "formats/parse_util.h"
+#include "fuzz_input.h"
+#include "server/api_error.h"
+#include "server/openai_format.h"
+#include "server/request_params.h"
+#include "server/sse.h"
+#include "tokenizer/tokenizer.h"
+
+namespace {
+
+using nlohmann::json;
+
+const anymoe::Tokenizer& SmolTokenizer() {
+  static const std::unique_ptr<anymoe::Tokenizer> tok = [] {
+    const std::string dir = anymoe::fuzz::GoldenDir() + "/tokenizer/";
+    auto t = anymoe::Tokenizer::FromHfJson(dir + "smollm2_small.tokenizer.json",
+                                           dir + "smollm2_small.tokenizer_config.json");
+    if (!t.ok()) {
+      std::fprintf(stderr, "fuzz_request: %s\n", t.status().message().c_str());
+      std::abort();
+    }
+    return std::move(t).value();
+  }();
+  return *tok;
+}
+
+void Require(bool ok, const char* what) {
+  if (!ok) {
+    std::fprintf(stderr, "fuzz_request: %s\n", what);
+    std::abort();
+  }
+}
+
+// What the server sends must always be JSON a client can parse.
+void CheckSerialises(const json& value) {
+  const std::string text = anymoe::DumpJson(value);
+  Require(json::accept(text), "a serialised body is not valid JSON");
+  const std::string sse = anymoe::SseData(value);
+  Require(sse.rfind("data: ", 0) == 0 && sse.ends_with("\n\n"), "bad SSE framing");
+}
+
+void CheckRanges(const anymoe::CompletionRequest& r, int64_t vocab) {
+  const anymoe::SamplingParams& s = r.sampling;
+  Require(std::isfinite(s.temperature) && s.temperature >= 0 && s.temperature <= 2,
+          "temperature out of range");
+  Require(s.top_p > 0 && s.top_p <= 1, "top_p out of range");
+  Require(s.min_p >= 0 && s.min_p <= 1, "min_p out of range");
+  Require(!r.max_tokens || *r.max_tokens >= 1, "max_tokens below 1");
+  Require(r.top_logprobs >= 0 && r.top_logprobs <= 20, "top_logprobs out of range");
+  Require(r.stop.size() <= 16, "too many stop strings");
+  for (int32_t id : r.prompt_ids) Require(id >= 0 && id < vocab, "prompt token id outside the vocabulary");
+}
+
+void Respond(const anymoe::CompletionRequest& r, const std::string& text) {
+  const anymoe::Tokenizer& tok = SmolTokenizer();
+  anymoe::OpenAiFormatter f(tok, "cmpl-fuzz", 0, "fuzz-model", r.chat, r.logprobs,
+                            r.include_usage);
+  std::vector<anymoe::TokenLogprob> tokens;
+  for (size_t i = 0; i < r.prompt_ids.size() && i < 8; ++i) {
+    tokens.push_back({r.prompt_ids[i], -0.5f, {{r.prompt_ids[i], -0.5f}}, i});
+  }
+  const anymoe::Usage usage{int64_t(r.prompt_ids.size()), int64_t(tokens.size())};
+  if (r.chat) CheckSerialises(f.RoleChunk());
+  CheckSerialises(f.Chunk(text, tokens, std::nullopt));
+  CheckSerialises(f.Chunk(text, tokens, "stop"));
+  CheckSerialises(f.UsageChunk(usage));
+  CheckSerialises(f.Response(text, tokens, "length", usage));
+  CheckSerialises(anymoe::ApiErrorValue(anymoe::InvalidField("prompt", text, "fuzz")));
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size < 1 || size > (256 << 10)) return 0;
+  const bool chat = data[0] & 1;
+  const std::string_view body(reinterpret_cast<const char*>(data + 1), size - 1);
+  anymoe::JsonLimits limits;
+  limits.max_depth = 32;  // ServerOptions::json_max_depth
+  auto parsed = anymoe::ParseJsonStrict(body, "request body", limits);
+  if (!parsed.ok()) return 0;
+  const int64_t vocab = SmolTokenizer().vocab_size();
+  anymoe::RequestLimits request_limits;
+  request_limits.vocab_size = vocab;
+  anymoe::CompletionRequest request;
+  if (auto error = anymoe::ParseCompletionRequest(*parsed, chat, request_limits, &request)) {
+    CheckSerialises(anymoe::ApiErrorValue(*error));
+    return 0;
+  }
+  CheckRanges(request, vocab);
+  std::string text = request.prompt_text;
+  if (chat) {
+    text = anymoe::RenderChat(anymoe::ChatTemplateKind::kChatML, request.messages, true);
+    (void)SmolTokenizer().Encode(text, false, true);
+  } else if (!request.prompt_is_ids) {
+    (void)SmolTokenizer().Encode(text, false, false);
+  }
+  // Model output can stop inside a character: cut the text at a fuzzed byte.
+  Respond(request, text.substr(0, text.size() - (data[0] >> 1) % (text.size() + 1)));
+  return 0;
+}

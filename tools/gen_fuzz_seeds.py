@@ -1,0 +1,250 @@
+#!/usr/bin/env python3
+"""Writes the seed corpora of the fuzz targets under tests/fuzz/corpus/<target>/.
+
+Seeds are small valid (and a few nearly valid) inputs derived from the golden
+data, so the fuzzers start from inputs that reach deep into each parser:
+  gguf          metadata of each golden MoE GGUF (config + tokenizer) with a few
+                tiny tensors of every supported type, plus tests/golden/gguf/tiny_v3.gguf
+  safetensors   small files with every supported dtype and __metadata__
+  hf_config     the golden config.json files and the reference configs
+  tokenizer     golden tokenizer corpus strings, one per tokenizer selector
+  chat_template encoded conversations (see fuzz_chat_template.cc's byte layout)
+  request       OpenAI request bodies, valid and invalid
+Run from the repository root: python3 tools/gen_fuzz_seeds.py
+"""
+import hashlib
+import json
+import os
+import random
+import struct
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+GOLDEN = os.path.join(ROOT, "tests", "golden")
+OUT = os.path.join(ROOT, "tests", "fuzz", "corpus")
+
+
+def write(target, name, data):
+    d = os.path.join(OUT, target)
+    os.makedirs(d, exist_ok=True)
+    if isinstance(data, str):
+        data = data.encode()
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(data)
+
+
+# ---- GGUF ------------------------------------------------------------------
+
+def gguf_string(s):
+    b = s.encode() if isinstance(s, str) else s
+    return struct.pack("<Q", len(b)) + b
+
+
+def gguf_kv_section(path):
+    """The raw bytes of the metadata section of a GGUF v3 file and its count."""
+    with open(path, "rb") as f:
+        data = f.read()
+    magic, version, n_tensors, n_kv = struct.unpack_from("<IIQQ", data, 0)
+    assert magic == 0x46554747 and version == 3
+    pos = 24
+    scalar = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
+
+    def skip_value(pos, t):
+        if t == 8:
+            (n,) = struct.unpack_from("<Q", data, pos)
+            return pos + 8 + n
+        if t == 9:
+            et, count = struct.unpack_from("<IQ", data, pos)
+            pos += 12
+            for _ in range(count):
+                pos = skip_value(pos, et)
+            return pos
+        return pos + scalar[t]
+
+    for _ in range(n_kv):
+        (klen,) = struct.unpack_from("<Q", data, pos)
+        pos += 8 + klen
+        (t,) = struct.unpack_from("<I", data, pos)
+        pos = skip_value(pos + 4, t)
+    return data[24:pos], n_kv
+
+
+# (ggml type id, elements per block, bytes per block)
+GGML_TYPES = {"f32": (0, 1, 4), "f16": (1, 1, 2), "q4_0": (2, 32, 18), "q4_1": (3, 32, 20),
+              "q8_0": (8, 32, 34), "q4_k": (12, 256, 144), "q5_k": (13, 256, 176),
+              "q6_k": (14, 256, 210), "bf16": (30, 1, 2), "i32": (26, 1, 4)}
+
+
+def gguf_file(kv_bytes, n_kv, tensors, alignment=32):
+    """tensors: list of (name, type name, ne list innermost-first)."""
+    rng = random.Random(len(tensors) * 7 + n_kv)
+    infos, blobs, offset = b"", [], 0
+    for name, tname, ne in tensors:
+        tid, block, bbytes = GGML_TYPES[tname]
+        n = 1
+        for x in ne:
+            n *= x
+        size = n // block * bbytes
+        infos += gguf_string(name) + struct.pack("<I", len(ne)) + b"".join(
+            struct.pack("<Q", x) for x in ne) + struct.pack("<IQ", tid, offset)
+        blob = bytes(rng.randrange(256) for _ in range(size))
+        if tname in ("f16", "q4_0", "q4_1", "q8_0"):  # keep f16 scales finite and small
+            blob = bytearray(blob)
+            for i in range(0, size, bbytes):
+                blob[i:i + 2] = struct.pack("<e", 0.01)
+            blob = bytes(blob)
+        pad = (-size) % alignment
+        blobs.append(blob + b"\0" * pad)
+        offset += size + pad
+    head = struct.pack("<IIQQ", 0x46554747, 3, len(tensors), n_kv) + kv_bytes + infos
+    head += b"\0" * ((-len(head)) % alignment)
+    return head + b"".join(blobs)
+
+
+def gguf_seeds():
+    with open(os.path.join(GOLDEN, "gguf", "tiny_v3.gguf"), "rb") as f:
+        write("gguf", "tiny_v3.gguf", f.read())
+    tensors = [("token_embd.weight", "f32", [8, 4]), ("blk.0.attn_norm.weight", "f16", [8]),
+               ("blk.0.ffn_up.weight", "q8_0", [32, 2]), ("blk.0.ffn_down.weight", "q4_0", [32]),
+               ("blk.0.ffn_gate.weight", "q4_1", [32]), ("blk.0.attn_q.weight", "q4_k", [256]),
+               ("blk.0.attn_k.weight", "q5_k", [256]), ("blk.0.attn_v.weight", "q6_k", [256]),
+               ("blk.0.attn_output.weight", "bf16", [4, 2]), ("ids", "i32", [3])]
+    moe = os.path.join(GOLDEN, "moe_gguf")
+    for name in sorted(os.listdir(moe)):
+        if not name.endswith(".gguf"):
+            continue
+        kv, n_kv = gguf_kv_section(os.path.join(moe, name))
+        write("gguf", name.replace(".gguf", "_meta.gguf"), gguf_file(kv, n_kv, tensors))
+    # Nearly valid: metadata only, and one tensor past the end of the file.
+    kv, n_kv = gguf_kv_section(os.path.join(moe, "mixtral.gguf"))
+    write("gguf", "metadata_only.gguf", gguf_file(kv, n_kv, []))
+    whole = gguf_file(b"", 0, tensors[:2])
+    write("gguf", "truncated_data.gguf", whole[:-16])
+
+
+# ---- safetensors -------------------------------------------------------------
+
+def safetensors_file(tensors, metadata=None):
+    header, blobs, offset = {}, [], 0
+    sizes = {"F32": 4, "F16": 2, "BF16": 2, "I32": 4}
+    for name, dtype, shape in tensors:
+        n = 1
+        for x in shape:
+            n *= x
+        size = n * sizes[dtype]
+        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [offset, offset + size]}
+        blobs.append(bytes((i * 37 + len(name)) % 256 for i in range(size)))
+        offset += size
+    if metadata is not None:
+        header["__metadata__"] = metadata
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * ((-len(text)) % 8)
+    return struct.pack("<Q", len(text)) + text + b"".join(blobs)
+
+
+def safetensors_seeds():
+    write("safetensors", "all_dtypes.safetensors", safetensors_file(
+        [("a", "F32", [2, 3]), ("b", "F16", [4]), ("c", "BF16", [1, 1, 2]), ("d", "I32", [2])],
+        {"format": "pt"}))
+    write("safetensors", "scalar_and_empty.safetensors", safetensors_file(
+        [("s", "F32", []), ("e", "F16", [0, 5])]))
+    write("safetensors", "llama_names.safetensors", safetensors_file(
+        [("model.embed_tokens.weight", "BF16", [4, 2]),
+         ("model.layers.0.mlp.experts.0.down_proj.weight", "BF16", [2, 2]),
+         ("model.norm.weight", "F32", [2])]))
+    write("safetensors", "header_only.safetensors", safetensors_file([]))
+
+
+# ---- config.json, tokenizer, chat template, request --------------------------
+
+def config_seeds():
+    seen = set()
+    for folder in sorted(os.listdir(os.path.join(GOLDEN, "moe"))) + ["../llama_tiny"]:
+        p = os.path.join(GOLDEN, "moe", folder, "config.json")
+        if os.path.exists(p):
+            data = open(p, "rb").read()
+            if hashlib.sha1(data).digest() not in seen:
+                seen.add(hashlib.sha1(data).digest())
+                write("hf_config", os.path.basename(os.path.normpath(folder)) + ".json", data)
+    for name in sorted(os.listdir(os.path.join(GOLDEN, "configs"))):
+        if name != "parameter_counts.json":
+            write("hf_config", "ref_" + name, open(os.path.join(GOLDEN, "configs", name), "rb").read())
+
+
+def tokenizer_seeds():
+    corpus = json.load(open(os.path.join(GOLDEN, "tokenizer", "corpus.json")))
+    texts = corpus if isinstance(corpus, list) else corpus.get("strings", corpus.get("texts", []))
+    texts = [t for t in texts if isinstance(t, str)]
+    picked = texts[::max(1, len(texts) // 24)][:24]
+    for i, text in enumerate(picked):
+        selector = i % 5 | (0x40 if i % 3 == 0 else 0)
+        write("tokenizer", "text_%02d" % i, bytes([selector]) + text.encode())
+    write("tokenizer", "special", bytes([0x40]) + b"<|im_start|>user\nhi<|im_end|>")
+    write("tokenizer", "invalid_utf8", bytes([1]) + b"caf\xc3 \xff\xfe \xe4\xb8")
+    ids = struct.pack("<8i", 0, 1, 17, 200, 255, 49151, -1, 1 << 30)
+    for sel in range(5):
+        write("tokenizer", "ids_%d" % sel, bytes([0x80 | sel]) + ids)
+
+
+def reader_string(s, max_len):
+    """Encodes s for ByteReader::String(max_len): 2 length bytes then the bytes."""
+    b = s.encode() if isinstance(s, str) else s
+    assert len(b) <= max_len
+    return struct.pack("<H", len(b)) + b
+
+
+def chat_seeds():
+    convs = [
+        [("system", "You are helpful."), ("user", "Hello!"), ("assistant", "Hi <think>x</think> there")],
+        [("user", "What is 2+2?"), ("assistant", "<think>\nadd\n</think>\n\n4"), ("user", "thanks")],
+        [("tool", "{\"r\": 1}"), ("tool", "more"), ("user", "ok")],
+        [("user", "  \u3000 spaces \n"), ("assistant", "</think></think><think>")],
+    ]
+    roles = ["system", "user", "assistant", "tool"]
+    for kind in range(3):
+        for i, conv in enumerate(convs):
+            out = bytes([kind, 0]) + bytes([i & 1])
+            for role, content in conv:
+                out += bytes([1]) + bytes([roles.index(role), 0]) + reader_string(content, 4096)
+            write("chat_template", "k%d_c%d" % (kind, i), out)
+    write("chat_template", "odd_role", bytes([0, 0, 1, 0]) + reader_string("ro\nle", 16) +
+          reader_string(b"\xff\xfe<|im_end|>", 4096))
+
+
+def request_seeds():
+    bodies = {
+        "chat_basic": (1, {"model": "m", "messages": [{"role": "user", "content": "Hi"}]}),
+        "chat_full": (1, {"messages": [{"role": "system", "content": "Be brief."},
+                                       {"role": "user", "content": [{"type": "text", "text": "Hi"}]},
+                                       {"role": "assistant", "content": None}],
+                          "max_tokens": 8, "temperature": 0.7, "top_p": 0.9, "top_k": 40,
+                          "min_p": 0.05, "seed": 42, "stop": ["\n", "END"], "stream": True,
+                          "stream_options": {"include_usage": True}, "logprobs": True,
+                          "top_logprobs": 3, "n": 1, "response_format": {"type": "text"}}),
+        "completion_text": (0, {"prompt": "The capital of France is", "max_tokens": 16, "logprobs": 2,
+                                "echo": False, "best_of": 1, "ignore_eos": True}),
+        "completion_ids": (0, {"prompt": [1, 2, 3, 49151], "max_completion_tokens": 4}),
+        "completion_batch": (0, {"prompt": [[5, 6, 7]], "stop": "x"}),
+        "bad_types": (1, {"messages": "no", "max_tokens": -1, "temperature": "hot"}),
+        "bad_ids": (0, {"prompt": [-1, 49152, 4294967296]}),
+        "unsupported": (1, {"messages": [{"role": "user", "content": "x"}], "n": 2,
+                            "logit_bias": {"1": 5}, "tools": [{"type": "function"}]}),
+    }
+    for name, (chat, body) in bodies.items():
+        write("request", name, bytes([chat]) + json.dumps(body).encode())
+    write("request", "deep", bytes([1]) + b'{"messages":' + b"[" * 40 + b"]" * 40 + b"}")
+    write("request", "not_json", bytes([0]) + b'{"prompt": "x",')
+    write("request", "dup_key", bytes([0]) + b'{"prompt": "a", "prompt": "b"}')
+
+
+def main():
+    gguf_seeds()
+    safetensors_seeds()
+    config_seeds()
+    tokenizer_seeds()
+    chat_seeds()
+    request_seeds()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
