@@ -5,7 +5,7 @@ JOBS ?= 2
 MODEL := models/SmolLM2-135M-Instruct.Q4_1.gguf
 PROMPT ?= What is the capital of France? Answer in one sentence.
 
-.PHONY: all deps build model run test test-arm64 clean
+.PHONY: all deps build model run test test-arm64 test-asan fuzz soak clean
 
 all: build
 
@@ -32,6 +32,31 @@ test: build model
 # aarch64: cross-compile the SIMD kernels and run their tests under qemu-aarch64.
 test-arm64:
 	./scripts/install-arm64-deps.sh && JOBS=$(JOBS) ./scripts/test-arm64.sh
+
+# The whole test suite built with AddressSanitizer + UndefinedBehaviorSanitizer.
+ASAN_DIR ?= build-asan
+test-asan: deps model
+	cmake -S . -B $(ASAN_DIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DANYMOE_SANITIZE=ON \
+	  -DANYMOE_BUILD_BENCH=OFF
+	cmake --build $(ASAN_DIR) -j $(JOBS)
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  ctest --test-dir $(ASAN_DIR) --output-on-failure -j $(JOBS)
+
+# libFuzzer (clang) builds of tests/fuzz, each run for FUZZ_SECONDS.
+FUZZ_DIR ?= build-fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_JOBS ?= 1
+fuzz:
+	./scripts/install-deps.sh && ./scripts/install-fuzz-deps.sh
+	cmake -S tests/fuzz/libfuzzer -B $(FUZZ_DIR) -G Ninja -DCMAKE_CXX_COMPILER=clang++
+	cmake --build $(FUZZ_DIR) -j $(JOBS)
+	FUZZ_JOBS=$(FUZZ_JOBS) ./scripts/run-fuzz.sh $(FUZZ_DIR) $(FUZZ_SECONDS)
+
+# Soak/fault test of `anymoe serve` (tests/soak); CI runs a short one in ctest.
+SOAK_SECONDS ?= 300
+soak: build model
+	./$(BUILD_DIR)/tests/soak/soak_test --anymoe ./$(BUILD_DIR)/src/anymoe --model $(MODEL) \
+	  --seconds $(SOAK_SECONDS) --clients 16
 
 clean:
 	rm -rf $(BUILD_DIR)

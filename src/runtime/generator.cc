@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 
+#include "runtime/logit_guard.h"
 #include "runtime/text_stream.h"
 #include "tokenizer/tokenizer.h"
 
@@ -94,6 +95,7 @@ Expected<GenerateResult> Generator::Generate(Sequence& seq, std::span<const int3
   auto stop_on = [&](StopReason r) { result.reason = r; };
   for (int64_t step = 0;; ++step) {
     model_.backend().ReadF32(logits, step_logits_);
+    RETURN_IF_ERROR(CheckLogitsFinite(step_logits_));
     if (options.record_logits) {
       result.logits.insert(result.logits.end(), step_logits_.begin(), step_logits_.end());
     }

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "runtime/engine.h"
+#include "runtime/logit_guard.h"
 #include "runtime/text_stream.h"
 
 namespace anymoe {
@@ -190,12 +191,18 @@ class Scheduler::Impl {
         if (a.prompt_left() > 0) continue;  // more prompt chunks to go
       }
       model_.backend().ReadF32(logits->RowSlice(int64_t(i), 1), logits_);
+      if (Status finite = CheckLogitsFinite(logits_); !finite.ok()) {
+        failed_[&a] = finite.message();  // this request only; the others go on
+        continue;
+      }
       Sample(a);
     }
     for (auto& a : running_) {
+      if (a && failed_.count(a.get())) Fail(a, failed_[a.get()]);
       if (a && done_.count(a.get())) Finish(a, done_[a.get()]);
     }
     done_.clear();
+    failed_.clear();
     std::erase(running_, nullptr);
   }
 
@@ -301,6 +308,7 @@ class Scheduler::Impl {
   std::vector<Model::SequenceStep> steps_;
   std::vector<Active*> members_;
   std::map<Active*, StopReason> done_;
+  std::map<Active*, std::string> failed_;  // non-finite logits this step
   std::vector<float> logits_, raw_logits_;
   std::vector<int32_t> order_;
   double log_sum_exp_ = 0;

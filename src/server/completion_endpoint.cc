@@ -9,6 +9,7 @@
 
 #include "formats/parse_util.h"
 #include "runtime/engine.h"
+#include "runtime/logit_guard.h"
 #include "server/api_error.h"
 #include "server/completion_service.h"
 #include "server/event_channel.h"
@@ -139,6 +140,7 @@ ApiError GenerationError(const Generation& g) {
   e.status = 500;
   e.type = "server_error";
   e.message = g.error;
+  if (g.error.starts_with(kNumericalErrorPrefix)) e.code = "numerical_error";
   return e;
 }
 

@@ -1,48 +1,67 @@
 #include "server/http_task_queue.h"
 
 namespace anymoe {
+namespace {
+thread_local bool t_overflow = false;
+}  // namespace
 
-HttpTaskQueue::HttpTaskQueue(size_t threads, size_t max_pending)
-    : max_pending_(max_pending > 0 ? max_pending : 1) {
-  threads_.reserve(threads);
-  for (size_t i = 0; i < (threads > 0 ? threads : 1); ++i)
-    threads_.emplace_back([this] { Work(); });
+HttpTaskQueue::HttpTaskQueue(size_t threads, size_t max_pending) {
+  threads = threads > 0 ? threads : 1;
+  main_.capacity = threads + (max_pending > 0 ? max_pending : 1);
+  overflow_.capacity = kOverflowThreads + kMaxOverflowPending;
+  for (size_t i = 0; i < threads; ++i) {
+    main_.threads.emplace_back([this] { Work(main_, false); });
+  }
+  for (size_t i = 0; i < kOverflowThreads; ++i) {
+    overflow_.threads.emplace_back([this] { Work(overflow_, true); });
+  }
 }
 
 HttpTaskQueue::~HttpTaskQueue() { shutdown(); }
 
+bool HttpTaskQueue::OnOverflowThread() { return t_overflow; }
+
 void HttpTaskQueue::enqueue(std::function<void()> fn) {
   std::unique_lock<std::mutex> lock(mu_);
-  space_ready_.wait(lock, [&] { return pending_.size() < max_pending_ || stopping_; });
-  pending_.push_back(std::move(fn));
+  space_ready_.wait(lock, [&] { return main_.has_room() || overflow_.has_room() || stopping_; });
+  Pool& pool = main_.has_room() || stopping_ ? main_ : overflow_;
+  pool.pending.push_back(std::move(fn));
   lock.unlock();
-  work_ready_.notify_one();
+  pool.work_ready.notify_one();
 }
 
 void HttpTaskQueue::shutdown() {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (stopping_ && threads_.empty()) return;
+    if (stopping_ && main_.threads.empty()) return;
     stopping_ = true;
   }
-  work_ready_.notify_all();
+  for (Pool* pool : {&main_, &overflow_}) pool->work_ready.notify_all();
   space_ready_.notify_all();
-  for (std::thread& t : threads_) t.join();
-  threads_.clear();
+  for (Pool* pool : {&main_, &overflow_}) {
+    for (std::thread& t : pool->threads) t.join();
+    pool->threads.clear();
+  }
 }
 
-void HttpTaskQueue::Work() {
+void HttpTaskQueue::Work(Pool& pool, bool overflow) {
+  t_overflow = overflow;
   for (;;) {
     std::function<void()> fn;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      work_ready_.wait(lock, [&] { return !pending_.empty() || stopping_; });
-      if (pending_.empty()) return;  // stopping, nothing left
-      fn = std::move(pending_.front());
-      pending_.pop_front();
+      pool.work_ready.wait(lock, [&] { return !pool.pending.empty() || stopping_; });
+      if (pool.pending.empty()) return;  // stopping, nothing left
+      fn = std::move(pool.pending.front());
+      pool.pending.pop_front();
+      ++pool.active;
     }
-    space_ready_.notify_one();
     fn();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      --pool.active;
+    }
+    space_ready_.notify_all();
   }
 }
 

@@ -63,6 +63,11 @@ ApiError ErrorFor(int status) {
       e.code = "uri_too_long";
       e.message = "the request URI is too long";
       break;
+    case 503:
+      e.type = "unavailable_error";
+      e.code = "too_many_connections";
+      e.message = "too many connections; retry later";
+      break;
     default:
       if (status >= 500) {
         e.type = "server_error";
@@ -165,6 +170,12 @@ void OpenAiServer::RegisterRoutes() {
 
   http_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     using R = httplib::Server::HandlerResponse;
+    if (HttpTaskQueue::OnOverflowThread()) {  // over the connection limit
+      ApiError e = ErrorFor(503);
+      res.set_header("Retry-After", "1");
+      SendErrorAndClose(res, e);
+      return R::Handled;
+    }
     if (!HostAllowed(req)) {
       SendErrorAndClose(res, ErrorFor(403));
       return R::Handled;

@@ -20,7 +20,9 @@ struct ServerOptions {
   std::string model_name;   // the id in /v1/models and responses
   size_t max_body_bytes = 1 << 20;
   int json_max_depth = 32;
-  int http_threads = 0;  // connections served at once; 0: 80
+  // Connections served at once (0: 80); as many more wait for a thread, and
+  // connections past that get 503 too_many_connections.
+  int http_threads = 0;
   std::chrono::seconds read_timeout{30};
   std::chrono::seconds write_timeout{30};
   std::chrono::seconds keep_alive_timeout{3};
