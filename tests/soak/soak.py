@@ -111,8 +111,11 @@ WORDS = ("the of and to in is you that it he was for on are as with his they at 
          "which she do how their if will up other about out many then them these so some").split()
 
 
+MAX_PROMPT_WORDS = 40  # lowered for small contexts in main()
+
+
 def random_prompt(rng):
-    return " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 40)))
+    return " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, MAX_PROMPT_WORDS)))
 
 
 def valid_body(rng, stream):
@@ -291,7 +294,13 @@ def main():
 
     server = Server(args)
     port = server.port
-    log("server pid %d on port %d" % (server.proc.pid, port))
+    status, data, _ = request(port, "GET", "/v1/models")
+    context = json.loads(data)["data"][0]["context_length"]
+    # Valid requests must fit the context (a word is a few tokens in the tiny
+    # test vocabularies, plus the chat template and up to 24 generated tokens).
+    global MAX_PROMPT_WORDS
+    MAX_PROMPT_WORDS = max(1, min(40, context // 12))
+    log("server pid %d on port %d, context %d" % (server.proc.pid, port, context))
     before = greedy_text(port)
     rss_start = server.rss_kib()
 
