@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "formats/parse_util.h"
 #include "tokenizer/tokenizer.h"
 
 namespace anymoe {
@@ -15,6 +16,7 @@ namespace {
 using Json = nlohmann::json;
 
 constexpr size_t kMaxJsonBytes = size_t{512} << 20;
+constexpr int kMaxJsonDepth = 64;  // real tokenizer.json files nest about 6 deep
 
 Expected<Json> ReadJson(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -28,9 +30,14 @@ Expected<Json> ReadJson(const std::string& path) {
   in.seekg(0);
   std::string text(static_cast<size_t>(size), '\0');
   in.read(text.data(), size);
-  Json json = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (json.is_discarded()) return Status::Error(path + ": not valid JSON");
-  return json;
+  // Depth is capped while parsing: copying or dumping a deeply nested value
+  // recurses once per level and would overflow the stack (nlohmann/json #5387).
+  JsonLimits limits;
+  limits.max_depth = kMaxJsonDepth;
+  limits.reject_duplicate_keys = false;  // as HF tokenizers, the last one wins
+  auto json = ParseJsonStrict(text, path, limits);
+  if (!json.ok()) return Status::Error("not valid JSON: " + json.status().message());
+  return std::move(json).value();
 }
 
 bool BoolOr(const Json& obj, const char* key, bool fallback) {
