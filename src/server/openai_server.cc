@@ -1,6 +1,7 @@
 #include "server/openai_server.h"
 
 #include <arpa/inet.h>
+#include <sys/socket.h>
 #include <httplib.h>
 
 #include <csignal>
@@ -23,6 +24,7 @@ namespace {
 using nlohmann::json;
 
 constexpr const char* kJson = "application/json";
+constexpr int kListenBacklog = 1024;  // capped by net.core.somaxconn
 
 void SendError(httplib::Response& res, const ApiError& e) {
   res.status = e.status;
@@ -126,6 +128,10 @@ OpenAiServer::OpenAiServer(ServerOptions options)
   http_->set_write_timeout(options_.write_timeout);
   http_->set_keep_alive_timeout(options_.keep_alive_timeout.count());
   http_->set_tcp_nodelay(true);
+  http_->set_socket_options([this](socket_t sock) {
+    httplib::default_socket_options(sock);
+    listen_fd_ = sock;
+  });
   RegisterRoutes();
 }
 
@@ -171,9 +177,13 @@ void OpenAiServer::RegisterRoutes() {
   http_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     using R = httplib::Server::HandlerResponse;
     if (HttpTaskQueue::OnOverflowThread()) {  // over the connection limit
-      ApiError e = ErrorFor(503);
+      if (options_.log_requests) {
+        std::fprintf(stderr, "anymoe: %s \"%s %s\" refused: too many connections\n",
+                     LogSafe(req.remote_addr).c_str(), LogSafe(req.method).c_str(),
+                     LogSafe(req.path).c_str());
+      }
       res.set_header("Retry-After", "1");
-      SendErrorAndClose(res, e);
+      SendErrorAndClose(res, ErrorFor(503));
       return R::Handled;
     }
     if (!HostAllowed(req)) {
@@ -345,6 +355,11 @@ Status OpenAiServer::Bind() {
     }
     port_ = options_.port;
   }
+  // cpp-httplib 0.11 listens with a backlog of 5: bursts of new connections
+  // overflow it while the accept thread waits for a core, and the kernel
+  // then drops or resets handshakes (seen as rare ECONNRESET under load).
+  // listen() on a listening socket only changes its backlog.
+  if (listen_fd_ >= 0) ::listen(listen_fd_, kListenBacklog);
   return Status::Ok();
 }
 

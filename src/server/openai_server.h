@@ -90,6 +90,7 @@ class OpenAiServer {
   std::vector<RouteInfo> routes_;
   std::thread listen_thread_;
   int port_ = -1;
+  int listen_fd_ = -1;  // the listening socket, to deepen its accept backlog
   bool loopback_ = true;
 
   ServingModel model_;

@@ -42,7 +42,7 @@ def log(msg):
 class Server:
     def __init__(self, args):
         cmd = [args.anymoe, "serve", "-m", args.model, "--port", "0", "-t", str(args.threads),
-               "--parallel", str(args.parallel), "--queue", str(args.queue), "--no-request-log"]
+               "--parallel", str(args.parallel), "--queue", str(args.queue)]
         cmd += args.serve_arg
         self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         self.err_lines = []
@@ -157,7 +157,12 @@ def check_stream(data):
 def run_valid(port, rng):
     stream = rng.random() < 0.7
     path, body = valid_body(rng, stream)
-    status, data, _ = request(port, "POST", path, json.dumps(body), {"Content-Type": "application/json"})
+    start = time.monotonic()
+    try:
+        status, data, _ = request(port, "POST", path, json.dumps(body), {"Content-Type": "application/json"})
+    except Exception as e:
+        return "%s (stream %s) after %.2f s: %s: %s" % (path, stream, time.monotonic() - start,
+                                                        type(e).__name__, e)
     if status != 200:
         return "HTTP %d %r" % (status, data[:200])
     if stream:
@@ -285,7 +290,8 @@ def main():
     p.add_argument("--queue", type=int, default=64)
     p.add_argument("--disconnect-share", type=float, default=0.15)
     p.add_argument("--invalid-share", type=float, default=0.15)
-    p.add_argument("--warmup-share", type=float, default=0.25, help="part of the time before the RSS baseline")
+    p.add_argument("--warmup-share", type=float, default=0.33,
+                   help="part of the time before the RSS baseline (thread arenas and caches fill up first)")
     p.add_argument("--max-rss-growth", type=float, default=0.05)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--json", help="write the figures here")
@@ -314,10 +320,13 @@ def main():
     time.sleep(args.seconds * args.warmup_share)
     rss_warm = server.rss_kib()
     rss_peak = rss_warm
+    rss_samples = []  # (seconds, KiB), to tell a plateau from a leak
     while any(t.is_alive() for t in threads):
         time.sleep(0.5)
         if server.alive():
             rss_peak = max(rss_peak, server.rss_kib())
+            if not rss_samples or time.monotonic() - start - rss_samples[-1][0] >= 10:
+                rss_samples.append((round(time.monotonic() - start), server.rss_kib()))
     for t in threads:
         t.join()
     elapsed = time.monotonic() - start
@@ -345,7 +354,7 @@ def main():
         "running_after": m.get("anymoe_requests_running"), "waiting_after": m.get("anymoe_requests_waiting"),
         "rss_start_kib": rss_start, "rss_after_warmup_kib": rss_warm, "rss_peak_kib": rss_peak,
         "rss_end_kib": rss_end, "rss_growth_after_warmup": round(growth, 4),
-        "greedy_before": before, "greedy_after": after,
+        "greedy_before": before, "greedy_after": after, "rss_samples": rss_samples,
     }
     log("%d requests in %.0f s from %d clients: %d valid, %d disconnects (%.0f%%), %d invalid (%.0f%%)" % (
         total, elapsed, args.clients, c["valid"], c["disconnect"], 100.0 * c["disconnect"] / max(total, 1),
@@ -355,6 +364,16 @@ def main():
     for kind in f:
         for problem in f[kind][:5]:
             log("%s failure: %s" % (kind, problem))
+    statuses = {}
+    for line in server.err_lines:
+        found = re.search(r'" (\d{3})$', line)
+        if found:
+            statuses[found.group(1)] = statuses.get(found.group(1), 0) + 1
+    log("server responses by status: %s" % json.dumps(dict(sorted(statuses.items()))))
+    figures["server_statuses"] = statuses
+    for line in server.err_lines:
+        if not re.search(r'" \d{3}$', line) and "listening" not in line and "ready" not in line:
+            log("server said: " + line)
     check(len(f["valid"]) == 0, "0 failures of %d valid requests" % c["valid"])
     check(len(f["invalid"]) == 0, "all %d invalid requests got a 4xx JSON error" % c["invalid"])
     check(len(f["disconnect"]) == 0, "%d disconnects without client-side errors" % c["disconnect"])
