@@ -41,7 +41,11 @@ test-asan: deps model
 	  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" -DANYMOE_BUILD_BENCH=OFF
 	cmake --build $(ASAN_DIR) -j $(JOBS)
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-	  ctest --test-dir $(ASAN_DIR) --output-on-failure -j $(JOBS)
+	  ctest --test-dir $(ASAN_DIR) --output-on-failure -j $(JOBS) -E '$(ASAN_SKIP)'
+# Left out under ASan: the 135M-parameter f32 golden run (over 10 minutes at
+# -O1 with ASan; the same forward pass runs on the tiny golden models) and the
+# headless-browser page test (timing-bound; the browser is not instrumented).
+ASAN_SKIP := SmolLm2Golden.FirstStepLogitsAndGreedyContinuationMatch|ChatPageStreamsAReplyInHeadlessChromium
 
 # libFuzzer (clang) builds of tests/fuzz, each run for FUZZ_SECONDS.
 FUZZ_DIR ?= build-fuzz
