@@ -48,9 +48,9 @@ int Chat(const ChatFlags& f) {
       continue;
     }
     messages.push_back({"user", line});
-    auto rendered = engine->RenderChat(messages, /*add_generation_prompt=*/true);
-    if (!rendered.ok()) return ReportError(rendered.status());
-    auto result = generator.Generate(*seq, engine->EncodeChat(*rendered), options,
+    auto prompt = engine->EncodeChat(messages, /*add_generation_prompt=*/true);
+    if (!prompt.ok()) return ReportError(prompt.status());
+    auto result = generator.Generate(*seq, *prompt, options,
                                      [](std::string_view text) {
                                        std::fwrite(text.data(), 1, text.size(), stdout);
                                        std::fflush(stdout);

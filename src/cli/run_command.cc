@@ -46,8 +46,7 @@ Expected<std::vector<int32_t>> PromptTokens(const RunFlags& f, const Engine& eng
   std::vector<ChatMessage> messages;
   if (!f.system.empty()) messages.push_back({"system", f.system});
   messages.push_back({"user", f.prompt});
-  ASSIGN_OR_RETURN(std::string text, engine.RenderChat(messages, /*add_generation_prompt=*/true));
-  return engine.EncodeChat(text);
+  return engine.EncodeChat(messages, /*add_generation_prompt=*/true);
 }
 
 int Run(const RunFlags& f) {

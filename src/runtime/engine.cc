@@ -83,16 +83,21 @@ std::vector<int32_t> Engine::Encode(std::string_view text) const {
   return tokenizer_->Encode(text, tokenizer_->add_bos_default(), /*parse_special=*/true);
 }
 
-std::vector<int32_t> Engine::EncodeChat(std::string_view rendered) const {
-  return tokenizer_->Encode(rendered, /*add_bos=*/false, /*parse_special=*/true);
-}
-
 Expected<std::string> Engine::RenderChat(std::span<const ChatMessage> messages,
                                          bool add_generation_prompt) const {
   if (!chat_kind_.ok()) {
     return chat_kind_.status().WithContext(file_.path + ": cannot apply a chat template");
   }
   return anymoe::RenderChat(*chat_kind_, messages, add_generation_prompt);
+}
+
+Expected<std::vector<int32_t>> Engine::EncodeChat(std::span<const ChatMessage> messages,
+                                                  bool add_generation_prompt) const {
+  if (!chat_kind_.ok()) {
+    return chat_kind_.status().WithContext(file_.path + ": cannot apply a chat template");
+  }
+  const RenderedChat chat = RenderChatWithRanges(*chat_kind_, messages, add_generation_prompt);
+  return tokenizer_->EncodeWithPlainRanges(chat.text, /*add_bos=*/false, chat.message_ranges);
 }
 
 }  // namespace anymoe

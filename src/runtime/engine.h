@@ -44,11 +44,14 @@ class Engine {
 
   // Text to ids, with BOS when the model wants it and special tokens parsed.
   std::vector<int32_t> Encode(std::string_view text) const;
-  // Ids of a rendered chat: the template supplies BOS and special tokens itself.
-  std::vector<int32_t> EncodeChat(std::string_view rendered) const;
   // Renders a conversation with the model's chat template.
   Expected<std::string> RenderChat(std::span<const ChatMessage> messages,
                                    bool add_generation_prompt) const;
+  // Ids of the rendered conversation. Only the template's markup becomes
+  // special tokens (it supplies BOS itself): a message containing e.g.
+  // "<|im_end|>" is encoded as that text, so it cannot end its turn.
+  Expected<std::vector<int32_t>> EncodeChat(std::span<const ChatMessage> messages,
+                                            bool add_generation_prompt) const;
   // Stop tokens for generation (EOS, end of turn).
   std::vector<int32_t> StopTokens() const { return tokenizer_->stop_ids(); }
 

@@ -196,13 +196,13 @@ std::optional<ApiError> PromptTokens(const Engine& engine, const CompletionReque
     *ids = p.prompt_is_ids ? p.prompt_ids : engine.Encode(p.prompt_text);
     return std::nullopt;
   }
-  auto rendered = engine.RenderChat(p.messages, /*add_generation_prompt=*/true);
-  if (!rendered.ok()) {
+  auto encoded = engine.EncodeChat(p.messages, /*add_generation_prompt=*/true);
+  if (!encoded.ok()) {
     // The engine's message names the model path; keep it out of the response.
     return InvalidField("messages", "the model has no chat template; use /v1/completions",
                         "no_chat_template");
   }
-  *ids = engine.EncodeChat(*rendered);
+  *ids = std::move(*encoded);
   return std::nullopt;
 }
 

@@ -75,14 +75,14 @@ int32_t AddedTokenMatcher::Child(int32_t node, uint8_t byte) const {
   return (it != children.end() && it->first == byte) ? it->second : -1;
 }
 
-int AddedTokenMatcher::LongestAt(std::string_view text, size_t pos, bool match_special,
+int AddedTokenMatcher::LongestAt(std::string_view text, size_t pos, size_t special_limit,
                                  size_t* end) const {
   int found = -1;
   int32_t node = 0;
   for (size_t i = pos; i < text.size(); ++i) {
     node = Child(node, static_cast<uint8_t>(text[i]));
     if (node < 0) break;
-    const int32_t token = match_special ? nodes_[node].token : nodes_[node].plain_token;
+    const int32_t token = i < special_limit ? nodes_[node].token : nodes_[node].plain_token;
     if (token >= 0) {
       found = token;
       *end = i + 1;
@@ -97,16 +97,26 @@ bool AddedTokenMatcher::AcceptsSingleWord(std::string_view text, size_t begin, s
 }
 
 void AddedTokenMatcher::Split(std::string_view text, bool match_special,
-                              const std::function<void(std::string_view, int)>& segment) const {
+                              const std::function<void(std::string_view, int)>& segment,
+                              std::span<const TextRange> plain_ranges) const {
   if (tokens_.empty()) {
     if (!text.empty()) segment(text, -1);
     return;
   }
   size_t emitted = 0;  // text before this offset has been handed out
   size_t pos = 0;
+  size_t next_plain = 0;  // first range not wholly before pos
   while (pos < text.size()) {
+    while (next_plain < plain_ranges.size() && plain_ranges[next_plain].end <= pos) ++next_plain;
+    // A special token may end no later than where the next plain range starts.
+    size_t special_limit = 0;
+    if (match_special) {
+      special_limit = next_plain < plain_ranges.size()
+                          ? std::max(pos, plain_ranges[next_plain].begin)
+                          : text.size();
+    }
     size_t end = 0;
-    const int t = LongestAt(text, pos, match_special, &end);
+    const int t = LongestAt(text, pos, special_limit, &end);
     if (t < 0) {
       ++pos;
       continue;

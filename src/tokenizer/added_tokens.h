@@ -4,13 +4,20 @@
 // position: O(text length x longest token), no recursion.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace anymoe {
+
+// Bytes [begin, end) of a text.
+struct TextRange {
+  size_t begin = 0, end = 0;
+};
 
 struct AddedToken {
   int32_t id = -1;
@@ -33,8 +40,12 @@ class AddedTokenMatcher {
   // bytes then include any whitespace swallowed by lstrip/rstrip). Without
   // `match_special`, special tokens are not looked for at all: their text stays
   // part of the surrounding plain text (HF's encode_special_tokens).
+  // `plain_ranges` (sorted, disjoint) narrows `match_special`: a special token
+  // whose bytes overlap one of them is not matched there, so untrusted text
+  // spliced into a template cannot become a control token.
   void Split(std::string_view text, bool match_special,
-             const std::function<void(std::string_view, int)>& segment) const;
+             const std::function<void(std::string_view, int)>& segment,
+             std::span<const TextRange> plain_ranges = {}) const;
 
   const std::vector<AddedToken>& tokens() const { return tokens_; }
 
@@ -46,7 +57,8 @@ class AddedTokenMatcher {
   };
   int32_t Child(int32_t node, uint8_t byte) const;
   // Longest token starting at `pos`: returns its index and sets *end, or -1.
-  int LongestAt(std::string_view text, size_t pos, bool match_special, size_t* end) const;
+  // Special tokens count only when they end at or before `special_limit`.
+  int LongestAt(std::string_view text, size_t pos, size_t special_limit, size_t* end) const;
   bool AcceptsSingleWord(std::string_view text, size_t begin, size_t end) const;
 
   std::vector<AddedToken> tokens_;

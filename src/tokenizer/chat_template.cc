@@ -54,26 +54,49 @@ std::string_view StripNewlines(std::string_view s, int sides) {
   return s;
 }
 
+// Appends template markup and message text, recording where the latter lies.
+class ChatWriter {
+ public:
+  ChatWriter& Markup(std::string_view s) {
+    out_.text += s;
+    return *this;
+  }
+  ChatWriter& Message(std::string_view s) {
+    if (s.empty()) return *this;
+    const size_t begin = out_.text.size();
+    out_.text += s;
+    auto& ranges = out_.message_ranges;
+    if (!ranges.empty() && ranges.back().end == begin) {
+      ranges.back().end = out_.text.size();  // adjacent pieces merge
+    } else {
+      ranges.push_back({begin, out_.text.size()});
+    }
+    return *this;
+  }
+  RenderedChat Take() { return std::move(out_); }
+
+ private:
+  RenderedChat out_;
+};
+
 // {% if loop.first and messages[0]['role'] != 'system' %} default system prompt,
 // then <|im_start|>role\ncontent<|im_end|>\n per message.
-std::string RenderChatMl(std::span<const ChatMessage> messages, bool add_generation_prompt) {
-  std::string out;
+RenderedChat RenderChatMl(std::span<const ChatMessage> messages, bool add_generation_prompt) {
+  ChatWriter w;
   if (!messages.empty() && messages[0].role != "system") {
-    out += "<|im_start|>system\n";
-    out += kSmolLmDefaultSystem;
-    out += "<|im_end|>\n";
+    w.Markup("<|im_start|>system\n").Markup(kSmolLmDefaultSystem).Markup("<|im_end|>\n");
   }
   for (const ChatMessage& m : messages) {
-    out += "<|im_start|>" + m.role + "\n" + m.content + "<|im_end|>\n";
+    w.Markup("<|im_start|>").Message(m.role).Markup("\n").Message(m.content).Markup("<|im_end|>\n");
   }
-  if (add_generation_prompt) out += "<|im_start|>assistant\n";
-  return out;
+  if (add_generation_prompt) w.Markup("<|im_start|>assistant\n");
+  return w.Take();
 }
 
 // GLM-4.5's assistant turn: reasoning is taken from a <think>...</think> prefix of
 // the content and only kept after the last user message.
-void AppendGlmAssistant(const ChatMessage& m, bool after_last_user, std::string* out) {
-  *out += "<|assistant|>";
+void AppendGlmAssistant(const ChatMessage& m, bool after_last_user, ChatWriter& w) {
+  w.Markup("<|assistant|>");
   std::string_view content = m.content;
   std::string_view reasoning;
   const size_t first_close = content.find("</think>");
@@ -86,21 +109,17 @@ void AppendGlmAssistant(const ChatMessage& m, bool after_last_user, std::string*
     content = StripNewlines(content.substr(last_close + 8), kLeft);
   }
   if (after_last_user && !reasoning.empty()) {
-    *out += "\n<think>";
-    *out += PyStrip(reasoning);
-    *out += "</think>";
+    w.Markup("\n<think>").Message(PyStrip(reasoning)).Markup("</think>");
   } else {
-    *out += "\n<think></think>";
+    w.Markup("\n<think></think>");
   }
   const std::string_view stripped = PyStrip(content);
-  if (!stripped.empty()) {
-    *out += "\n";
-    *out += stripped;
-  }
+  if (!stripped.empty()) w.Markup("\n").Message(stripped);
 }
 
-std::string RenderGlm(std::span<const ChatMessage> messages, bool add_generation_prompt) {
-  std::string out = "[gMASK]<sop>";
+RenderedChat RenderGlm(std::span<const ChatMessage> messages, bool add_generation_prompt) {
+  ChatWriter w;
+  w.Markup("[gMASK]<sop>");
   int64_t last_user = -1;
   for (size_t i = 0; i < messages.size(); ++i) {
     if (messages[i].role == "user") last_user = static_cast<int64_t>(i);
@@ -108,30 +127,29 @@ std::string RenderGlm(std::span<const ChatMessage> messages, bool add_generation
   for (size_t i = 0; i < messages.size(); ++i) {
     const ChatMessage& m = messages[i];
     if (m.role == "user") {
-      out += "<|user|>\n" + m.content;
+      w.Markup("<|user|>\n").Message(m.content);
     } else if (m.role == "assistant") {
-      AppendGlmAssistant(m, static_cast<int64_t>(i) > last_user, &out);
+      AppendGlmAssistant(m, static_cast<int64_t>(i) > last_user, w);
     } else if (m.role == "tool") {
-      if (i == 0 || messages[i - 1].role != "tool") out += "<|observation|>";
-      out += "\n<tool_response>\n" + m.content + "\n</tool_response>";
+      if (i == 0 || messages[i - 1].role != "tool") w.Markup("<|observation|>");
+      w.Markup("\n<tool_response>\n").Message(m.content).Markup("\n</tool_response>");
     } else if (m.role == "system") {
-      out += "<|system|>\n" + m.content;
+      w.Markup("<|system|>\n").Message(m.content);
     }
   }
-  if (add_generation_prompt) out += "<|assistant|>";
-  return out;
+  if (add_generation_prompt) w.Markup("<|assistant|>");
+  return w.Take();
 }
 
-std::string RenderLlama3(std::span<const ChatMessage> messages, bool add_generation_prompt) {
-  std::string out;
+RenderedChat RenderLlama3(std::span<const ChatMessage> messages, bool add_generation_prompt) {
+  ChatWriter w;
   for (size_t i = 0; i < messages.size(); ++i) {
-    if (i == 0) out += "<|begin_of_text|>";
-    out += "<|start_header_id|>" + messages[i].role + "<|end_header_id|>\n\n";
-    out += PyStrip(messages[i].content);
-    out += "<|eot_id|>";
+    if (i == 0) w.Markup("<|begin_of_text|>");
+    w.Markup("<|start_header_id|>").Message(messages[i].role).Markup("<|end_header_id|>\n\n");
+    w.Message(PyStrip(messages[i].content)).Markup("<|eot_id|>");
   }
-  if (add_generation_prompt) out += "<|start_header_id|>assistant<|end_header_id|>\n\n";
-  return out;
+  if (add_generation_prompt) w.Markup("<|start_header_id|>assistant<|end_header_id|>\n\n");
+  return w.Take();
 }
 
 }  // namespace
@@ -162,8 +180,8 @@ Expected<ChatTemplateKind> DetectChatTemplate(std::string_view jinja_source) {
       "choose one of: chatml, glm, llama3");
 }
 
-std::string RenderChat(ChatTemplateKind kind, std::span<const ChatMessage> messages,
-                       bool add_generation_prompt) {
+RenderedChat RenderChatWithRanges(ChatTemplateKind kind, std::span<const ChatMessage> messages,
+                                  bool add_generation_prompt) {
   switch (kind) {
     case ChatTemplateKind::kChatML:
       return RenderChatMl(messages, add_generation_prompt);
@@ -172,7 +190,12 @@ std::string RenderChat(ChatTemplateKind kind, std::span<const ChatMessage> messa
     case ChatTemplateKind::kLlama3:
       return RenderLlama3(messages, add_generation_prompt);
   }
-  return "";
+  return {};
+}
+
+std::string RenderChat(ChatTemplateKind kind, std::span<const ChatMessage> messages,
+                       bool add_generation_prompt) {
+  return RenderChatWithRanges(kind, messages, add_generation_prompt).text;
 }
 
 }  // namespace anymoe

@@ -6,8 +6,10 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/status.h"
+#include "tokenizer/added_tokens.h"
 
 namespace anymoe {
 
@@ -31,8 +33,19 @@ Expected<ChatTemplateKind> ChatTemplateFromName(std::string_view name);
 // ChatML, <|start_header_id|> -> Llama-3, [gMASK] -> GLM; none -> error.
 Expected<ChatTemplateKind> DetectChatTemplate(std::string_view jinja_source);
 
-// The prompt text, special tokens written out (encode it with parse_special and
-// without add_bos: the Llama-3 output already starts with <|begin_of_text|>).
+// A rendered conversation and where the messages' own text (roles and
+// contents) lies in it. Only the template's markup may hold special tokens:
+// encode `text` with Tokenizer::EncodeWithPlainRanges(text, false, message_ranges)
+// (no add_bos: the Llama-3 output already starts with <|begin_of_text|>).
+struct RenderedChat {
+  std::string text;
+  std::vector<TextRange> message_ranges;  // sorted, disjoint, non-empty
+};
+
+RenderedChat RenderChatWithRanges(ChatTemplateKind kind, std::span<const ChatMessage> messages,
+                                  bool add_generation_prompt);
+
+// Just the text of RenderChatWithRanges: the prompt with special tokens written out.
 std::string RenderChat(ChatTemplateKind kind, std::span<const ChatMessage> messages,
                        bool add_generation_prompt);
 

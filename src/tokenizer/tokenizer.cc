@@ -141,15 +141,28 @@ void Tokenizer::EncodeText(std::string_view text, std::vector<int32_t>* ids) con
 
 std::vector<int32_t> Tokenizer::Encode(std::string_view text, bool add_bos,
                                        bool parse_special) const {
+  return EncodeSplit(text, add_bos, parse_special, {});
+}
+
+std::vector<int32_t> Tokenizer::EncodeWithPlainRanges(
+    std::string_view text, bool add_bos, std::span<const TextRange> plain_ranges) const {
+  return EncodeSplit(text, add_bos, /*parse_special=*/true, plain_ranges);
+}
+
+std::vector<int32_t> Tokenizer::EncodeSplit(std::string_view text, bool add_bos, bool parse_special,
+                                            std::span<const TextRange> plain_ranges) const {
   std::vector<int32_t> ids;
   if (add_bos && spec_.bos_id >= 0) ids.push_back(spec_.bos_id);
-  added_.Split(text, parse_special, [&](std::string_view segment, int token_index) {
-    if (token_index >= 0) {
-      ids.push_back(added_.tokens()[token_index].id);
-    } else {
-      EncodeText(segment, &ids);
-    }
-  });
+  added_.Split(
+      text, parse_special,
+      [&](std::string_view segment, int token_index) {
+        if (token_index >= 0) {
+          ids.push_back(added_.tokens()[token_index].id);
+        } else {
+          EncodeText(segment, &ids);
+        }
+      },
+      plain_ranges);
   return ids;
 }
 

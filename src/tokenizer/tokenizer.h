@@ -63,6 +63,12 @@ class Tokenizer {
   // encoded as ordinary text (as HF's encode_special_tokens does), so user text can
   // never inject control tokens. Added non-special tokens are always recognised.
   std::vector<int32_t> Encode(std::string_view text, bool add_bos, bool parse_special) const;
+  // Text -> ids with special tokens parsed everywhere except where they would
+  // overlap `plain_ranges` (sorted, disjoint byte ranges): a rendered chat whose
+  // messages must stay text. Text around the ranges is tokenized as in Encode,
+  // so the ids equal Encode(text, add_bos, true) when no message holds a special.
+  std::vector<int32_t> EncodeWithPlainRanges(std::string_view text, bool add_bos,
+                                             std::span<const TextRange> plain_ranges) const;
 
   // Ids -> UTF-8 text. Invalid ids (negative, >= vocab_size(), or unused) decode to
   // U+FFFD; bytes that do not form valid UTF-8 also become U+FFFD, so the result is
@@ -90,6 +96,8 @@ class Tokenizer {
 
  private:
   Tokenizer() = default;
+  std::vector<int32_t> EncodeSplit(std::string_view text, bool add_bos, bool parse_special,
+                                   std::span<const TextRange> plain_ranges) const;
   void EncodeText(std::string_view text, std::vector<int32_t>* ids) const;
   void CollectStopIds();
 

@@ -67,7 +67,9 @@ TEST_F(SmolLm2Golden, TokenizerAndChatTemplateGiveTheReferenceIds) {
       auto text = engine_->RenderChat(messages, /*add_generation_prompt=*/true);
       ASSERT_TRUE(text.ok()) << text.status().message();
       EXPECT_EQ(*text, p["text"].get<std::string>());
-      EXPECT_EQ(engine_->EncodeChat(*text), want);
+      auto ids = engine_->EncodeChat(messages, /*add_generation_prompt=*/true);
+      ASSERT_TRUE(ids.ok()) << ids.status().message();
+      EXPECT_EQ(*ids, want);
     } else {
       EXPECT_EQ(engine_->Encode(p["text"].get<std::string>()), want);
     }
