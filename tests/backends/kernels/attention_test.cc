@@ -23,32 +23,38 @@ std::vector<float> Random(size_t n, uint32_t seed, float scale) {
 
 TEST(AttendOnlineSoftmax, MatchesTwoPassReferenceOnEveryTarget) {
   testing::ForEachTarget([] {
-    const int64_t keys = 37, d_k = 24, d_v = 20, k_stride = 40, v_stride = 33;
-    const auto q = Random(d_k, 1, 1.0f), k = Random(keys * k_stride, 2, 1.0f),
-               v = Random(keys * v_stride, 3, 1.0f);
-    const std::vector<int32_t> ids = {0, 3, 4, 10, 11, 12, 30, 36};
-    for (const bool select : {false, true}) {
-      const int64_t n = select ? int64_t(ids.size()) : keys;
-      std::vector<float> out(static_cast<size_t>(d_v));
-      AttendOnlineSoftmax(q.data(), k.data(), v.data(), n, select ? ids.data() : nullptr,
-                          k_stride, v_stride, d_k, d_v, 0.7f, out.data());
-      std::vector<double> s(static_cast<size_t>(n));
-      double mx = -1e300, sum = 0;
-      for (int64_t j = 0; j < n; ++j) {
-        const int64_t key = select ? ids[size_t(j)] : j;
-        double dot = 0;
-        for (int64_t x = 0; x < d_k; ++x) dot += double(q[size_t(x)]) * k[size_t(key * k_stride + x)];
-        s[size_t(j)] = 0.7 * dot;
-        mx = std::max(mx, s[size_t(j)]);
-      }
-      for (double& x : s) sum += (x = std::exp(x - mx));
-      for (int64_t x = 0; x < d_v; ++x) {
-        double ref = 0;
+    // 37 keys fit one block; 200 cross three, with the largest scores late.
+    for (const int64_t keys : {37, 200}) {
+      const int64_t d_k = 24, d_v = 20, k_stride = 40, v_stride = 33;
+      const auto q = Random(d_k, 1, 1.0f), v = Random(keys * v_stride, 3, 1.0f);
+      auto k = Random(keys * k_stride, 2, 1.0f);
+      for (int64_t x = 0; x < k_stride; ++x) k[size_t((keys - 1) * k_stride + x)] *= 4.0f;
+      const std::vector<int32_t> ids = {0, 3, 4, 10, 11, 12, 30, 36};
+      for (const bool select : {false, true}) {
+        const int64_t n = select ? int64_t(ids.size()) : keys;
+        std::vector<float> out(static_cast<size_t>(d_v));
+        AttendOnlineSoftmax(q.data(), k.data(), v.data(), n, select ? ids.data() : nullptr,
+                            k_stride, v_stride, d_k, d_v, 0.7f, out.data());
+        std::vector<double> s(static_cast<size_t>(n));
+        double mx = -1e300, sum = 0;
         for (int64_t j = 0; j < n; ++j) {
           const int64_t key = select ? ids[size_t(j)] : j;
-          ref += s[size_t(j)] / sum * v[size_t(key * v_stride + x)];
+          double dot = 0;
+          for (int64_t x = 0; x < d_k; ++x)
+            dot += double(q[size_t(x)]) * k[size_t(key * k_stride + x)];
+          s[size_t(j)] = 0.7 * dot;
+          mx = std::max(mx, s[size_t(j)]);
         }
-        EXPECT_NEAR(out[size_t(x)], ref, 1e-5) << "select=" << select << " dim " << x;
+        for (double& x : s) sum += (x = std::exp(x - mx));
+        for (int64_t x = 0; x < d_v; ++x) {
+          double ref = 0;
+          for (int64_t j = 0; j < n; ++j) {
+            const int64_t key = select ? ids[size_t(j)] : j;
+            ref += s[size_t(j)] / sum * v[size_t(key * v_stride + x)];
+          }
+          EXPECT_NEAR(out[size_t(x)], ref, 1e-5)
+              << "keys=" << keys << " select=" << select << " dim " << x;
+        }
       }
     }
   });

@@ -6,6 +6,7 @@
 #include "hwy/contrib/math/math-inl.h"
 #include "backends/cpu/kernels/dot-inl.h"
 
+#include <algorithm>
 #include <cmath>
 
 HWY_BEFORE_NAMESPACE();
@@ -13,32 +14,76 @@ namespace anymoe::kernels {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-// acc = acc * c + p * v
-void ScaleAdd(float c, float p, const float* v, float* acc, int64_t n) {
+// acc = acc * c
+void Scale(float c, float* acc, int64_t n) {
   const hn::ScalableTag<float> d;
   const int64_t lanes = int64_t(hn::Lanes(d));
-  const auto vc = hn::Set(d, c), vp = hn::Set(d, p);
+  const auto vc = hn::Set(d, c);
   int64_t i = 0;
-  for (; i + lanes <= n; i += lanes) {
-    hn::StoreU(hn::MulAdd(vp, hn::LoadU(d, v + i), hn::Mul(vc, hn::LoadU(d, acc + i))), d, acc + i);
-  }
-  for (; i < n; ++i) acc[i] = acc[i] * c + p * v[i];
+  for (; i + lanes <= n; i += lanes) hn::StoreU(hn::Mul(vc, hn::LoadU(d, acc + i)), d, acc + i);
+  for (; i < n; ++i) acc[i] *= c;
 }
 
+// acc += p * v
+void Axpy(float p, const float* v, float* acc, int64_t n) {
+  const hn::ScalableTag<float> d;
+  const int64_t lanes = int64_t(hn::Lanes(d));
+  const auto vp = hn::Set(d, p);
+  int64_t i = 0;
+  for (; i + lanes <= n; i += lanes) {
+    hn::StoreU(hn::MulAdd(vp, hn::LoadU(d, v + i), hn::LoadU(d, acc + i)), d, acc + i);
+  }
+  for (; i < n; ++i) acc[i] += p * v[i];
+}
+
+// scores[i] = exp(scores[i] - max); returns their sum.
+float ExpShifted(float* scores, int64_t n, float max) {
+  const hn::ScalableTag<float> d;
+  const int64_t lanes = int64_t(hn::Lanes(d));
+  const auto vmax = hn::Set(d, max);
+  auto vsum = hn::Zero(d);
+  int64_t i = 0;
+  for (; i + lanes <= n; i += lanes) {
+    const auto e = hn::Exp(d, hn::Sub(hn::LoadU(d, scores + i), vmax));
+    hn::StoreU(e, d, scores + i);
+    vsum = hn::Add(vsum, e);
+  }
+  float sum = hn::GetLane(hn::SumOfLanes(d, vsum));
+  for (; i < n; ++i) sum += (scores[i] = std::exp(scores[i] - max));
+  return sum;
+}
+
+// Online softmax over blocks of keys: the scores of a block are taken first,
+// exponentiated together (vectorised), and the accumulator is rescaled once
+// per block rather than once per key.
 void AttendOnlineSoftmaxImpl(const float* q, const float* k, const float* v, int64_t n_keys,
                              const int32_t* key_ids, int64_t k_stride, int64_t v_stride,
                              int64_t d_k, int64_t d_v, float scale, float* out) {
+  constexpr int64_t kBlock = 64;
+  HWY_ALIGN float scores[kBlock];
   float running_max = -INFINITY, denom = 0.0f;
   for (int64_t i = 0; i < d_v; ++i) out[i] = 0.0f;
-  for (int64_t j = 0; j < n_keys; ++j) {
-    const int64_t key = key_ids != nullptr ? int64_t(key_ids[j]) : j;
-    const float s = Dot(q, k + key * k_stride, size_t(d_k)) * scale;
-    // Rescale what was accumulated whenever a new maximum appears.
-    const float new_max = s > running_max ? s : running_max;
-    const float c = std::exp(running_max - new_max), p = std::exp(s - new_max);
-    denom = denom * c + p;
-    ScaleAdd(c, p, v + key * v_stride, out, d_v);
+  for (int64_t j0 = 0; j0 < n_keys; j0 += kBlock) {
+    const int64_t nb = std::min(kBlock, n_keys - j0);
+    float block_max = -INFINITY;
+    for (int64_t b = 0; b < nb; ++b) {
+      const int64_t key = key_ids != nullptr ? int64_t(key_ids[j0 + b]) : j0 + b;
+      scores[b] = Dot(q, k + key * k_stride, size_t(d_k)) * scale;
+      block_max = scores[b] > block_max ? scores[b] : block_max;
+    }
+    const float new_max = block_max > running_max ? block_max : running_max;
+    const float block_sum = ExpShifted(scores, nb, new_max);
+    if (new_max != running_max && denom > 0.0f) {
+      const float c = std::exp(running_max - new_max);
+      denom *= c;
+      Scale(c, out, d_v);
+    }
+    denom += block_sum;
     running_max = new_max;
+    for (int64_t b = 0; b < nb; ++b) {
+      const int64_t key = key_ids != nullptr ? int64_t(key_ids[j0 + b]) : j0 + b;
+      Axpy(scores[b], v + key * v_stride, out, d_v);
+    }
   }
   const float inv = 1.0f / denom;
   for (int64_t i = 0; i < d_v; ++i) out[i] *= inv;

@@ -1,5 +1,5 @@
 // One attention query on the CPU in a single pass over the keys (online
-// softmax): no score buffer, each key and value row read once.
+// softmax over blocks of 64 keys): each key and value row read once.
 #pragma once
 
 #include <cstddef>
