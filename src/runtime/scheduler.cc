@@ -209,10 +209,12 @@ class Scheduler::Impl {
   void Sample(Active& a) {
     RequestEvent ev;
     ev.kind = RequestEvent::Kind::kToken;
-    LogProbs(a.request.top_logprobs, ev);  // of the model's distribution, before sampling
+    const bool logprobs = a.request.logprobs || a.request.top_logprobs > 0;
+    // Of the model's distribution, before sampling.
+    if (logprobs) LogProbs(a.request.top_logprobs, ev);
     const int32_t id = a.sampler.Sample(logits_, a.history);
     ev.token = id;
-    ev.logprob = float(double(raw_logit_of(id)) - log_sum_exp_);
+    if (logprobs) ev.logprob = float(double(raw_logit_of(id)) - log_sum_exp_);
     a.history.push_back(id);
     ++a.generated;
     ++generated_tokens_;

@@ -38,7 +38,7 @@ struct RequestEvent {
   Kind kind = Kind::kToken;
   int32_t token = -1;
   std::string text;            // new complete UTF-8 text (may be empty)
-  float logprob = 0.0f;        // of `token`
+  float logprob = 0.0f;        // of `token`, when the request asked for logprobs
   std::vector<std::pair<int32_t, float>> top_logprobs;  // when requested
   StopReason reason = StopReason::kMaxTokens;            // kDone
   GenerateStats stats;                                   // kDone
@@ -48,7 +48,11 @@ struct RequestEvent {
 struct Request {
   std::vector<int32_t> prompt;
   GenerateOptions options;
-  int top_logprobs = 0;  // 0: none; n > 0: the n most likely tokens per step
+  // Log-probabilities cost a pass over the vocabulary per token, so they are
+  // computed only when asked for: `logprob` of each sampled token, and with
+  // top_logprobs = n > 0 also the n most likely tokens per step.
+  bool logprobs = false;
+  int top_logprobs = 0;
   // Called on the scheduler thread; must not block for long.
   std::function<void(const RequestEvent&)> on_event;
 };

@@ -255,6 +255,7 @@ void CompletionEndpoint::Handle(const ServingModel& model, bool chat, const http
   request.options.sampling.seed = params.seed ? *params.seed : std::random_device{}();
   if (!params.ignore_eos) request.options.stop_tokens = engine.StopTokens();
   request.options.stop_strings = params.stop;
+  request.logprobs = params.logprobs;
   request.top_logprobs = params.logprobs ? params.top_logprobs : 0;
   g->params = std::move(params);
   request.on_event = [channel = g->channel,
