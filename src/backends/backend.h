@@ -19,7 +19,7 @@ namespace anymoe {
 
 struct TensorInfo;
 
-enum class BackendKind { kCpu, kOpenCl };
+enum class BackendKind { kCpu, kOpenCl, kCuda };
 
 // How the two halves of a rotated pair are laid out in a head vector.
 enum class RopePairing {
@@ -238,5 +238,10 @@ Expected<std::unique_ptr<Backend>> CreateBackend(const std::string& name,
                                                  const BackendOptions& options);
 // The backend names this build knows ("cpu" first).
 std::vector<std::string> AvailableBackends();
+// Backend::Supports of a device backend this build has, answered without a
+// device (for `anymoe doctor` on a machine without one); null when the backend
+// is unknown, is the CPU, or needs its device to tell.
+using SupportsFn = bool (*)(Op op, DType dtype);
+SupportsFn DeviceSupportsTable(const std::string& name);
 
 }  // namespace anymoe

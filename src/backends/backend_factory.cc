@@ -8,6 +8,9 @@
 #ifdef ANYMOE_HAVE_OPENCL
 #include "backends/opencl/opencl_backend.h"
 #endif
+#ifdef ANYMOE_HAVE_CUDA
+#include "backends/cuda/cuda_backend.h"
+#endif
 
 namespace anymoe {
 namespace {
@@ -54,11 +57,21 @@ Expected<std::unique_ptr<Backend>> WithFallback(std::unique_ptr<Backend> device,
 }  // namespace
 
 std::vector<std::string> AvailableBackends() {
+  std::vector<std::string> names = {"cpu"};
 #ifdef ANYMOE_HAVE_OPENCL
-  return {"cpu", "opencl"};
-#else
-  return {"cpu"};
+  names.push_back("opencl");
 #endif
+#ifdef ANYMOE_HAVE_CUDA
+  names.push_back("cuda");
+#endif
+  return names;
+}
+
+SupportsFn DeviceSupportsTable(const std::string& name) {
+#ifdef ANYMOE_HAVE_CUDA
+  if (name == "cuda") return &cuda::CudaBackend::SupportsOp;
+#endif
+  return nullptr;
 }
 
 Expected<std::unique_ptr<Backend>> CreateBackend(const std::string& name,
@@ -71,6 +84,12 @@ Expected<std::unique_ptr<Backend>> CreateBackend(const std::string& name,
 #ifdef ANYMOE_HAVE_OPENCL
   if (name == "opencl") {
     ASSIGN_OR_RETURN(auto device, opencl::OpenClBackend::Create(options));
+    return WithFallback(std::move(device), options);
+  }
+#endif
+#ifdef ANYMOE_HAVE_CUDA
+  if (name == "cuda") {
+    ASSIGN_OR_RETURN(auto device, cuda::CudaBackend::Create(options));
     return WithFallback(std::move(device), options);
   }
 #endif

@@ -32,9 +32,54 @@ Status Exercise(Engine& engine) {
   return Status::Ok();
 }
 
+// The op x dtype table: every pair the model called, where it runs (as the
+// recorder saw it, or as `supports` says for a backend with no device here).
+void PrintOps(const FallbackBackend& recorder, SupportsFn supports) {
+  std::printf("\n%-16s %-6s %-9s %s\n", "op", "dtype", "runs", "calls");
+  int native = 0, fallback = 0;
+  for (const FallbackBackend::Usage& u : recorder.usage()) {
+    const bool on_device = supports ? supports(u.op, u.dtype) : u.native;
+    std::printf("%-16s %-6s %-9s %llu\n", std::string(OpName(u.op)).c_str(),
+                std::string(Name(u.dtype)).c_str(), on_device ? "native" : "fallback",
+                static_cast<unsigned long long>(u.calls));
+    (on_device ? native : fallback) += 1;
+  }
+  std::printf("\n%d op x dtype pairs: %d native, %d on the CPU fallback\n", native + fallback,
+              native, fallback);
+}
+
+// The operator check on a machine without the backend's device (a CUDA build
+// on a host with no GPU): the ops the model calls, recorded on the CPU, each
+// marked by the backend's own Supports table.
+int RunDoctorWithoutDevice(EngineOptions options, SupportsFn supports, const Status& why) {
+  const std::string backend = options.backend;
+  options.backend = "cpu";
+  options.exact_matmul = true;
+  auto engine = LoadEngineOrReport(options);
+  if (!engine) return 1;
+  auto* recorder = dynamic_cast<FallbackBackend*>(&engine->backend());
+  if (recorder == nullptr) return ReportError(Status::Error("doctor: backend is not recorded"));
+  if (Status st = Exercise(*engine); !st.ok()) return ReportError(st);
+  const ModelConfig& c = engine->model().config();
+  std::printf("model:    %s (%s, %lld layers)\n", options.model_path.c_str(), c.arch.c_str(),
+              static_cast<long long>(c.num_layers));
+  std::printf("backend:  %s (built in; ops recorded on the CPU, support from its table)\n",
+              backend.c_str());
+  std::printf("device:   none: %s\n", why.message().c_str());
+  PrintOps(*recorder, supports);
+  return 0;
+}
+
 int RunDoctor(EngineOptions options) {
   options.record_ops = true;
   options.progress = false;
+  if (SupportsFn supports = DeviceSupportsTable(options.backend)) {
+    BackendOptions probe_options;
+    probe_options.device = options.device;
+    if (auto probe = CreateBackend(options.backend, probe_options); !probe.ok()) {
+      return RunDoctorWithoutDevice(options, supports, probe.status());
+    }
+  }
   auto engine = LoadEngineOrReport(options);
   if (!engine) return 1;
   auto* recorder = dynamic_cast<FallbackBackend*>(&engine->backend());
@@ -60,16 +105,7 @@ int RunDoctor(EngineOptions options) {
                 Mib(plan->weights).c_str(), Mib(plan->kv_cache).c_str(),
                 static_cast<long long>(plan->kv_tokens), Mib(plan->activations).c_str());
   }
-  std::printf("\n%-16s %-6s %-9s %s\n", "op", "dtype", "runs", "calls");
-  int native = 0, fallback = 0;
-  for (const FallbackBackend::Usage& u : recorder->usage()) {
-    std::printf("%-16s %-6s %-9s %llu\n", std::string(OpName(u.op)).c_str(),
-                std::string(Name(u.dtype)).c_str(), u.native ? "native" : "fallback",
-                static_cast<unsigned long long>(u.calls));
-    (u.native ? native : fallback) += 1;
-  }
-  std::printf("\n%d op x dtype pairs: %d native, %d on the CPU fallback\n", native + fallback,
-              native, fallback);
+  PrintOps(*recorder, nullptr);
   return 0;
 }
 

@@ -1,0 +1,94 @@
+#include "backends/cuda/cuda_device.h"
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "backends/cuda/cuda_check.h"
+
+namespace anymoe::cuda {
+
+void CheckCuda(cudaError_t err, const char* what) {
+  if (err == cudaSuccess) return;
+  std::fprintf(stderr, "anymoe: cuda: %s failed: %s (%s)\n", what, cudaGetErrorName(err),
+               cudaGetErrorString(err));
+  std::abort();
+}
+
+void CheckCublas(cublasStatus_t status, const char* what) {
+  if (status == CUBLAS_STATUS_SUCCESS) return;
+  std::fprintf(stderr, "anymoe: cuda: %s failed: %s\n", what, cublasGetStatusName(status));
+  std::abort();
+}
+
+void CheckLaunch(const char* kernel) { CheckCuda(cudaGetLastError(), kernel); }
+
+Expected<std::unique_ptr<CudaDevice>> CudaDevice::Create(int device_index) {
+  int count = 0;
+  if (const cudaError_t err = cudaGetDeviceCount(&count); err != cudaSuccess || count == 0) {
+    const std::string why = err != cudaSuccess ? cudaGetErrorString(err) : "no device";
+    cudaGetLastError();  // clear the sticky error so a later probe starts clean
+    return Status::Error("cuda: no CUDA device found (" + why + ")");
+  }
+  if (device_index < 0 || device_index >= count) {
+    return Status::Error("cuda: --device " + std::to_string(device_index) + " out of range (" +
+                         std::to_string(count) + " CUDA devices)");
+  }
+  cudaDeviceProp prop{};
+  if (const cudaError_t err = cudaGetDeviceProperties(&prop, device_index); err != cudaSuccess) {
+    return Status::Error(std::string("cuda: cannot query device: ") + cudaGetErrorString(err));
+  }
+  if (prop.major < 8) {
+    return Status::Error("cuda: " + std::string(prop.name) + " is sm_" +
+                         std::to_string(prop.major) + std::to_string(prop.minor) +
+                         "; this build targets sm_80 and newer");
+  }
+  std::unique_ptr<CudaDevice> d(new CudaDevice());
+  d->device_.index = device_index;
+  d->device_.name = std::string(prop.name) + " (sm_" + std::to_string(prop.major) +
+                    std::to_string(prop.minor) + ")";
+  d->device_.global_memory = prop.totalGlobalMem;
+  d->device_.sm_major = prop.major;
+  d->device_.sm_minor = prop.minor;
+  CheckCuda(cudaSetDevice(device_index), "cudaSetDevice");
+  CheckCuda(cudaStreamCreateWithFlags(&d->compute_, cudaStreamNonBlocking), "cudaStreamCreate");
+  CheckCuda(cudaStreamCreateWithFlags(&d->copies_, cudaStreamNonBlocking), "cudaStreamCreate");
+  CheckCuda(cudaEventCreateWithFlags(&d->compute_done_, cudaEventDisableTiming), "cudaEventCreate");
+  CheckCublas(cublasCreate(&d->blas_), "cublasCreate");
+  CheckCublas(cublasSetStream(d->blas_, d->compute_), "cublasSetStream");
+  // Plain f32 arithmetic (no TF32 tensor cores): results are compared with the CPU.
+  CheckCublas(cublasSetMathMode(d->blas_, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
+  return d;
+}
+
+CudaDevice::~CudaDevice() {
+  if (blas_ != nullptr) cublasDestroy(blas_);
+  if (compute_done_ != nullptr) cudaEventDestroy(compute_done_);
+  if (copies_ != nullptr) cudaStreamDestroy(copies_);
+  if (compute_ != nullptr) cudaStreamDestroy(compute_);
+}
+
+Expected<void*> CudaDevice::Malloc(uint64_t bytes) {
+  void* p = nullptr;
+  if (const cudaError_t err = cudaMalloc(&p, bytes); err != cudaSuccess) {
+    cudaGetLastError();
+    return Status::Error("cuda: cudaMalloc of " + std::to_string(bytes) + " bytes on " +
+                         device_.name + " failed: " + cudaGetErrorString(err));
+  }
+  ++allocations_;
+  return p;
+}
+
+void CudaDevice::Free(void* p) { CheckCuda(cudaFree(p), "cudaFree"); }
+
+uint64_t CudaDevice::FreeBytes() const {
+  size_t free = 0, total = 0;
+  CheckCuda(cudaMemGetInfo(&free, &total), "cudaMemGetInfo");
+  return free;
+}
+
+void CudaDevice::CopiesAfterCompute() {
+  CheckCuda(cudaEventRecord(compute_done_, compute_), "cudaEventRecord");
+  CheckCuda(cudaStreamWaitEvent(copies_, compute_done_, 0), "cudaStreamWaitEvent");
+}
+
+}  // namespace anymoe::cuda
