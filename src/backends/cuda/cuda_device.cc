@@ -49,7 +49,7 @@ Expected<std::unique_ptr<CudaDevice>> CudaDevice::Create(int device_index) {
   d->device_.global_memory = prop.totalGlobalMem;
   d->device_.sm_major = prop.major;
   d->device_.sm_minor = prop.minor;
-  CheckCuda(cudaSetDevice(device_index), "cudaSetDevice");
+  d->Bind();
   CheckCuda(cudaStreamCreateWithFlags(&d->compute_, cudaStreamNonBlocking), "cudaStreamCreate");
   CheckCuda(cudaStreamCreateWithFlags(&d->copies_, cudaStreamNonBlocking), "cudaStreamCreate");
   CheckCuda(cudaEventCreateWithFlags(&d->compute_done_, cudaEventDisableTiming), "cudaEventCreate");
@@ -67,7 +67,15 @@ CudaDevice::~CudaDevice() {
   if (compute_ != nullptr) cudaStreamDestroy(compute_);
 }
 
+void CudaDevice::Bind() const {
+  thread_local int current = -1;  // the device this thread last made current here
+  if (current == device_.index) return;
+  CheckCuda(cudaSetDevice(device_.index), "cudaSetDevice");
+  current = device_.index;
+}
+
 Expected<void*> CudaDevice::Malloc(uint64_t bytes) {
+  Bind();
   void* p = nullptr;
   if (const cudaError_t err = cudaMalloc(&p, bytes); err != cudaSuccess) {
     cudaGetLastError();
@@ -81,6 +89,7 @@ Expected<void*> CudaDevice::Malloc(uint64_t bytes) {
 void CudaDevice::Free(void* p) { CheckCuda(cudaFree(p), "cudaFree"); }
 
 uint64_t CudaDevice::FreeBytes() const {
+  Bind();
   size_t free = 0, total = 0;
   CheckCuda(cudaMemGetInfo(&free, &total), "cudaMemGetInfo");
   return free;

@@ -32,9 +32,12 @@ class CudaDevice {
   CudaDevice& operator=(const CudaDevice&) = delete;
 
   const DeviceDescription& device() const { return device_; }
-  cudaStream_t compute() const { return compute_; }
-  cudaStream_t copies() const { return copies_; }
-  cublasHandle_t blas() const { return blas_; }
+  // The streams and the cuBLAS handle, with this device made current on the
+  // calling thread first: the server runs the model on another thread than
+  // the one that created it, and CUDA's current device is per thread.
+  cudaStream_t compute() const { return Bind(), compute_; }
+  cudaStream_t copies() const { return Bind(), copies_; }
+  cublasHandle_t blas() const { return Bind(), blas_; }
 
   // Device memory: the one place it is allocated.
   Expected<void*> Malloc(uint64_t bytes);
@@ -49,6 +52,7 @@ class CudaDevice {
 
  private:
   CudaDevice() = default;
+  void Bind() const;
 
   DeviceDescription device_;
   cudaStream_t compute_ = nullptr, copies_ = nullptr;
