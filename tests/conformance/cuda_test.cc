@@ -25,6 +25,14 @@ namespace {
 
 std::string Golden(const std::string& rel) { return std::string(ANYMOE_GOLDEN_DIR) + "/" + rel; }
 
+BackendOptions Options(uint64_t mem_budget = 0, bool exact = false) {
+  BackendOptions o;
+  o.num_threads = 2;
+  o.mem_budget = mem_budget;
+  o.exact_matmul = exact;
+  return o;
+}
+
 #ifdef ANYMOE_HAVE_CUDA
 
 TEST(Cuda, RegisteredInThisBuild) {
@@ -33,7 +41,7 @@ TEST(Cuda, RegisteredInThisBuild) {
 }
 
 TEST(Cuda, NoDeviceIsAClearError) {
-  auto backend = CreateBackend("cuda", BackendOptions{.num_threads = 2});
+  auto backend = CreateBackend("cuda", Options());
   if (backend.ok()) GTEST_SKIP() << "a CUDA device is present: " << (*backend)->device().name;
   const std::string msg = backend.status().message();
   EXPECT_EQ(msg.rfind("cuda: ", 0), 0u) << msg;
@@ -61,7 +69,7 @@ TEST(Cuda, SupportsTableWithoutADevice) {
 #endif  // ANYMOE_HAVE_CUDA
 
 // Everything below needs a CUDA device; it skips (and says so) without one.
-std::unique_ptr<Backend> CudaOrSkipReason(std::string& why, BackendOptions o = {.num_threads = 2}) {
+std::unique_ptr<Backend> CudaOrSkipReason(std::string& why, BackendOptions o = Options()) {
   auto backend = CreateBackend("cuda", o);
   if (!backend.ok()) {
     why = backend.status().message();
@@ -97,7 +105,7 @@ TEST(CudaDevice, NoDeviceAllocationWhileDecoding) {
 
 TEST(CudaDevice, BudgetBelowThePlanFailsAtLoad) {
   std::string why;
-  auto backend = CudaOrSkipReason(why, BackendOptions{.num_threads = 2, .mem_budget = 100000});
+  auto backend = CudaOrSkipReason(why, Options(100000));
   if (!backend) GTEST_SKIP() << "cuda unavailable: " << why;
   auto file = OpenModelFile(Golden("moe/glm_moe_dsa"));
   ASSERT_TRUE(file.ok());
@@ -172,7 +180,7 @@ TEST(CudaDevice, MatvecAndGemmPathsMatchTheCpu) {
   plan.max_step_tokens = 64;
   plan.buffers = 256;
   ASSERT_TRUE(dev->ReserveMemory(plan).ok());
-  auto cpu = CreateBackend("cpu", BackendOptions{.num_threads = 2, .exact_matmul = true});
+  auto cpu = CreateBackend("cpu", Options(0, true));
   std::mt19937 rng(7);
   for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0,
                       DType::kQ4_1}) {
@@ -187,7 +195,7 @@ TEST(CudaDevice, MatvecAndGemmPathsMatchTheCpu) {
 
 // Greedy tokens after the golden prompt on cuda with `disabled` ops on the CPU.
 Expected<std::vector<int32_t>> Greedy(const std::string& model_dir, const std::string& disabled) {
-  BackendOptions o{.num_threads = 2};
+  BackendOptions o = Options();
   o.disabled_ops = disabled;
   ASSIGN_OR_RETURN(auto backend, CreateBackend("cuda", o));
   ASSIGN_OR_RETURN(ModelFile file, OpenModelFile(Golden(model_dir)));
