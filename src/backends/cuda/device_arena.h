@@ -5,10 +5,10 @@
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <string>
 #include <vector>
 
+#include "backends/chunk_free_list.h"
 #include "backends/cuda/cuda_device.h"
 
 namespace anymoe::cuda {
@@ -29,9 +29,9 @@ class DeviceArena {
 
   // Adds a chunk of `bytes` (one cudaMalloc); each model loaded adds its own.
   Status Reserve(uint64_t bytes);
-  bool reserved() const { return !chunks_.empty(); }
-  uint64_t capacity() const { return capacity_; }
-  uint64_t used() const { return used_; }
+  bool reserved() const { return !ranges_.empty(); }
+  uint64_t capacity() const { return ranges_.capacity(); }
+  uint64_t used() const { return ranges_.used(); }
   static uint64_t Aligned(uint64_t bytes) {
     return bytes == 0 ? kAlign : (bytes + kAlign - 1) / kAlign * kAlign;
   }
@@ -41,14 +41,9 @@ class DeviceArena {
   void Free(const Region& r);
 
  private:
-  struct Chunk {
-    char* base = nullptr;
-    uint64_t size = 0;
-    std::map<uint64_t, uint64_t> free;  // offset -> size, coalesced
-  };
   CudaDevice& dev_;
-  std::vector<Chunk> chunks_;
-  uint64_t capacity_ = 0, used_ = 0;
+  std::vector<char*> chunks_;  // device base of each chunk of ranges_
+  ChunkFreeList ranges_;
 };
 
 }  // namespace anymoe::cuda

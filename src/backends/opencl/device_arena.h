@@ -6,10 +6,10 @@
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <string>
 #include <vector>
 
+#include "backends/chunk_free_list.h"
 #include "backends/opencl/cl_runtime.h"
 
 namespace anymoe::opencl {
@@ -28,9 +28,9 @@ class DeviceArena {
 
   // Creates chunks (each at most the device's largest allocation) of `bytes` in all.
   Status Reserve(uint64_t bytes);
-  bool reserved() const { return !chunks_.empty(); }
-  uint64_t capacity() const { return capacity_; }
-  uint64_t used() const { return used_; }
+  bool reserved() const { return !ranges_.empty(); }
+  uint64_t capacity() const { return ranges_.capacity(); }
+  uint64_t used() const { return ranges_.used(); }
   // Bytes a request of `bytes` takes once aligned.
   uint64_t Aligned(uint64_t bytes) const;
 
@@ -39,14 +39,9 @@ class DeviceArena {
   void Free(const Region& r);
 
  private:
-  struct Chunk {
-    cl_mem mem = nullptr;
-    uint64_t size = 0;
-    std::map<uint64_t, uint64_t> free;  // offset -> size, coalesced
-  };
   ClRuntime& rt_;
-  std::vector<Chunk> chunks_;
-  uint64_t capacity_ = 0, used_ = 0;
+  std::vector<cl_mem> chunks_;  // the buffer of each chunk of ranges_
+  ChunkFreeList ranges_;
 };
 
 }  // namespace anymoe::opencl
