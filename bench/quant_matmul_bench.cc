@@ -107,9 +107,9 @@ void RegisterAll() {
       // q4_k / q6_k need k % 256 == 0: SmolLM2's 576 is not, so use 512 there
       // (llama.cpp falls back to q5_0 / q8_0 for such tensors).
       const int64_t k = Info(type).block_elems == 256 && s.k % 256 ? s.k / 256 * 256 : s.k;
-      for (int64_t t : {1, 8}) {
+      for (int64_t t : {1, 2, 4, 8, 128}) {
         for (bool cold : {false, true}) {
-          if (cold && t != 1) continue;
+          if (cold && t != 1 && t != 8) continue;
           const std::string name = "QuantMatmul/" + std::string(Name(type)) + "/k" +
                                    std::to_string(k) + "_n" + std::to_string(s.n) + "/t" +
                                    std::to_string(t) + (cold ? "/cold" : "/hot");

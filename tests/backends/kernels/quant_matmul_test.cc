@@ -164,6 +164,7 @@ TEST(QuantizeActivations, RoundsToNearestWithPerBlockScalesAndSums) {
       }
       EXPECT_FLOAT_EQ(qa.d[b], amax / 127.0f) << b;
       EXPECT_FLOAT_EQ(qa.s[b], qa.d[b] * float(sum)) << b;
+      EXPECT_EQ(qa.sum[b], sum) << b;
       for (int64_t i = 0; i < kActivationBlock; ++i) {
         const float xi = x[size_t(b * kActivationBlock + i)];
         EXPECT_LE(std::fabs(xi - qa.d[b] * qa.qs[b * kActivationBlock + i]),

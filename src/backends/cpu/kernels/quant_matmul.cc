@@ -542,6 +542,7 @@ void HalfMatmulRows(const uint8_t* w, size_t w_row_bytes, const float* x, int64_
 }
 
 #include "backends/cpu/kernels/quant_matmul_vnni-inl.h"
+#include "backends/cpu/kernels/quant_matmul_packed-inl.h"
 
 // ------------------------------------------------------------------ entry points
 
@@ -554,6 +555,7 @@ void QuantizeActivationsImpl(DType type, const float* x, int64_t t, int64_t k, v
   int8_t* qs = const_cast<int8_t*>(view.qs);
   float* ds = const_cast<float*>(view.d);
   float* ss = const_cast<float*>(view.s);
+  int32_t* sums = const_cast<int32_t*>(view.sum);
   const hn::CappedTag<float, 16> df;
   const hn::Rebind<int32_t, decltype(df)> di;
   const hn::Rebind<int8_t, decltype(df)> d8;
@@ -575,11 +577,19 @@ void QuantizeActivationsImpl(DType type, const float* x, int64_t t, int64_t k, v
         vsum = hn::Add(vsum, qi);
         hn::StoreU(hn::DemoteTo(d8, qi), d8, q + i);
       }
+      const int32_t sum = hn::GetLane(hn::SumOfLanes(di, vsum));
       ds[r * nb + b] = d;
-      ss[r * nb + b] = d * float(hn::GetLane(hn::SumOfLanes(di, vsum)));
+      ss[r * nb + b] = d * float(sum);
+      sums[r * nb + b] = sum;
     }
   }
 }
+
+// From this many activation rows on, q8_0 / q4_0 / q4_1 take the packed-panel
+// kernels on VNNI (quant_matmul_packed-inl.h): below it, packing costs more than
+// it saves (kernel_bench, k576_n1536 hot, one thread: q8_0 t2 38-43 us packed vs
+// 41 per row, t4 43-50 vs 75; q4_0 t2 44 vs 34, t4 48-52 vs 52).
+int64_t PackedMinRows(DType type) { return type == DType::kQ8_0 ? 3 : 4; }
 
 int64_t IntegerMatmulMaxRowsImpl(DType type) {
   constexpr int64_t kSmallSteps = 32;  // decode and small batches
@@ -599,6 +609,15 @@ void QuantMatmulRowsImpl(DType type, const uint8_t* w, size_t w_row_bytes, const
   }
   const QuantizedActivations x = ActivationView(type, qx, t, k);
 #if HWY_TARGET == HWY_AVX3_DL
+  if ((type == DType::kQ8_0 || type == DType::kQ4_0 || type == DType::kQ4_1) &&
+      t >= PackedMinRows(type) && n1 - n0 >= packed::kPanelRows) {
+    // Whole panels of 8 rows packed; the few rows left take the per-row kernels.
+    const int64_t mid = n0 + (n1 - n0) / packed::kPanelRows * packed::kPanelRows;
+    if (type == DType::kQ8_0) packed::MatmulRows<packed::Q8_0Format>(w, w_row_bytes, x, n0, mid, y, ldy);
+    if (type == DType::kQ4_0) packed::MatmulRows<packed::Q4_0Format>(w, w_row_bytes, x, n0, mid, y, ldy);
+    if (type == DType::kQ4_1) packed::MatmulRows<packed::Q4_1Format>(w, w_row_bytes, x, n0, mid, y, ldy);
+    n0 = mid;
+  }
   if (type == DType::kQ8_0) return vnni::MatmulRows<vnni::Q8_0Block>(w, w_row_bytes, x, n0, n1, y, ldy);
   if (type == DType::kQ4_0) return vnni::MatmulRows<vnni::Q4_0Block>(w, w_row_bytes, x, n0, n1, y, ldy);
   if (type == DType::kQ4_1) return vnni::MatmulRows<vnni::Q4_1Block>(w, w_row_bytes, x, n0, n1, y, ldy);
@@ -691,7 +710,7 @@ size_t QuantizedActivationBytes(DType weight_type, int64_t t, int64_t k) {
   CheckShape(weight_type, t, k);
   const size_t n = size_t(t) * size_t(k);
   if (IsHalf(weight_type)) return n * sizeof(float);
-  return RoundUp64(n) + 2 * RoundUp64(n / kActivationBlock * sizeof(float));
+  return RoundUp64(n) + 3 * RoundUp64(n / kActivationBlock * sizeof(float));
 }
 
 QuantizedActivations ActivationView(DType weight_type, const void* buffer, int64_t t, int64_t k) {
@@ -709,6 +728,8 @@ QuantizedActivations ActivationView(DType weight_type, const void* buffer, int64
   v.qs = reinterpret_cast<const int8_t*>(base);
   v.d = reinterpret_cast<const float*>(base + RoundUp64(n));
   v.s = reinterpret_cast<const float*>(base + RoundUp64(n) + scale_bytes);
+  v.sum = reinterpret_cast<const int32_t*>(base + RoundUp64(n) + 2 * scale_bytes);
+  static_assert(sizeof(int32_t) == sizeof(float));
   return v;
 }
 

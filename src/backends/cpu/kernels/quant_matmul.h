@@ -22,12 +22,14 @@ inline constexpr int64_t kActivationBlock = 32;
 //   d[t][k / 32]  f32 scale of each block of 32 (max |x| / 127)
 //   s[t][k / 32]  f32 d * (sum of the block's qs), for the offsets and mins of
 //                 q4_0 / q4_1 / q4_k and the unsigned VNNI form of q8_0
+//   sum[t][k / 32] int32 sum of the block's qs, for exact integer offsets
 // For f16/bf16 weights the buffer holds x itself: f32[t][k] (`f32`), so those
 // products are exact f32 arithmetic.
 struct QuantizedActivations {
   const int8_t* qs = nullptr;
   const float* d = nullptr;
   const float* s = nullptr;
+  const int32_t* sum = nullptr;
   const float* f32 = nullptr;
   int64_t t = 0, k = 0;
 };

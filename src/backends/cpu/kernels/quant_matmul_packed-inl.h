@@ -1,0 +1,217 @@
+// Multi-row integer matmul for q8_0, q4_0 and q4_1 weights on AVX-512 VNNI
+// (Highway's AVX3_DL target), included by quant_matmul.cc inside that target's
+// namespace after quant_matmul_vnni-inl.h.
+//
+// With several activation rows (batched decode, prefill) the per-row kernels of
+// quant_matmul_vnni-inl.h are bound by arithmetic, not by memory: every block of
+// every (weight row, activation row) pair pays a sign fix-up, an int-to-float
+// conversion and two scale steps next to its one vpdpbusd, and the 8 int32 lanes
+// of each dot still need a horizontal sum at the end.
+//
+// Here 8 weight rows are first transposed into a panel held in L1 (like the
+// packing step of a BLAS GEMM, but per call, so the weights still live in the
+// mmap untouched): lane j of panel vector c holds bytes 4c..4c+3 of row j's
+// block, as unsigned bytes. Broadcasting 4 activation bytes against such a
+// vector advances the dots of all 8 rows at once, so a block costs 8 vpdpbusd
+// with the int32 sums landing one row per lane: one conversion and two f32 steps
+// per block serve 8 weight rows instead of one, and no horizontal sums remain.
+//
+// Unsigned weight bytes u = q + z (q8_0: z = 128; q4_0: the nibbles, z = 8;
+// q4_1: the nibbles, z = 0 and its min term added in f32) make the dot
+// sum(u x) = sum(q x) + z sum(x): the accumulator starts at -z sum(x) (the
+// activation block sums are integers), so the integer dot is exact.
+
+// Needs <immintrin.h>, included by quant_matmul.cc at file scope.
+#if HWY_TARGET == HWY_AVX3_DL
+
+namespace packed {
+
+constexpr int kPanelRows = 8;         // weight rows per panel: one int32 lane each
+constexpr int64_t kChunkBlocks = 64;  // blocks per panel pass: 20 KiB, within L1
+constexpr int kRowTile = 4;           // activation rows sharing one load of a block
+
+// acc += per 4 bytes: u (unsigned, 8 weight rows) . the 4 signed activation
+// bytes at x, broadcast to every lane.
+HWY_INLINE __m256i DpbusdBroadcast(__m256i acc, __m256i u, const int8_t* x) {
+  asm("vpdpbusd %2%{1to8%}, %1, %0"
+      : "+v"(acc)
+      : "v"(u), "m"(*reinterpret_cast<const int32_t*>(x)));
+  return acc;
+}
+
+// One block of 32 values of 8 weight rows.
+struct alignas(32) PanelBlock {
+  __m256i q[8];  // q[c] lane j: row j's unsigned values 4c..4c+3
+  __m256 d;      // f32 scale of each row
+  __m256 m;      // q4_1: f32 min of each row
+};
+
+// The 32 unsigned values of one weight block, in k order, and its layout.
+struct Q8_0Format {
+  static constexpr size_t kBlockBytes = 34;
+  static constexpr int32_t kZero = 128;
+  static constexpr bool kMin = false;
+  static HWY_INLINE __m256i Values(const uint8_t* blk) {
+    const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 2));
+    return _mm256_xor_si256(q, _mm256_set1_epi8(char(0x80)));  // q + 128
+  }
+};
+
+template <size_t kBytes, int32_t kZeroPoint, bool kHasMin>
+struct NibbleFormat {
+  static constexpr size_t kBlockBytes = kBytes;
+  static constexpr int32_t kZero = kZeroPoint;
+  static constexpr bool kMin = kHasMin;
+  static HWY_INLINE __m256i Values(const uint8_t* blk) {
+    // Byte i holds value i in its low nibble and value i + 16 in its high one.
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + kBlockBytes - 16));
+    const __m128i low4 = _mm_set1_epi8(0x0f);
+    return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(v, 4), low4), _mm_and_si128(v, low4));
+  }
+};
+using Q4_0Format = NibbleFormat<18, 8, false>;
+using Q4_1Format = NibbleFormat<20, 0, true>;
+
+// The f16 field at `offset` of the same block of 8 rows, as f32 lanes.
+HWY_INLINE __m256 GatherF16(const uint8_t* blk, size_t row_bytes, size_t offset) {
+  alignas(16) uint16_t h[kPanelRows];
+  for (int j = 0; j < kPanelRows; ++j) std::memcpy(&h[j], blk + j * row_bytes + offset, 2);
+  return _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(h)));
+}
+
+// 8x8 transpose of 32-bit lanes: out[c] lane j = in[j] lane c.
+HWY_INLINE void Transpose8x8(const __m256i in[8], __m256i out[8]) {
+  __m256i t[8], u[8];
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = _mm256_unpacklo_epi32(in[i], in[i + 1]);
+    t[i + 1] = _mm256_unpackhi_epi32(in[i], in[i + 1]);
+  }
+  for (int i = 0; i < 8; i += 4) {
+    u[i] = _mm256_unpacklo_epi64(t[i], t[i + 2]);
+    u[i + 1] = _mm256_unpackhi_epi64(t[i], t[i + 2]);
+    u[i + 2] = _mm256_unpacklo_epi64(t[i + 1], t[i + 3]);
+    u[i + 3] = _mm256_unpackhi_epi64(t[i + 1], t[i + 3]);
+  }
+  for (int c = 0; c < 4; ++c) {
+    out[c] = _mm256_permute2x128_si256(u[c], u[c + 4], 0x20);
+    out[c + 4] = _mm256_permute2x128_si256(u[c], u[c + 4], 0x31);
+  }
+}
+
+// Rows [j0, j1) of the next chunk to pack (the next K chunk of this panel, or
+// the first of the next panel), to prefetch while the current one is
+// multiplied: the passes over a chunk split its 8 rows between them, so that
+// the misses spread over the whole chunk instead of queueing up in the first.
+struct NextRows {
+  const uint8_t* w = nullptr;  // the first row of the panel to prefetch
+  size_t row_bytes = 0;
+  const uint8_t* end = nullptr;  // rows from here on belong to another task
+  int64_t shift = 0;             // its block for the current block b: b + shift
+  int j0 = 0, j1 = 0;
+
+  // Block b + shift of each row, one prefetch per cache line: when the block
+  // ends in a new line.
+  template <class Format>
+  HWY_INLINE void Prefetch(int64_t b) const {
+    b += shift;
+    const size_t last = size_t(b + 1) * Format::kBlockBytes - 1;
+    if (b > 0 && last / 64 == (last - Format::kBlockBytes) / 64) return;
+    for (int j = j0; j < j1; ++j) {
+      const uint8_t* line = w + size_t(j) * row_bytes + last;
+      if (line < end) _mm_prefetch(reinterpret_cast<const char*>(line), _MM_HINT_T0);
+    }
+  }
+};
+
+// Blocks [b0, b0 + nb) of the 8 rows at w into `panel`.
+template <class Format>
+HWY_INLINE void PackPanel(const uint8_t* w, size_t row_bytes, int64_t b0, int64_t nb,
+                          PanelBlock* panel) {
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* blk = w + size_t(b0 + b) * Format::kBlockBytes;
+    __m256i rows[kPanelRows];
+    for (int j = 0; j < kPanelRows; ++j) rows[j] = Format::Values(blk + j * row_bytes);
+    Transpose8x8(rows, panel[b].q);
+    panel[b].d = GatherF16(blk, row_bytes, 0);
+    if constexpr (Format::kMin) panel[b].m = GatherF16(blk, row_bytes, 2);
+  }
+}
+
+// y[r0 + r][0..8) (+)= the panel's blocks [b0, b0 + nb) against R activation
+// rows, prefetching the same blocks of `next`.
+template <class Format, int R>
+HWY_INLINE void PanelRows(const PanelBlock* panel, const QuantizedActivations& x, int64_t r0,
+                          int64_t b0, int64_t nb, bool accumulate, const NextRows& next,
+                          float* y, int64_t ldy) {
+  const int64_t x_blocks = x.k / 32;
+  __m256 acc[R];
+  for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    next.Prefetch<Format>(b0 + b);
+    const PanelBlock& blk = panel[b];
+    __m256i q[8];
+    for (int c = 0; c < 8; ++c) q[c] = _mm256_load_si256(&blk.q[c]);
+    for (int r = 0; r < R; ++r) {
+      const int64_t xb = (r0 + r) * x_blocks + b0 + b;
+      const int8_t* xq = x.qs + xb * 32;
+      // Two chains of four, so that R = 4 keeps 8 vpdpbusd in flight.
+      __m256i even = _mm256_set1_epi32(-Format::kZero * x.sum[xb]);
+      __m256i odd = _mm256_setzero_si256();
+      for (int c = 0; c < 8; c += 2) {
+        even = DpbusdBroadcast(even, q[c], xq + 4 * c);
+        odd = DpbusdBroadcast(odd, q[c + 1], xq + 4 * c + 4);
+      }
+      const __m256 dot = _mm256_cvtepi32_ps(_mm256_add_epi32(even, odd));
+      acc[r] = _mm256_fmadd_ps(dot, _mm256_mul_ps(blk.d, _mm256_set1_ps(x.d[xb])), acc[r]);
+      if constexpr (Format::kMin) acc[r] = _mm256_fmadd_ps(blk.m, _mm256_set1_ps(x.s[xb]), acc[r]);
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    float* out = y + (r0 + r) * ldy;
+    if (accumulate) acc[r] = _mm256_add_ps(acc[r], _mm256_loadu_ps(out));
+    _mm256_storeu_ps(out, acc[r]);
+  }
+}
+
+// Rows [n0, n1) of y for every activation row, (n1 - n0) a multiple of 8.
+template <class Format>
+void MatmulRows(const uint8_t* w, size_t row_bytes, const QuantizedActivations& x, int64_t n0,
+                int64_t n1, float* y, int64_t ldy) {
+  const int64_t x_blocks = x.k / 32;
+  const uint8_t* rows_end = w + size_t(n1) * row_bytes;
+  PanelBlock panel[kChunkBlocks];
+  for (int64_t n = n0; n < n1; n += kPanelRows) {
+    const uint8_t* rows = w + size_t(n) * row_bytes;
+    for (int64_t b0 = 0; b0 < x_blocks; b0 += kChunkBlocks) {
+      const int64_t nb = std::min(kChunkBlocks, x_blocks - b0);
+      PackPanel<Format>(rows, row_bytes, b0, nb, panel);
+      const bool accumulate = b0 > 0;
+      const int64_t passes = (x.t + kRowTile - 1) / kRowTile;
+      NextRows next{rows, row_bytes, rows_end, nb};
+      if (b0 + nb == x_blocks) next = NextRows{rows + kPanelRows * row_bytes, row_bytes, rows_end, -b0};
+      for (int64_t pass = 0; pass < passes; ++pass) {
+        const int64_t r0 = pass * kRowTile;
+        next.j0 = int(pass * kPanelRows / passes);
+        next.j1 = int((pass + 1) * kPanelRows / passes);
+        switch (std::min<int64_t>(kRowTile, x.t - r0)) {
+          case 1:
+            PanelRows<Format, 1>(panel, x, r0, b0, nb, accumulate, next, y + n, ldy);
+            break;
+          case 2:
+            PanelRows<Format, 2>(panel, x, r0, b0, nb, accumulate, next, y + n, ldy);
+            break;
+          case 3:
+            PanelRows<Format, 3>(panel, x, r0, b0, nb, accumulate, next, y + n, ldy);
+            break;
+          default:
+            PanelRows<Format, kRowTile>(panel, x, r0, b0, nb, accumulate, next, y + n, ldy);
+            break;
+        }
+      }
+    }
+  }
+}
+
+}  // namespace packed
+
+#endif  // HWY_TARGET == HWY_AVX3_DL
