@@ -24,18 +24,6 @@ void Scale(float c, float* acc, int64_t n) {
   for (; i < n; ++i) acc[i] *= c;
 }
 
-// acc += p * v
-void Axpy(float p, const float* v, float* acc, int64_t n) {
-  const hn::ScalableTag<float> d;
-  const int64_t lanes = int64_t(hn::Lanes(d));
-  const auto vp = hn::Set(d, p);
-  int64_t i = 0;
-  for (; i + lanes <= n; i += lanes) {
-    hn::StoreU(hn::MulAdd(vp, hn::LoadU(d, v + i), hn::LoadU(d, acc + i)), d, acc + i);
-  }
-  for (; i < n; ++i) acc[i] += p * v[i];
-}
-
 // scores[i] = exp(scores[i] - max); returns their sum.
 float ExpShifted(float* scores, int64_t n, float max) {
   const hn::ScalableTag<float> d;
@@ -53,6 +41,95 @@ float ExpShifted(float* scores, int64_t n, float max) {
   return sum;
 }
 
+// scores[b] = scale * q . k[key(b)] for b < n: four keys at a time, so that
+// their four reductions overlap instead of each waiting for the last.
+HWY_INLINE void BlockScores(const float* q, const float* k, const int32_t* key_ids, int64_t j0,
+                            int64_t n, int64_t k_stride, int64_t d_k, float scale, float* scores) {
+  const hn::ScalableTag<float> d;
+  const int64_t lanes = int64_t(hn::Lanes(d));
+  auto key_row = [&](int64_t b) {
+    return k + (key_ids != nullptr ? int64_t(key_ids[j0 + b]) : j0 + b) * k_stride;
+  };
+  int64_t b = 0;
+  for (; b + 4 <= n; b += 4) {
+    const float* k0 = key_row(b);
+    const float* k1 = key_row(b + 1);
+    const float* k2 = key_row(b + 2);
+    const float* k3 = key_row(b + 3);
+    auto s0 = hn::Zero(d), s1 = hn::Zero(d), s2 = hn::Zero(d), s3 = hn::Zero(d);
+    int64_t i = 0;
+    for (; i + lanes <= d_k; i += lanes) {
+      const auto qv = hn::LoadU(d, q + i);
+      s0 = hn::MulAdd(qv, hn::LoadU(d, k0 + i), s0);
+      s1 = hn::MulAdd(qv, hn::LoadU(d, k1 + i), s1);
+      s2 = hn::MulAdd(qv, hn::LoadU(d, k2 + i), s2);
+      s3 = hn::MulAdd(qv, hn::LoadU(d, k3 + i), s3);
+    }
+    float t[4] = {hn::GetLane(hn::SumOfLanes(d, s0)), hn::GetLane(hn::SumOfLanes(d, s1)),
+                  hn::GetLane(hn::SumOfLanes(d, s2)), hn::GetLane(hn::SumOfLanes(d, s3))};
+    for (; i < d_k; ++i) {
+      t[0] += q[i] * k0[i];
+      t[1] += q[i] * k1[i];
+      t[2] += q[i] * k2[i];
+      t[3] += q[i] * k3[i];
+    }
+    for (int j = 0; j < 4; ++j) scores[b + j] = t[j] * scale;
+  }
+  for (; b < n; ++b) scores[b] = Dot(q, key_row(b), size_t(d_k)) * scale;
+}
+
+// out[0, d_v) += sum_b p[b] v[key(b)]: the output is held in registers, a
+// slice of four vectors at a time, while the block's keys stream past (two
+// keys per step, so the two accumulator sets hide the FMA latency).
+HWY_INLINE void BlockValues(const float* p, const float* v, const int32_t* key_ids, int64_t j0,
+                            int64_t n, int64_t v_stride, int64_t d_v, float* out) {
+  const hn::ScalableTag<float> d;
+  const int64_t lanes = int64_t(hn::Lanes(d));
+  auto value_row = [&](int64_t b) {
+    return v + (key_ids != nullptr ? int64_t(key_ids[j0 + b]) : j0 + b) * v_stride;
+  };
+  int64_t c = 0;
+  for (; c + 4 * lanes <= d_v; c += 4 * lanes) {
+    auto a0 = hn::LoadU(d, out + c), a1 = hn::LoadU(d, out + c + lanes);
+    auto a2 = hn::LoadU(d, out + c + 2 * lanes), a3 = hn::LoadU(d, out + c + 3 * lanes);
+    auto b0 = hn::Zero(d), b1 = hn::Zero(d), b2 = hn::Zero(d), b3 = hn::Zero(d);
+    int64_t b = 0;
+    for (; b + 2 <= n; b += 2) {
+      const float* v0 = value_row(b) + c;
+      const float* v1 = value_row(b + 1) + c;
+      const auto p0 = hn::Set(d, p[b]), p1 = hn::Set(d, p[b + 1]);
+      a0 = hn::MulAdd(p0, hn::LoadU(d, v0), a0);
+      a1 = hn::MulAdd(p0, hn::LoadU(d, v0 + lanes), a1);
+      a2 = hn::MulAdd(p0, hn::LoadU(d, v0 + 2 * lanes), a2);
+      a3 = hn::MulAdd(p0, hn::LoadU(d, v0 + 3 * lanes), a3);
+      b0 = hn::MulAdd(p1, hn::LoadU(d, v1), b0);
+      b1 = hn::MulAdd(p1, hn::LoadU(d, v1 + lanes), b1);
+      b2 = hn::MulAdd(p1, hn::LoadU(d, v1 + 2 * lanes), b2);
+      b3 = hn::MulAdd(p1, hn::LoadU(d, v1 + 3 * lanes), b3);
+    }
+    if (b < n) {
+      const float* v0 = value_row(b) + c;
+      const auto p0 = hn::Set(d, p[b]);
+      a0 = hn::MulAdd(p0, hn::LoadU(d, v0), a0);
+      a1 = hn::MulAdd(p0, hn::LoadU(d, v0 + lanes), a1);
+      a2 = hn::MulAdd(p0, hn::LoadU(d, v0 + 2 * lanes), a2);
+      a3 = hn::MulAdd(p0, hn::LoadU(d, v0 + 3 * lanes), a3);
+    }
+    hn::StoreU(hn::Add(a0, b0), d, out + c);
+    hn::StoreU(hn::Add(a1, b1), d, out + c + lanes);
+    hn::StoreU(hn::Add(a2, b2), d, out + c + 2 * lanes);
+    hn::StoreU(hn::Add(a3, b3), d, out + c + 3 * lanes);
+  }
+  for (; c + lanes <= d_v; c += lanes) {
+    auto a = hn::LoadU(d, out + c);
+    for (int64_t b = 0; b < n; ++b) a = hn::MulAdd(hn::Set(d, p[b]), hn::LoadU(d, value_row(b) + c), a);
+    hn::StoreU(a, d, out + c);
+  }
+  for (; c < d_v; ++c) {
+    for (int64_t b = 0; b < n; ++b) out[c] += p[b] * value_row(b)[c];
+  }
+}
+
 // Online softmax over blocks of keys: the scores of a block are taken first,
 // exponentiated together (vectorised), and the accumulator is rescaled once
 // per block rather than once per key.
@@ -65,12 +142,8 @@ void AttendOnlineSoftmaxImpl(const float* q, const float* k, const float* v, int
   for (int64_t i = 0; i < d_v; ++i) out[i] = 0.0f;
   for (int64_t j0 = 0; j0 < n_keys; j0 += kBlock) {
     const int64_t nb = std::min(kBlock, n_keys - j0);
-    float block_max = -INFINITY;
-    for (int64_t b = 0; b < nb; ++b) {
-      const int64_t key = key_ids != nullptr ? int64_t(key_ids[j0 + b]) : j0 + b;
-      scores[b] = Dot(q, k + key * k_stride, size_t(d_k)) * scale;
-      block_max = scores[b] > block_max ? scores[b] : block_max;
-    }
+    BlockScores(q, k, key_ids, j0, nb, k_stride, d_k, scale, scores);
+    const float block_max = *std::max_element(scores, scores + nb);
     const float new_max = block_max > running_max ? block_max : running_max;
     const float block_sum = ExpShifted(scores, nb, new_max);
     if (new_max != running_max && denom > 0.0f) {
@@ -80,10 +153,7 @@ void AttendOnlineSoftmaxImpl(const float* q, const float* k, const float* v, int
     }
     denom += block_sum;
     running_max = new_max;
-    for (int64_t b = 0; b < nb; ++b) {
-      const int64_t key = key_ids != nullptr ? int64_t(key_ids[j0 + b]) : j0 + b;
-      Axpy(scores[b], v + key * v_stride, out, d_v);
-    }
+    BlockValues(scores, v, key_ids, j0, nb, v_stride, d_v, out);
   }
   const float inv = 1.0f / denom;
   for (int64_t i = 0; i < d_v; ++i) out[i] *= inv;
