@@ -546,9 +546,10 @@ void HalfMatmulRows(const uint8_t* w, size_t w_row_bytes, const float* x, int64_
 
 // ------------------------------------------------------------------ entry points
 
-void QuantizeActivationsImpl(DType type, const float* x, int64_t t, int64_t k, void* buffer) {
+void QuantizeActivationsImpl(DType type, const float* x, int64_t t, int64_t k, int64_t r0,
+                             int64_t r1, void* buffer) {
   if (type == DType::kF16 || type == DType::kBF16) {
-    std::memcpy(buffer, x, size_t(t * k) * sizeof(float));
+    std::memcpy(static_cast<float*>(buffer) + r0 * k, x + r0 * k, size_t((r1 - r0) * k) * sizeof(float));
     return;
   }
   const QuantizedActivations view = ActivationView(type, buffer, t, k);
@@ -561,7 +562,7 @@ void QuantizeActivationsImpl(DType type, const float* x, int64_t t, int64_t k, v
   const hn::Rebind<int8_t, decltype(df)> d8;
   const size_t lanes = hn::Lanes(df);
   const int64_t nb = k / kQ;
-  for (int64_t r = 0; r < t; ++r) {
+  for (int64_t r = r0; r < r1; ++r) {
     for (int64_t b = 0; b < nb; ++b) {
       const float* xb = x + r * k + b * kQ;
       auto vmax = hn::Zero(df);
@@ -734,8 +735,14 @@ QuantizedActivations ActivationView(DType weight_type, const void* buffer, int64
 }
 
 void QuantizeActivations(DType weight_type, const float* x, int64_t t, int64_t k, void* buffer) {
+  QuantizeActivationRows(weight_type, x, t, k, 0, t, buffer);
+}
+
+void QuantizeActivationRows(DType weight_type, const float* x, int64_t t, int64_t k, int64_t r0,
+                            int64_t r1, void* buffer) {
   CheckShape(weight_type, t, k);
-  HWY_DYNAMIC_DISPATCH(QuantizeActivationsImpl)(weight_type, x, t, k, buffer);
+  CHECK(0 <= r0 && r0 <= r1 && r1 <= t);
+  HWY_DYNAMIC_DISPATCH(QuantizeActivationsImpl)(weight_type, x, t, k, r0, r1, buffer);
 }
 
 void QuantMatmulRows(DType weight_type, const uint8_t* w, size_t w_row_bytes, const void* qx,

@@ -51,6 +51,11 @@ size_t QuantizedActivationBytes(DType weight_type, int64_t t, int64_t k);
 // QuantizedActivationBytes, 64-byte aligned recommended).
 void QuantizeActivations(DType weight_type, const float* x, int64_t t, int64_t k, void* buffer);
 
+// Rows [r0, r1) only, into the same t-row buffer: disjoint row ranges may run
+// on different threads.
+void QuantizeActivationRows(DType weight_type, const float* x, int64_t t, int64_t k, int64_t r0,
+                            int64_t r1, void* buffer);
+
 // The layout of a buffer written by QuantizeActivations (no copy).
 QuantizedActivations ActivationView(DType weight_type, const void* buffer, int64_t t, int64_t k);
 
