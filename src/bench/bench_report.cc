@@ -113,6 +113,7 @@ std::string JsonReport(std::span<const BenchResult> results, const std::string& 
     o["n_gpu_layers"] = 0;
     o["n_prompt"] = r.test.n_prompt;
     o["n_gen"] = r.test.n_gen;
+    o["n_parallel"] = r.test.n_parallel;
     o["n_depth"] = 0;
     o["test_time"] = r.test_time;
     o["avg_ns"] = uint64_t(Mean(ns) + 0.5);

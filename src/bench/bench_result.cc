@@ -6,7 +6,9 @@ namespace anymoe {
 
 std::string BenchTest::Name() const {
   if (n_gen == 0) return "pp" + std::to_string(n_prompt);
-  if (n_prompt == 0) return "tg" + std::to_string(n_gen);
+  if (n_prompt == 0) {
+    return "tg" + std::to_string(n_gen) + (n_parallel > 1 ? "x" + std::to_string(n_parallel) : "");
+  }
   return "pp" + std::to_string(n_prompt) + "+tg" + std::to_string(n_gen);
 }
 

@@ -17,7 +17,8 @@ namespace anymoe {
 struct BenchTest {
   int64_t n_prompt = 0;      // pp test when > 0
   int64_t n_gen = 0;         // tg test when > 0
-  std::string Name() const;  // "pp128", "tg64", "pp128+tg64"
+  int64_t n_parallel = 1;    // tg: sequences decoded together, one token each per step
+  std::string Name() const;  // "pp128", "tg64", "pp128+tg64", "tg64x8" (8 sequences)
 };
 
 struct ModelDescription {
@@ -44,7 +45,7 @@ struct BenchResult {
   std::vector<uint64_t> samples_ns;  // wall time of each repetition
   std::optional<RooflineFigures> roofline;
 
-  int64_t tokens() const { return test.n_prompt + test.n_gen; }
+  int64_t tokens() const { return test.n_prompt + test.n_gen * test.n_parallel; }
   std::vector<double> samples_ts() const;  // tokens / seconds per repetition
 };
 

@@ -71,33 +71,48 @@ int32_t BenchRunner::RandomToken() {
   return int32_t(rng_() % vocab);
 }
 
-Status BenchRunner::EnsureCache(int64_t tokens) {
+Status BenchRunner::EnsureCaches(int64_t count, int64_t tokens) {
   if (tokens > engine_.context()) {
     return Status::Error("test needs " + std::to_string(tokens) + " tokens of context but " +
                          engine_.file().path + " allows " + std::to_string(engine_.context()));
   }
-  if (cache_ == nullptr || cache_->capacity() < tokens) {
-    ASSIGN_OR_RETURN(cache_, engine_.model().NewCache(tokens));
+  if (count > engine_.model().max_step_tokens()) {
+    return Status::Error("test decodes " + std::to_string(count) +
+                         " sequences together but a step takes at most " +
+                         std::to_string(engine_.model().max_step_tokens()) + " tokens (--batch)");
+  }
+  if (int64_t(caches_.size()) < count) caches_.resize(size_t(count));
+  for (int64_t s = 0; s < count; ++s) {
+    auto& cache = caches_[size_t(s)];
+    if (cache == nullptr || cache->capacity() < tokens) {
+      ASSIGN_OR_RETURN(cache, engine_.model().NewCache(tokens));
+    }
   }
   return Status::Ok();
 }
 
 Status BenchRunner::RunOnce(const BenchTest& test) {
   Model& model = engine_.model();
-  cache_->Clear();
+  KvCache& cache = *caches_[0];
+  for (int64_t s = 0; s < test.n_parallel; ++s) caches_[size_t(s)]->Clear();
   const int64_t step = std::max<int64_t>(1, model.max_step_tokens());
   for (int64_t done = 0; done < test.n_prompt;) {
     const int64_t n = std::min(step, test.n_prompt - done);
     tokens_.resize(size_t(n));
     for (int32_t& t : tokens_) t = RandomToken();
-    ASSIGN_OR_RETURN(Tensor logits, model.Forward(tokens_, *cache_, /*all_logits=*/false));
+    ASSIGN_OR_RETURN(Tensor logits, model.Forward(tokens_, cache, /*all_logits=*/false));
     (void)logits;
     done += n;
   }
   model.backend().Synchronize();
+  tokens_.resize(size_t(test.n_parallel));
+  steps_.resize(size_t(test.n_parallel));
   for (int64_t i = 0; i < test.n_gen; ++i) {
-    const int32_t token = RandomToken();
-    ASSIGN_OR_RETURN(Tensor logits, model.Forward({&token, 1}, *cache_, /*all_logits=*/false));
+    for (int64_t s = 0; s < test.n_parallel; ++s) {
+      tokens_[size_t(s)] = RandomToken();
+      steps_[size_t(s)] = {std::span(&tokens_[size_t(s)], 1), caches_[size_t(s)].get(), false};
+    }
+    ASSIGN_OR_RETURN(Tensor logits, model.ForwardBatch(steps_));
     (void)logits;
     model.backend().Synchronize();
   }
@@ -108,13 +123,19 @@ Expected<std::vector<uint64_t>> BenchRunner::Measure(const BenchTest& test, int 
   if (test.n_prompt < 0 || test.n_gen < 0 || test.n_prompt + test.n_gen == 0) {
     return Status::Error("bench test " + test.Name() + " has no tokens");
   }
+  if (test.n_parallel < 1 || (test.n_parallel > 1 && test.n_prompt > 0)) {
+    return Status::Error("bench test " + test.Name() +
+                         ": only tg tests decode several sequences together");
+  }
   if (repetitions < 1) {
     return Status::Error("bench repetitions must be at least 1, got " +
                          std::to_string(repetitions));
   }
-  RETURN_IF_ERROR(EnsureCache(test.n_prompt + test.n_gen));  // outside the timed runs
+  // Outside the timed runs.
+  RETURN_IF_ERROR(EnsureCaches(test.n_parallel, test.n_prompt + test.n_gen));
   // Warm-up as llama-bench does it: the whole prompt, or one generated token.
-  RETURN_IF_ERROR(RunOnce(test.n_prompt > 0 ? BenchTest{test.n_prompt, 0} : BenchTest{0, 1}));
+  RETURN_IF_ERROR(RunOnce(test.n_prompt > 0 ? BenchTest{test.n_prompt, 0}
+                                            : BenchTest{0, 1, test.n_parallel}));
   std::vector<uint64_t> samples;
   for (int r = 0; r < repetitions; ++r) {
     const auto start = std::chrono::steady_clock::now();

@@ -1,8 +1,10 @@
 // Runs llama-bench's two tests on a loaded engine. pp<n>: n random token ids
 // prefilled into an empty cache (in steps of the model's max_step_tokens), so
 // t/s = n / time. tg<n>: n random ids fed one Forward call each into an empty
-// cache, so t/s = n / time; no sampling, as in llama-bench. Each test runs once
-// untimed, then `repetitions` times, each from an empty cache.
+// cache, so t/s = n / time; no sampling, as in llama-bench. tg<n>x<s>: s
+// sequences, each its own cache, decoded together (one batched step of s
+// tokens per generated position, as a serving step is), t/s = s n / time.
+// Each test runs once untimed, then `repetitions` times, each from empty caches.
 #pragma once
 
 #include <cstdint>
@@ -30,16 +32,17 @@ class BenchRunner {
   Expected<std::vector<uint64_t>> Measure(const BenchTest& test, int repetitions);
 
  private:
-  // A cache of at least `tokens` (allocated only when the current one is smaller).
-  Status EnsureCache(int64_t tokens);
+  // `count` caches of at least `tokens` each (allocated only when too few or too small).
+  Status EnsureCaches(int64_t count, int64_t tokens);
   // One run of `test` from an empty cache; EnsureCache must have made room.
   Status RunOnce(const BenchTest& test);
   int32_t RandomToken();
 
   Engine& engine_;
-  std::unique_ptr<KvCache> cache_;
+  std::vector<std::unique_ptr<KvCache>> caches_;
   std::mt19937_64 rng_;
   std::vector<int32_t> tokens_;
+  std::vector<Model::SequenceStep> steps_;
 };
 
 }  // namespace anymoe

@@ -30,6 +30,7 @@ struct BenchFlags {
   int device = 0;
   std::string output = "md";
   int64_t batch = 512;
+  std::vector<int64_t> parallel{1};
   bool membw = false;
   int64_t membw_mib = 1024;
   int membw_passes = 5;
@@ -45,6 +46,12 @@ Status Validate(const BenchFlags& f) {
   for (int t : f.threads) {
     if (t < 1) return Status::Error("-t: thread counts must be >= 1, got " + std::to_string(t));
   }
+  for (int64_t s : f.parallel) {
+    if (s < 1 || s > f.batch) {
+      return Status::Error("--parallel: sequence counts must be in [1, --batch " +
+                           std::to_string(f.batch) + "], got " + std::to_string(s));
+    }
+  }
   const bool any_pp =
       std::any_of(f.prompts.begin(), f.prompts.end(), [](int64_t p) { return p > 0; });
   const bool any_tg = std::any_of(f.gens.begin(), f.gens.end(), [](int64_t n) { return n > 0; });
@@ -58,7 +65,9 @@ std::vector<BenchTest> Tests(const BenchFlags& f) {
     if (p > 0) tests.push_back({p, 0});
   }
   for (int64_t n : f.gens) {
-    if (n > 0) tests.push_back({0, n});
+    for (int64_t s : f.parallel) {
+      if (n > 0) tests.push_back({0, n, s});
+    }
   }
   return tests;
 }
@@ -70,7 +79,7 @@ int Bench(BenchFlags f) {
   const std::vector<BenchTest> tests = Tests(f);
   int64_t max_prompt = 0, max_tokens = 1;
   for (const BenchTest& t : tests) {
-    max_prompt = std::max(max_prompt, t.n_prompt);
+    max_prompt = std::max({max_prompt, t.n_prompt, t.n_parallel});
     max_tokens = std::max(max_tokens, t.n_prompt + t.n_gen);
   }
 
@@ -125,7 +134,7 @@ int Bench(BenchFlags f) {
         auto samples = runner.Measure(test, f.repetitions);
         if (!samples.ok()) return ReportError(samples.status().WithContext(path));
         r.samples_ns = std::move(samples).value();
-        if (decode_bytes && test.n_prompt == 0) r.roofline = {best_gbs[threads], *decode_bytes};
+        if (decode_bytes && test.n_prompt == 0 && test.n_parallel == 1) r.roofline = {best_gbs[threads], *decode_bytes};
         if (markdown) {
           std::printf("%s", MarkdownRow(r).c_str());
           std::fflush(stdout);
@@ -163,6 +172,10 @@ CommandFn RegisterBench(CLI::App& cmd) {
       ->capture_default_str();
   cmd.add_option("--batch", f->batch, "most prompt tokens per forward step")
       ->check(CLI::Range(int64_t(1), int64_t(4096)))
+      ->capture_default_str();
+  cmd.add_option("--parallel", f->parallel,
+                 "sequences decoded together in tg tests, e.g. 1,8 (each its own cache)")
+      ->delimiter(',')
       ->capture_default_str();
   cmd.add_flag("--membw", f->membw,
                "measure read memory bandwidth and print each model's decode roofline");

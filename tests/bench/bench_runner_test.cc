@@ -24,7 +24,7 @@ TEST(BenchRunner, TimesEachRepetition) {
   auto engine = LoadTiny();
   ASSERT_NE(engine, nullptr);
   BenchRunner runner(*engine);
-  for (BenchTest test : {BenchTest{20, 0}, BenchTest{0, 5}, BenchTest{8, 4}}) {
+  for (BenchTest test : {BenchTest{20, 0}, BenchTest{0, 5}, BenchTest{8, 4}, BenchTest{0, 3, 4}}) {
     auto samples = runner.Measure(test, 3);
     ASSERT_TRUE(samples.ok()) << samples.status().message();
     ASSERT_EQ(samples->size(), 3u);
@@ -58,6 +58,12 @@ TEST(BenchRunner, RejectsTestsThatDoNotFit) {
   EXPECT_NE(too_long.status().message().find("20 tokens"), std::string::npos)
       << too_long.status().message();
   EXPECT_FALSE(runner.Measure({0, 0}, 1).ok());
+  // Several sequences only for tg, and no more than a step takes (8 here).
+  EXPECT_FALSE(runner.Measure({4, 2, 2}, 1).ok());
+  auto too_wide = runner.Measure({0, 2, 9}, 1);
+  ASSERT_FALSE(too_wide.ok());
+  EXPECT_NE(too_wide.status().message().find("at most 8 tokens"), std::string::npos)
+      << too_wide.status().message();
   EXPECT_FALSE(runner.Measure({4, 0}, 0).ok());
 }
 

@@ -78,6 +78,29 @@ TEST_F(BenchCli, CommaListsMultiplyTests) {
   EXPECT_EQ(json[3]["n_threads"], 2);
 }
 
+// --parallel s decodes s sequences per step: s x n tokens per run, one test per s.
+TEST_F(BenchCli, ParallelDecodesSeveralSequencesPerStep) {
+  const auto r = Bench({"-m", Golden("llama_tiny"), "-p", "0", "-n", "4", "--parallel", "1,3",
+                        "-r", "2", "-o", "json", "-t", "1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto json = nlohmann::json::parse(r.out);
+  ASSERT_EQ(json.size(), 2u) << r.out;
+  EXPECT_EQ(json[0]["n_parallel"], 1);
+  EXPECT_EQ(json[1]["n_parallel"], 3);
+  for (const auto& o : json) {
+    ASSERT_EQ(o["samples_ns"].size(), 2u);
+    const double tokens = 4.0 * o["n_parallel"].get<double>();
+    for (size_t i = 0; i < 2; ++i) {
+      EXPECT_NEAR(o["samples_ts"][i].get<double>(),
+                  tokens * 1e9 / o["samples_ns"][i].get<double>(), 1e-6 * tokens * 1e9);
+    }
+  }
+  const auto md = Bench({"-m", Golden("llama_tiny"), "-p", "0", "-n", "4", "--parallel", "3",
+                         "-r", "1", "-t", "1"});
+  ASSERT_EQ(md.exit_code, 0) << md.err;
+  EXPECT_NE(md.out.find("tg4x3 |"), std::string::npos) << md.out;
+}
+
 TEST_F(BenchCli, MarkdownTableLikeLlamaBench) {
   const auto r = Bench({"-m", Golden("llama_tiny"), "-p", "8", "-n", "4", "-r", "2", "-t", "1"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -113,6 +136,8 @@ TEST_F(BenchCli, BadArgumentsAreOneLineErrors) {
   for (const auto& args : std::vector<std::vector<std::string>>{
            {"-m", Golden("llama_tiny"), "-p", "0", "-n", "0"},
            {"-m", Golden("llama_tiny"), "-t", "0"},
+           {"-m", Golden("llama_tiny"), "--parallel", "0"},
+           {"-m", Golden("llama_tiny"), "--parallel", "9", "--batch", "8"},
            {"-m", Golden("llama_tiny"), "-p", "1000", "-n", "0"},  // context is 128
            {"-m", Golden("no_such_model")}}) {
     const auto r = Bench(args);
