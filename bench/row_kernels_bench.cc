@@ -33,6 +33,32 @@ void BM_AttendOnlineSoftmax(benchmark::State& state) {
 }
 BENCHMARK(BM_AttendOnlineSoftmax)->ArgsProduct({{128, 1024, 8192}, {64, 128}});
 
+// The g query heads of one GQA group over n keys (d 64, SmolLM2's layout),
+// either one call per head (the keys and values read g times) or one grouped
+// call; items are (head, key) pairs.
+void BM_AttendGqaGroup(benchmark::State& state) {
+  const int64_t n = state.range(0), g = state.range(1), d = 64, stride = 3 * d;
+  const bool grouped = state.range(2) != 0;
+  const auto k = testing::UniformFloats(size_t(n * stride), 1),
+             v = testing::UniformFloats(size_t(n * stride), 2);
+  const auto q = testing::UniformFloats(size_t(g * d), 3);
+  std::vector<float> out(size_t(g * d));
+  for (auto _ : state) {
+    if (grouped) {
+      AttendOnlineSoftmaxGroup(q.data(), g, d, k.data(), v.data(), n, nullptr, stride, stride, d,
+                               d, 0.125f, out.data(), d);
+    } else {
+      for (int64_t h = 0; h < g; ++h) {
+        AttendOnlineSoftmax(q.data() + h * d, k.data(), v.data(), n, nullptr, stride, stride, d, d,
+                            0.125f, out.data() + h * d);
+      }
+    }
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetItemsProcessed(int64_t(state.iterations()) * n * g);
+}
+BENCHMARK(BM_AttendGqaGroup)->ArgsProduct({{256, 8192, 65536}, {3}, {0, 1}});
+
 void BM_SiluMul(benchmark::State& state) {
   const size_t n = size_t(state.range(0));
   auto gate = testing::UniformFloats(n, 1);

@@ -61,6 +61,16 @@ struct Projection {
   Tensor out;
 };
 
+// One sequence's share of a step's attention: the arguments of Attention.
+struct AttentionJob {
+  Tensor q;  // [T, n_h, d_k]
+  const Tensor* k_pool = nullptr;
+  const Tensor* v_pool = nullptr;
+  std::span<const int32_t> key_rows;
+  int64_t n_past = 0;
+  Tensor out;  // [T, n_h, d_v]
+};
+
 // One output of MultiGroupedMatmul: rows of group g times weights[g].
 struct GroupedProjection {
   std::span<const Tensor> weights;  // one per group
@@ -147,6 +157,14 @@ class Backend {
   virtual void Attention(const Tensor& q, const Tensor& k_pool, const Tensor& v_pool,
                          std::span<const int32_t> key_rows, int64_t n_past, float scale,
                          const Tensor& out) = 0;
+  // Attention for several sequences of one step, which a backend may run as one
+  // dispatch (a decode step has one query per sequence: too little work each
+  // for a parallel region of its own). The default runs Attention for each.
+  virtual void MultiAttention(std::span<const AttentionJob> jobs, float scale) {
+    for (const AttentionJob& j : jobs) {
+      Attention(j.q, *j.k_pool, *j.v_pool, j.key_rows, j.n_past, scale, j.out);
+    }
+  }
   // Multi-head latent attention over a latent cache (absorbed form, MQA-like):
   // q [T, n_h, d_c + d_r] (query in latent space | rotated rope part); pool
   // [R, d_c + d_r] (normalised latent | rotated k_rope), addressed through

@@ -3,6 +3,7 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <new>
 #include <thread>
@@ -143,20 +144,38 @@ void CpuBackend::Rope(const Tensor& x, std::span<const int32_t> positions,
 void CpuBackend::Attention(const Tensor& q, const Tensor& k_pool, const Tensor& v_pool,
                            std::span<const int32_t> key_rows, int64_t n_past, float scale,
                            const Tensor& out) {
-  CHECK(q.rank == 3 && k_pool.rank == 3 && v_pool.rank == 3 && out.rank == 3);
-  const int64_t t = q.dim(0), n_h = q.dim(1), d_k = q.dim(2);
-  const int64_t n_kv = k_pool.dim(1), d_v = v_pool.dim(2);
-  CHECK(k_pool.dim(2) == d_k && n_h % n_kv == 0 && n_past + t <= int64_t(key_rows.size()));
-  const int64_t group = n_h / n_kv;
-  const float* qp = q.as<const float>();
-  const float* kp = k_pool.as<const float>();
-  const float* vp = v_pool.as<const float>();
-  float* op = out.as<float>();
-  pool_.ParallelFor(t * n_h, [&](int64_t task, int) {
-    const int64_t ti = task / n_h, h = task % n_h, kvh = h / group;
-    kernels::AttendOnlineSoftmax(qp + (ti * n_h + h) * d_k, kp + kvh * d_k, vp + kvh * d_v,
-                                 n_past + ti + 1, key_rows.data(), n_kv * d_k, n_kv * d_v, d_k,
-                                 d_v, scale, op + (ti * n_h + h) * d_v);
+  const AttentionJob job{q, &k_pool, &v_pool, key_rows, n_past, out};
+  MultiAttention(std::span(&job, 1), scale);
+}
+
+// One task per (job, query token, kv head): the query heads of a GQA group
+// share their keys and values, so each task reads those rows once for the group.
+void CpuBackend::MultiAttention(std::span<const AttentionJob> jobs, float scale) {
+  constexpr size_t kMaxJobs = 64;
+  for (; jobs.size() > kMaxJobs; jobs = jobs.subspan(kMaxJobs)) {
+    MultiAttention(jobs.first(kMaxJobs), scale);
+  }
+  std::array<int64_t, kMaxJobs + 1> first_task{};
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const AttentionJob& j = jobs[i];
+    CHECK(j.q.rank == 3 && j.k_pool->rank == 3 && j.v_pool->rank == 3 && j.out.rank == 3);
+    const int64_t t = j.q.dim(0), n_h = j.q.dim(1), n_kv = j.k_pool->dim(1);
+    CHECK(j.k_pool->dim(2) == j.q.dim(2) && n_h % n_kv == 0 &&
+          j.n_past + t <= int64_t(j.key_rows.size()));
+    first_task[i + 1] = first_task[i] + t * n_kv;
+  }
+  pool_.ParallelFor(first_task[jobs.size()], [&](int64_t task, int) {
+    size_t i = 0;
+    while (task >= first_task[i + 1]) ++i;
+    const AttentionJob& j = jobs[i];
+    const int64_t n_h = j.q.dim(1), d_k = j.q.dim(2);
+    const int64_t n_kv = j.k_pool->dim(1), d_v = j.v_pool->dim(2), group = n_h / n_kv;
+    const int64_t ti = (task - first_task[i]) / n_kv, kvh = (task - first_task[i]) % n_kv;
+    const int64_t h0 = ti * n_h + kvh * group;  // first query head of the group
+    kernels::AttendOnlineSoftmaxGroup(
+        j.q.as<const float>() + h0 * d_k, group, d_k, j.k_pool->as<const float>() + kvh * d_k,
+        j.v_pool->as<const float>() + kvh * d_v, j.n_past + ti + 1, j.key_rows.data(),
+        n_kv * d_k, n_kv * d_v, d_k, d_v, scale, j.out.as<float>() + h0 * d_v, d_v);
   });
 }
 

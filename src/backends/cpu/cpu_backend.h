@@ -30,6 +30,7 @@ class CpuBackend final : public Backend {
   void Attention(const Tensor& q, const Tensor& k_pool, const Tensor& v_pool,
                  std::span<const int32_t> key_rows, int64_t n_past, float scale,
                  const Tensor& out) override;
+  void MultiAttention(std::span<const AttentionJob> jobs, float scale) override;
   void LatentAttention(const Tensor& q, const Tensor& pool, int64_t latent_dim,
                        std::span<const int32_t> key_rows, int64_t n_past, float scale,
                        const KeySelection* selection, const Tensor& out) override;

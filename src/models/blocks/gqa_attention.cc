@@ -1,5 +1,7 @@
 #include "models/blocks/gqa_attention.h"
 
+#include <array>
+
 namespace anymoe {
 
 Expected<std::unique_ptr<AttentionBlock>> GqaAttention::Bind(WeightBinder& w,
@@ -46,14 +48,22 @@ void GqaAttention::Forward(StepContext& ctx, const Tensor& x, const Tensor& out)
   }
   be.Rope(q.Reshaped({t, n_h, hd}), ctx.positions, rope_);
   be.Rope(k.Reshaped({t, n_kv, hd}), ctx.positions, rope_);
-  for (const Segment& s : ctx.segments) {  // each sequence against its own cache
+  // Each sequence against its own cache, several sequences per backend call.
+  constexpr size_t kJobsPerCall = 16;
+  std::array<AttentionJob, kJobsPerCall> jobs;
+  size_t n_jobs = 0;
+  for (const Segment& s : ctx.segments) {
     const KvPool::Layer& pool = s.cache->layer(ctx.layer);
     const int64_t rows = pool.k.dim(0);
     be.ScatterRows(k.RowSlice(s.row0, s.rows), s.new_rows(), pool.k.Reshaped({rows, n_kv * hd}));
     be.ScatterRows(v.RowSlice(s.row0, s.rows), s.new_rows(), pool.v.Reshaped({rows, n_kv * hd}));
-    be.Attention(q.RowSlice(s.row0, s.rows).Reshaped({s.rows, n_h, hd}), pool.k, pool.v,
-                 s.cache->rows(), s.n_past, c_.AttentionScale(),
-                 attn.RowSlice(s.row0, s.rows).Reshaped({s.rows, n_h, hd}));
+    jobs[n_jobs++] = {q.RowSlice(s.row0, s.rows).Reshaped({s.rows, n_h, hd}), &pool.k, &pool.v,
+                      s.cache->rows(), s.n_past,
+                      attn.RowSlice(s.row0, s.rows).Reshaped({s.rows, n_h, hd})};
+    if (n_jobs == kJobsPerCall || &s == &ctx.segments.back()) {
+      be.MultiAttention(std::span(jobs.data(), n_jobs), c_.AttentionScale());
+      n_jobs = 0;
+    }
   }
   be.Matmul(attn, wo_, nullptr, out);
 }

@@ -60,6 +60,59 @@ TEST(AttendOnlineSoftmax, MatchesTwoPassReferenceOnEveryTarget) {
   });
 }
 
+// softmax(scale q . k_j) v_j in double, two passes; keys `ids` or 0..n-1.
+std::vector<double> ReferenceAttention(const float* q, const std::vector<float>& k,
+                                       const std::vector<float>& v, int64_t n, const int32_t* ids,
+                                       int64_t k_stride, int64_t v_stride, int64_t d_k,
+                                       int64_t d_v, double scale) {
+  std::vector<double> s(static_cast<size_t>(n)), out(static_cast<size_t>(d_v), 0.0);
+  double mx = -1e300, sum = 0;
+  for (int64_t j = 0; j < n; ++j) {
+    const int64_t key = ids ? ids[j] : j;
+    double dot = 0;
+    for (int64_t x = 0; x < d_k; ++x) dot += double(q[x]) * k[size_t(key * k_stride + x)];
+    s[size_t(j)] = scale * dot;
+    mx = std::max(mx, s[size_t(j)]);
+  }
+  for (double& x : s) sum += (x = std::exp(x - mx));
+  for (int64_t j = 0; j < n; ++j) {
+    const int64_t key = ids ? ids[j] : j;
+    for (int64_t x = 0; x < d_v; ++x) out[size_t(x)] += s[size_t(j)] / sum * v[size_t(key * v_stride + x)];
+  }
+  return out;
+}
+
+// A GQA group: 19 queries (more than one pass of 16) share the keys and values,
+// each with its own softmax, at strided positions.
+TEST(AttendOnlineSoftmaxGroup, EachQueryMatchesItsReferenceOnEveryTarget) {
+  testing::ForEachTarget([] {
+    const int64_t keys = 150, d_k = 64, d_v = 48, k_stride = 70, v_stride = 50;
+    const int64_t n_q = 19, q_stride = 67, out_stride = 53;
+    const auto q = Random(n_q * q_stride, 7, 1.0f), k = Random(keys * k_stride, 8, 0.5f),
+               v = Random(keys * v_stride, 9, 1.0f);
+    std::vector<int32_t> ids;
+    for (int32_t j = 0; j < keys; j += 2) ids.push_back(j);
+    for (const bool select : {false, true}) {
+      const int64_t n = select ? int64_t(ids.size()) : keys;
+      const int32_t* key_ids = select ? ids.data() : nullptr;
+      std::vector<float> out(size_t(n_q * out_stride), -7.0f);
+      AttendOnlineSoftmaxGroup(q.data(), n_q, q_stride, k.data(), v.data(), n, key_ids, k_stride,
+                               v_stride, d_k, d_v, 0.125f, out.data(), out_stride);
+      for (int64_t g = 0; g < n_q; ++g) {
+        const auto ref = ReferenceAttention(q.data() + g * q_stride, k, v, n, key_ids, k_stride,
+                                            v_stride, d_k, d_v, 0.125);
+        for (int64_t x = 0; x < d_v; ++x) {
+          EXPECT_NEAR(out[size_t(g * out_stride + x)], ref[size_t(x)], 1e-5)
+              << "query " << g << " select=" << select << " dim " << x;
+        }
+        // Nothing between the outputs is touched.
+        for (int64_t x = d_v; x < out_stride && g + 1 < n_q; ++x)
+          EXPECT_EQ(out[size_t(g * out_stride + x)], -7.0f);
+      }
+    }
+  });
+}
+
 TEST(SiluMul, MatchesReferenceOnEveryTarget) {
   testing::ForEachTarget([] {
     for (size_t n : {1u, 15u, 16u, 17u, 100u}) {

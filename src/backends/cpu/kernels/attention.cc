@@ -132,31 +132,43 @@ HWY_INLINE void BlockValues(const float* p, const float* v, const int32_t* key_i
 
 // Online softmax over blocks of keys: the scores of a block are taken first,
 // exponentiated together (vectorised), and the accumulator is rescaled once
-// per block rather than once per key.
-void AttendOnlineSoftmaxImpl(const float* q, const float* k, const float* v, int64_t n_keys,
-                             const int32_t* key_ids, int64_t k_stride, int64_t v_stride,
-                             int64_t d_k, int64_t d_v, float scale, float* out) {
-  constexpr int64_t kBlock = 64;
-  HWY_ALIGN float scores[kBlock];
-  float running_max = -INFINITY, denom = 0.0f;
-  for (int64_t i = 0; i < d_v; ++i) out[i] = 0.0f;
-  for (int64_t j0 = 0; j0 < n_keys; j0 += kBlock) {
-    const int64_t nb = std::min(kBlock, n_keys - j0);
-    BlockScores(q, k, key_ids, j0, nb, k_stride, d_k, scale, scores);
-    const float block_max = *std::max_element(scores, scores + nb);
-    const float new_max = block_max > running_max ? block_max : running_max;
-    const float block_sum = ExpShifted(scores, nb, new_max);
-    if (new_max != running_max && denom > 0.0f) {
-      const float c = std::exp(running_max - new_max);
-      denom *= c;
-      Scale(c, out, d_v);
+// per block rather than once per key. The n_q queries of a group take each
+// block in turn while its keys and values are still in L1, so every key and
+// value row comes from memory once for the whole group.
+void AttendOnlineSoftmaxImpl(const float* q, int64_t n_q, int64_t q_stride, const float* k,
+                             const float* v, int64_t n_keys, const int32_t* key_ids,
+                             int64_t k_stride, int64_t v_stride, int64_t d_k, int64_t d_v,
+                             float scale, float* out, int64_t out_stride) {
+  constexpr int64_t kBlock = 64, kMaxGroup = 16;
+  for (int64_t g0 = 0; g0 < n_q; g0 += kMaxGroup) {
+    const int64_t group = std::min(kMaxGroup, n_q - g0);
+    HWY_ALIGN float scores[kBlock];
+    float running_max[kMaxGroup], denom[kMaxGroup];
+    for (int64_t g = 0; g < group; ++g) {
+      running_max[g] = -INFINITY;
+      denom[g] = 0.0f;
+      std::fill_n(out + (g0 + g) * out_stride, d_v, 0.0f);
     }
-    denom += block_sum;
-    running_max = new_max;
-    BlockValues(scores, v, key_ids, j0, nb, v_stride, d_v, out);
+    for (int64_t j0 = 0; j0 < n_keys; j0 += kBlock) {
+      const int64_t nb = std::min(kBlock, n_keys - j0);
+      for (int64_t g = 0; g < group; ++g) {
+        float* o = out + (g0 + g) * out_stride;
+        BlockScores(q + (g0 + g) * q_stride, k, key_ids, j0, nb, k_stride, d_k, scale, scores);
+        const float block_max = *std::max_element(scores, scores + nb);
+        const float new_max = std::max(block_max, running_max[g]);
+        const float block_sum = ExpShifted(scores, nb, new_max);
+        if (new_max != running_max[g] && denom[g] > 0.0f) {
+          const float c = std::exp(running_max[g] - new_max);
+          denom[g] *= c;
+          Scale(c, o, d_v);
+        }
+        denom[g] += block_sum;
+        running_max[g] = new_max;
+        BlockValues(scores, v, key_ids, j0, nb, v_stride, d_v, o);
+      }
+    }
+    for (int64_t g = 0; g < group; ++g) Scale(1.0f / denom[g], out + (g0 + g) * out_stride, d_v);
   }
-  const float inv = 1.0f / denom;
-  for (int64_t i = 0; i < d_v; ++i) out[i] *= inv;
 }
 
 void SiluMulImpl(const float* gate, const float* up, float* out, size_t n) {
@@ -187,8 +199,16 @@ HWY_EXPORT(SiluMulImpl);
 void AttendOnlineSoftmax(const float* q, const float* k, const float* v, int64_t n_keys,
                          const int32_t* key_ids, int64_t k_stride, int64_t v_stride, int64_t d_k,
                          int64_t d_v, float scale, float* out) {
+  AttendOnlineSoftmaxGroup(q, 1, d_k, k, v, n_keys, key_ids, k_stride, v_stride, d_k, d_v, scale,
+                           out, d_v);
+}
+
+void AttendOnlineSoftmaxGroup(const float* q, int64_t n_q, int64_t q_stride, const float* k,
+                              const float* v, int64_t n_keys, const int32_t* key_ids,
+                              int64_t k_stride, int64_t v_stride, int64_t d_k, int64_t d_v,
+                              float scale, float* out, int64_t out_stride) {
   HWY_DYNAMIC_DISPATCH(AttendOnlineSoftmaxImpl)
-  (q, k, v, n_keys, key_ids, k_stride, v_stride, d_k, d_v, scale, out);
+  (q, n_q, q_stride, k, v, n_keys, key_ids, k_stride, v_stride, d_k, d_v, scale, out, out_stride);
 }
 
 void SiluMul(const float* gate, const float* up, float* out, size_t n) {
