@@ -29,5 +29,20 @@ TEST(LogitGuard, FiniteLogitsPassAndNonFiniteOnesAreNamed) {
   }
 }
 
+// A vocabulary-sized row: a bad logit is found in every lane of the vectorised
+// pass and in the tail after it.
+TEST(LogitGuard, FindsABadLogitAnywhereInALongRow) {
+  std::vector<float> row(49152 + 3, 1.5f);
+  EXPECT_TRUE(CheckLogitsFinite(row).ok());
+  for (size_t at : {size_t(0), size_t(17), size_t(40000), row.size() - 1}) {
+    std::vector<float> l = row;
+    l[at] = std::numeric_limits<float>::quiet_NaN();
+    const Status st = CheckLogitsFinite(l);
+    ASSERT_FALSE(st.ok()) << at;
+    EXPECT_NE(st.message().find("token " + std::to_string(at) + " of"), std::string::npos)
+        << st.message();
+  }
+}
+
 }  // namespace
 }  // namespace anymoe

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 #include <vector>
@@ -40,6 +41,24 @@ TEST(Sampler, GreedyIsArgmaxWithLowestIdOnTies) {
   EXPECT_EQ(s.Sample(l, {}), 1);
   std::vector<float> tie = {0.0f, 5.0f, 5.0f};
   EXPECT_EQ(Sampler::Argmax(tie), 1);
+}
+
+// Over a vocabulary-sized row (many lanes of the vectorised search): the
+// largest wins wherever it is, ties go to the lowest id across lanes, and a
+// row of -inf gives id 0.
+TEST(Sampler, ArgmaxOverALongRow) {
+  std::vector<float> row(49152 + 7);
+  for (size_t i = 0; i < row.size(); ++i) row[i] = float(i % 1000) * 1e-3f - 2.0f;
+  row[40000] = 5.0f;
+  EXPECT_EQ(Sampler::Argmax(row), 40000);
+  row[21] = 5.0f;  // another lane, lower id
+  EXPECT_EQ(Sampler::Argmax(row), 21);
+  row[5] = 5.0f;   // same value again, lower still
+  EXPECT_EQ(Sampler::Argmax(row), 5);
+  row[row.size() - 1] = 6.0f;  // in the tail past the last whole chunk
+  EXPECT_EQ(Sampler::Argmax(row), int32_t(row.size() - 1));
+  std::fill(row.begin(), row.end(), -INFINITY);
+  EXPECT_EQ(Sampler::Argmax(row), 0);
 }
 
 TEST(Sampler, SameSeedSameTokensDifferentSeedDiffers) {
