@@ -41,6 +41,32 @@ float ExpShifted(float* scores, int64_t n, float max) {
   return sum;
 }
 
+// out[j] = sum of the lanes of s_j. On x86 the four reductions share their
+// shuffles (two interleave-add steps leave each 128-bit block holding its
+// part of all four sums, then the blocks are added); elsewhere one each.
+template <class D, class V>
+HWY_INLINE void SumOfLanes4(D d, V s0, V s1, V s2, V s3, float out[4]) {
+#if HWY_ARCH_X86 && HWY_TARGET != HWY_SCALAR && HWY_TARGET != HWY_EMU128
+  const hn::Repartition<uint64_t, D> du64;
+  const V a = hn::Add(hn::InterleaveLower(d, s0, s1), hn::InterleaveUpper(d, s0, s1));
+  const V b = hn::Add(hn::InterleaveLower(d, s2, s3), hn::InterleaveUpper(d, s2, s3));
+  const auto a64 = hn::BitCast(du64, a), b64 = hn::BitCast(du64, b);
+  const V c = hn::Add(hn::BitCast(d, hn::InterleaveLower(du64, a64, b64)),
+                      hn::BitCast(d, hn::InterleaveUpper(du64, a64, b64)));
+  HWY_ALIGN float blocks[hn::MaxLanes(d)];
+  hn::Store(c, d, blocks);
+  const hn::Full128<float> d4;
+  auto sum = hn::Load(d4, blocks);
+  for (size_t i = 4; i < hn::Lanes(d); i += 4) sum = hn::Add(sum, hn::Load(d4, blocks + i));
+  hn::StoreU(sum, d4, out);
+#else
+  out[0] = hn::GetLane(hn::SumOfLanes(d, s0));
+  out[1] = hn::GetLane(hn::SumOfLanes(d, s1));
+  out[2] = hn::GetLane(hn::SumOfLanes(d, s2));
+  out[3] = hn::GetLane(hn::SumOfLanes(d, s3));
+#endif
+}
+
 // scores[b] = scale * q . k[key(b)] for b < n: four keys at a time, so that
 // their four reductions overlap instead of each waiting for the last.
 HWY_INLINE void BlockScores(const float* q, const float* k, const int32_t* key_ids, int64_t j0,
@@ -65,8 +91,8 @@ HWY_INLINE void BlockScores(const float* q, const float* k, const int32_t* key_i
       s2 = hn::MulAdd(qv, hn::LoadU(d, k2 + i), s2);
       s3 = hn::MulAdd(qv, hn::LoadU(d, k3 + i), s3);
     }
-    float t[4] = {hn::GetLane(hn::SumOfLanes(d, s0)), hn::GetLane(hn::SumOfLanes(d, s1)),
-                  hn::GetLane(hn::SumOfLanes(d, s2)), hn::GetLane(hn::SumOfLanes(d, s3))};
+    float t[4];
+    SumOfLanes4(d, s0, s1, s2, s3, t);
     for (; i < d_k; ++i) {
       t[0] += q[i] * k0[i];
       t[1] += q[i] * k1[i];
