@@ -98,12 +98,13 @@ HWY_INLINE void Transpose8x8(const __m256i in[8], __m256i out[8]) {
   }
 }
 
+// How many panels ahead of the one being multiplied its rows are prefetched.
+constexpr int64_t kAhead = 3;
+
 // Streams a later panel's rows (contiguous bytes) into cache while the
 // current panel is multiplied, a few lines per block step, so that the misses
 // spread evenly over the panel's arithmetic and the pack of that panel finds
 // its rows in cache.
-constexpr int64_t kAhead = 3;
-
 struct PanelPrefetcher {
   const uint8_t* next = nullptr;  // next line to fetch
   const uint8_t* end = nullptr;   // end of the rows to fetch (not past this task's rows)
