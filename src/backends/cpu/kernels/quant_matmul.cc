@@ -619,9 +619,10 @@ void QuantMatmulRowsImpl(DType type, const uint8_t* w, size_t w_row_bytes, const
     if (type == DType::kQ4_1) packed::MatmulRows<packed::Q4_1Format>(w, w_row_bytes, x, n0, mid, y, ldy);
     n0 = mid;
   }
-  if (type == DType::kQ8_0) return vnni::MatmulRows<vnni::Q8_0Block>(w, w_row_bytes, x, n0, n1, y, ldy);
-  if (type == DType::kQ4_0) return vnni::MatmulRows<vnni::Q4_0Block>(w, w_row_bytes, x, n0, n1, y, ldy);
-  if (type == DType::kQ4_1) return vnni::MatmulRows<vnni::Q4_1Block>(w, w_row_bytes, x, n0, n1, y, ldy);
+  // The rest row by row, with the packed kernels' arithmetic (same results).
+  if (type == DType::kQ8_0) return packed::RowMatmulRows<packed::Q8_0Format>(w, w_row_bytes, x, n0, n1, y, ldy);
+  if (type == DType::kQ4_0) return packed::RowMatmulRows<packed::Q4_0Format>(w, w_row_bytes, x, n0, n1, y, ldy);
+  if (type == DType::kQ4_1) return packed::RowMatmulRows<packed::Q4_1Format>(w, w_row_bytes, x, n0, n1, y, ldy);
   if (type == DType::kQ6_K) return vnni::MatmulRows<vnni::Q6_KBlock>(w, w_row_bytes, x, n0, n1, y, ldy);
 #endif
   const int64_t nblocks = k / kQ;

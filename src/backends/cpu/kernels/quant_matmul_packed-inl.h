@@ -211,6 +211,112 @@ void MatmulRows(const uint8_t* w, size_t row_bytes, const QuantizedActivations& 
   }
 }
 
+// ---- The same arithmetic one weight row at a time, for 1-3 activation rows
+// (decode), where packing costs more than it saves. Every output is computed
+// exactly as PanelRows computes it: the block's integer dot (exact), then
+// acc = fma(float(dot), dw * dx, acc) block by block (q4_1 then adds m * s),
+// chunks of kChunkBlocks summed into y in order. So a row's result does not
+// depend on how many rows share the step or which kernel ran it: a sequence
+// decodes to the same tokens alone and in a batch.
+
+// The four int32 lane-sums of d[0..3] (8 lanes each), as 4 lanes.
+HWY_INLINE __m128i SumLanes4(const __m256i d[4]) {
+  const __m256i t0 = _mm256_add_epi32(_mm256_unpacklo_epi32(d[0], d[1]),
+                                      _mm256_unpackhi_epi32(d[0], d[1]));
+  const __m256i t1 = _mm256_add_epi32(_mm256_unpacklo_epi32(d[2], d[3]),
+                                      _mm256_unpackhi_epi32(d[2], d[3]));
+  const __m256i t = _mm256_add_epi32(_mm256_unpacklo_epi64(t0, t1), _mm256_unpackhi_epi64(t0, t1));
+  return _mm_add_epi32(_mm256_castsi256_si128(t), _mm256_extracti128_si256(t, 1));
+}
+
+// The f16 field at `offset` of the same block of rows[0..3], as 4 f32 lanes.
+HWY_INLINE __m128 GatherF16x4(const uint8_t* const rows[4], size_t block_offset, size_t offset) {
+  auto bits = [&](int j) {
+    uint16_t h;
+    std::memcpy(&h, rows[j] + block_offset + offset, 2);
+    return int(h);
+  };
+  __m128i h = _mm_cvtsi32_si128(bits(0));
+  h = _mm_insert_epi16(h, bits(1), 1);
+  h = _mm_insert_epi16(h, bits(2), 2);
+  h = _mm_insert_epi16(h, bits(3), 3);
+  return _mm_cvtph_ps(h);
+}
+
+// y[r0 + r][0..nw) for R activation rows and nw <= 4 weight rows at w (lanes
+// past nw repeat the last row and are not stored); rows before `rows_end` may
+// be prefetched, two groups of four ahead.
+template <class Format, int R>
+HWY_INLINE void RowTile(const uint8_t* w, int nw, const uint8_t* rows_end, size_t row_bytes,
+                        const QuantizedActivations& x, int64_t r0, float* y, int64_t ldy) {
+  constexpr size_t kBytes = Format::kBlockBytes;
+  constexpr int kPrefetchLines = int((4 * kBytes + 63) / 64) + 1;
+  const int64_t x_blocks = x.k / 32;
+  const uint8_t* rows[4];
+  for (int j = 0; j < 4; ++j) rows[j] = w + size_t(std::min(j, nw - 1)) * row_bytes;
+  const uint8_t* prefetch = w + 2 * 4 * row_bytes;
+  for (int64_t b0 = 0; b0 < x_blocks; b0 += kChunkBlocks) {
+    const int64_t b1 = std::min(x_blocks, b0 + kChunkBlocks);
+    __m128 acc[R];
+    for (int r = 0; r < R; ++r) acc[r] = _mm_setzero_ps();
+    for (int64_t b = b0; b < b1; ++b) {
+      for (int i = 0; i < kPrefetchLines; ++i) {
+        const uint8_t* line = prefetch + b * 4 * kBytes + 64 * i;
+        if (line < rows_end) _mm_prefetch(reinterpret_cast<const char*>(line), _MM_HINT_T0);
+      }
+      const size_t offset = size_t(b) * kBytes;
+      __m256i u[4];
+      for (int j = 0; j < 4; ++j) u[j] = Format::Values(rows[j] + offset);
+      const __m128 dw = GatherF16x4(rows, offset, 0);
+      __m128 mw;
+      if constexpr (Format::kMin) mw = GatherF16x4(rows, offset, 2);
+      for (int r = 0; r < R; ++r) {
+        const int64_t xb = (r0 + r) * x_blocks + b;
+        const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.qs + xb * 32));
+        __m256i d[4];
+        for (int j = 0; j < 4; ++j) d[j] = vnni::Dpbusd(_mm256_setzero_si256(), u[j], xv);
+        const __m128i dot =
+            _mm_add_epi32(SumLanes4(d), _mm_set1_epi32(-Format::kZero * x.sum[xb]));
+        acc[r] = _mm_fmadd_ps(_mm_cvtepi32_ps(dot), _mm_mul_ps(dw, _mm_set1_ps(x.d[xb])), acc[r]);
+        if constexpr (Format::kMin) acc[r] = _mm_fmadd_ps(mw, _mm_set1_ps(x.s[xb]), acc[r]);
+      }
+    }
+    for (int r = 0; r < R; ++r) {
+      alignas(16) float lanes[4];
+      _mm_store_ps(lanes, acc[r]);
+      float* out = y + (r0 + r) * ldy;
+      for (int j = 0; j < nw; ++j) out[j] = b0 > 0 ? lanes[j] + out[j] : lanes[j];
+    }
+  }
+}
+
+// Rows [n0, n1) of y, four weight rows at a time, for every activation row.
+template <class Format>
+void RowMatmulRows(const uint8_t* w, size_t row_bytes, const QuantizedActivations& x, int64_t n0,
+                   int64_t n1, float* y, int64_t ldy) {
+  const uint8_t* rows_end = w + size_t(n1) * row_bytes;
+  for (int64_t n = n0; n < n1; n += 4) {
+    const int nw = int(std::min<int64_t>(4, n1 - n));
+    const uint8_t* rows = w + size_t(n) * row_bytes;
+    for (int64_t r0 = 0; r0 < x.t; r0 += kRowTile) {
+      switch (std::min<int64_t>(kRowTile, x.t - r0)) {
+        case 1:
+          RowTile<Format, 1>(rows, nw, rows_end, row_bytes, x, r0, y + n, ldy);
+          break;
+        case 2:
+          RowTile<Format, 2>(rows, nw, rows_end, row_bytes, x, r0, y + n, ldy);
+          break;
+        case 3:
+          RowTile<Format, 3>(rows, nw, rows_end, row_bytes, x, r0, y + n, ldy);
+          break;
+        default:
+          RowTile<Format, kRowTile>(rows, nw, rows_end, row_bytes, x, r0, y + n, ldy);
+          break;
+      }
+    }
+  }
+}
+
 }  // namespace packed
 
 #endif  // HWY_TARGET == HWY_AVX3_DL

@@ -1,17 +1,14 @@
-// Decode-shaped integer matmul for q8_0, q4_0, q4_1 and q6_k weights on AVX-512 VNNI
-// (Highway's AVX3_DL target), included by quant_matmul.cc inside that target's
-// namespace. Small steps (decode, small batches) read each weight once and do
-// little arithmetic per byte, so the loop is shaped for the front end: four
-// weight rows at a time (four independent accumulator chains, one horizontal
-// sum per output instead of per block), scales broadcast straight from the f16
-// bits, nothing staged through memory.
+// Integer matmul for q6_k weights on AVX-512 VNNI (Highway's AVX3_DL target),
+// included by quant_matmul.cc inside that target's namespace (q8_0, q4_0 and
+// q4_1 have their own kernels in quant_matmul_packed-inl.h). Decode steps read
+// each weight once and do little arithmetic per byte, so the loop is shaped
+// for the front end: four weight rows at a time (four independent accumulator
+// chains, one horizontal sum per output instead of per block), scales once per
+// super-block, nothing staged through memory. Each output row is computed the
+// same way whatever the number of activation rows.
 //
 // Per block b of weight row n and activation row r:
-//   y[r][n] += dw[n][b] * (dx[r][b] * dot(w, xq) + offset term)
-// q8_0 multiplies |w| (unsigned) by sign(x, w), so the unsigned x signed VNNI
-// product needs no offset. q4_0 multiplies the nibbles 0..15 by x and takes
-// the 8 back out with the activation block sum s = dx * sum(xq): adding -s to
-// each of the 8 int32 lanes of the block's partial sums subtracts 8 s in total.
+//   y[r][n] += scale[n][b] * dx[r][b] * (dot(q, xq) - 32 sum(xq))
 
 // Needs <immintrin.h>, included by quant_matmul.cc at file scope.
 #if HWY_TARGET == HWY_AVX3_DL
@@ -41,72 +38,7 @@ HWY_INLINE float HorizontalSum(__m256 v) {
 
 // One block of 32 weights of a row, prepared for any number of activation
 // rows: Scale() is its f32 scale per int32 lane of the dot, Dot(x, xsum) the
-// int32 lanes of its dot with x (xsum: 32 x the lane sums of x, used by q6_k).
-struct Q8_0Block {
-  static constexpr size_t kSuperBytes = 34;
-  static constexpr int kBlocksPerSuper = 1;
-  static constexpr bool kNibbleOffset = false;
-  static constexpr bool kMinTerm = false;
-  static constexpr bool kGroupSums = false;
-  struct Super {  // nothing shared across blocks
-    HWY_INLINE void Load(const uint8_t*, int64_t) {}
-  };
-  const uint8_t* blk;
-  __m256i magnitude, signs;
-  HWY_INLINE Q8_0Block(const uint8_t* row, int64_t b, const Super&)
-      : blk(row + size_t(b) * kSuperBytes),
-        signs(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 2))) {
-    magnitude = _mm256_abs_epi8(signs);  // -128 becomes 128 as an unsigned byte
-  }
-  HWY_INLINE __m256 Scale() const { return BroadcastF16(blk); }
-  HWY_INLINE __m256i Dot(__m256i x, __m256i) const {
-    return Dpbusd(_mm256_setzero_si256(), magnitude, _mm256_sign_epi8(x, signs));
-  }
-};
-
-struct Q4_0Block {
-  static constexpr size_t kSuperBytes = 18;
-  static constexpr int kBlocksPerSuper = 1;
-  static constexpr bool kNibbleOffset = true;
-  static constexpr bool kMinTerm = false;
-  static constexpr bool kGroupSums = false;
-  using Super = Q8_0Block::Super;
-  const uint8_t* blk;
-  __m256i nibbles;  // values 0..15: bytes 0..15 low nibbles, 16..31 high
-  HWY_INLINE Q4_0Block(const uint8_t* row, int64_t b, const Super&) : blk(row + size_t(b) * kSuperBytes) {
-    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 2));
-    const __m128i low4 = _mm_set1_epi8(0x0f);
-    nibbles = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(v, 4), low4), _mm_and_si128(v, low4));
-  }
-  HWY_INLINE __m256 Scale() const { return BroadcastF16(blk); }
-  HWY_INLINE __m256i Dot(__m256i x, __m256i) const {
-    return Dpbusd(_mm256_setzero_si256(), nibbles, x);
-  }
-};
-
-// q4_1: value = d q + m with nibbles q; the min adds m * sum(x), which the
-// tile takes from the activation block sums (kMinTerm).
-struct Q4_1Block {
-  static constexpr size_t kSuperBytes = 20;
-  static constexpr int kBlocksPerSuper = 1;
-  static constexpr bool kNibbleOffset = false;
-  static constexpr bool kMinTerm = true;
-  static constexpr bool kGroupSums = false;
-  using Super = Q8_0Block::Super;
-  const uint8_t* blk;
-  __m256i nibbles;
-  HWY_INLINE Q4_1Block(const uint8_t* row, int64_t b, const Super&) : blk(row + size_t(b) * kSuperBytes) {
-    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 4));
-    const __m128i low4 = _mm_set1_epi8(0x0f);
-    nibbles = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(v, 4), low4), _mm_and_si128(v, low4));
-  }
-  HWY_INLINE __m256 Scale() const { return BroadcastF16(blk); }
-  HWY_INLINE __m256 Min() const { return BroadcastF16(blk + 2); }
-  HWY_INLINE __m256i Dot(__m256i x, __m256i) const {
-    return Dpbusd(_mm256_setzero_si256(), nibbles, x);
-  }
-};
-
+// int32 lanes of its dot with x (xsum: 32 x the lane sums of x).
 // q6_k: block j of a 256-value super-block takes the low (j % 4 < 2) or high
 // nibbles of ql[64 (j / 4) + 32 (j % 2)] and bits 2 (j % 4) of qh[32 (j / 4)];
 // values q - 32 with an int8 scale per 16. The unsigned q goes into VNNI, and
@@ -213,89 +145,6 @@ HWY_INLINE void Tile(const uint8_t* w, const uint8_t* rows_end, size_t row_bytes
     for (int j = 0; j < NW; ++j) y[r * ldy + j] = HorizontalSum(acc[r][j]);
 }
 
-// q4_0 / q4_1, two weight rows per vector: a block's 16 nibble bytes of rows j
-// and j + 1 share one ymm, low nibbles (values 0..15 of both rows) against x's
-// first 16 values broadcast to both halves, high nibbles against the last 16.
-// Lanes 0-3 then sum row j, lanes 4-7 row j + 1, so unpacking, the int-to-float
-// conversion and both scale steps run once for two rows.
-// The pair of f16 fields at `offset` of two blocks, lanes 0-3 and 4-7.
-HWY_INLINE __m256 PairF16(const uint8_t* blk0, const uint8_t* blk1, size_t offset) {
-  uint16_t h0, h1;
-  std::memcpy(&h0, blk0 + offset, 2);
-  std::memcpy(&h1, blk1 + offset, 2);
-  return _mm256_cvtph_ps(_mm_blend_epi16(_mm_set1_epi16(short(h0)), _mm_set1_epi16(short(h1)), 0xf0));
-}
-
-template <class Block, int R>
-HWY_INLINE void TileQ4Pairs(const uint8_t* w, const uint8_t* rows_end, size_t row_bytes,
-                            const QuantizedActivations& x, int64_t r0, float* y, int64_t ldy) {
-  static_assert(Block::kNibbleOffset != Block::kMinTerm);
-  constexpr int kPairs = 2;  // four weight rows
-  constexpr size_t kBlockBytes = Block::kSuperBytes;
-  constexpr size_t kNibbles = kBlockBytes - 16;  // after d (and q4_1's m)
-  const int64_t nb = x.k / 32;
-  __m256 acc[R][kPairs];
-  for (int r = 0; r < R; ++r)
-    for (int p = 0; p < kPairs; ++p) acc[r][p] = _mm256_setzero_ps();
-  const int8_t* xq = x.qs + r0 * x.k;
-  const float* xd = x.d + r0 * nb;
-  const float* xs = x.s + r0 * nb;
-  constexpr size_t kBytesPerStep = 2 * kPairs * kBlockBytes;
-  constexpr int kPrefetchLines = int((kBytesPerStep + 63) / 64) + 1;
-  const uint8_t* prefetch = w + 2 * 2 * kPairs * row_bytes;
-  const __m256i low4 = _mm256_set1_epi8(0x0f);
-  for (int64_t b = 0; b < nb; ++b) {
-    for (int i = 0; i < kPrefetchLines; ++i) {
-      const uint8_t* line = prefetch + b * kBytesPerStep + 64 * i;
-      if (line < rows_end) _mm_prefetch(reinterpret_cast<const char*>(line), _MM_HINT_T0);
-    }
-    __m256i x_low[R], x_high[R];
-    __m256 dx[R], offset[R];
-    for (int r = 0; r < R; ++r) {
-      const int8_t* xb = xq + r * x.k + 32 * b;
-      x_low[r] = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(xb)));
-      x_high[r] =
-          _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(xb + 16)));
-      dx[r] = _mm256_set1_ps(xd[r * nb + b]);
-      // Over the 4 lanes of a row: q4_0's -8 s, or s / 4 for q4_1's min.
-      offset[r] = _mm256_set1_ps((Block::kNibbleOffset ? -2.0f : 0.25f) * xs[r * nb + b]);
-    }
-    for (int p = 0; p < kPairs; ++p) {
-      const uint8_t* blk0 = w + size_t(2 * p) * row_bytes + size_t(b) * kBlockBytes;
-      const uint8_t* blk1 = blk0 + row_bytes;
-      const __m256i packed = _mm256_inserti128_si256(
-          _mm256_castsi128_si256(
-              _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk0 + kNibbles))),
-          _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk1 + kNibbles)), 1);
-      const __m256i low = _mm256_and_si256(packed, low4);
-      const __m256i high = _mm256_and_si256(_mm256_srli_epi16(packed, 4), low4);
-      const __m256 dw = PairF16(blk0, blk1, 0);
-      __m256 mw;
-      if constexpr (Block::kMinTerm) mw = PairF16(blk0, blk1, 2);
-      for (int r = 0; r < R; ++r) {
-        const __m256i dot = Dpbusd(Dpbusd(_mm256_setzero_si256(), low, x_low[r]), high, x_high[r]);
-        if constexpr (Block::kNibbleOffset) {
-          const __m256 scaled = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), dx[r], offset[r]);
-          acc[r][p] = _mm256_fmadd_ps(scaled, dw, acc[r][p]);
-        } else {
-          const __m256 scaled = _mm256_mul_ps(_mm256_cvtepi32_ps(dot), dx[r]);
-          acc[r][p] = _mm256_fmadd_ps(mw, offset[r], _mm256_fmadd_ps(scaled, dw, acc[r][p]));
-        }
-      }
-    }
-  }
-  for (int r = 0; r < R; ++r) {
-    for (int p = 0; p < kPairs; ++p) {
-      const __m128 low_row = _mm256_castps256_ps128(acc[r][p]);
-      const __m128 high_row = _mm256_extractf128_ps(acc[r][p], 1);
-      __m128 sums = _mm_hadd_ps(low_row, high_row);  // [j, j, j+1, j+1] partial sums
-      sums = _mm_hadd_ps(sums, sums);                 // [j, j+1, j, j+1]
-      y[r * ldy + 2 * p] = _mm_cvtss_f32(sums);
-      y[r * ldy + 2 * p + 1] = _mm_cvtss_f32(_mm_shuffle_ps(sums, sums, 1));
-    }
-  }
-}
-
 template <class Block, int R>
 HWY_INLINE void RowGroups(const uint8_t* w, size_t row_bytes, const QuantizedActivations& x,
                           int64_t r0, int64_t n0, int64_t n1, float* y, int64_t ldy) {
@@ -309,13 +158,8 @@ HWY_INLINE void RowGroups(const uint8_t* w, size_t row_bytes, const QuantizedAct
     _mm_prefetch(reinterpret_cast<const char*>(line), _MM_HINT_T1);
   int64_t n = n0;
   for (; n + kRows <= n1; n += kRows) {
-    if constexpr (std::is_same_v<Block, Q4_0Block> || std::is_same_v<Block, Q4_1Block>) {
-      TileQ4Pairs<Block, R>(w + size_t(n) * row_bytes, rows_end, row_bytes, x, r0,
-                            y + r0 * ldy + n, ldy);
-    } else {
-      Tile<Block, R, kRows>(w + size_t(n) * row_bytes, rows_end, row_bytes, x, r0,
-                            y + r0 * ldy + n, ldy);
-    }
+    Tile<Block, R, kRows>(w + size_t(n) * row_bytes, rows_end, row_bytes, x, r0,
+                          y + r0 * ldy + n, ldy);
   }
   for (; n < n1; ++n) {
     Tile<Block, R, 1>(w + size_t(n) * row_bytes, rows_end, row_bytes, x, r0, y + r0 * ldy + n,
