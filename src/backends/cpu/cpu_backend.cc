@@ -13,6 +13,7 @@
 #include "backends/cpu/matmul.h"
 #include "backends/cpu/route.h"
 #include "backends/cpu/row_ops.h"
+#include "backends/host_weight.h"
 #include "formats/tensor_source.h"
 
 namespace anymoe {
@@ -64,25 +65,14 @@ Expected<std::unique_ptr<Buffer>> CpuBackend::Allocate(uint64_t bytes, const std
 }
 
 Expected<Tensor> CpuBackend::PrepareWeight(const TensorInfo& info) {
-  if (info.shape.empty() || info.shape.size() > 4) {
-    return Status::Error("tensor '" + info.name + "': unsupported rank " +
-                         std::to_string(info.shape.size()));
-  }
-  Tensor t;
-  t.base = const_cast<uint8_t*>(info.data);
-  t.dtype = info.dtype;
-  t.rank = int(info.shape.size());
-  std::copy(info.shape.begin(), info.shape.end(), t.shape.begin());
-  if (t.rank == 1 && t.dtype != DType::kF32) {
-    // Norm weights and biases are read as f32 by the kernels: convert the few
-    // small vectors of a bf16/f16 checkpoint once, here.
-    ASSIGN_OR_RETURN(auto buf, Allocate(uint64_t(t.elements()) * 4, info.name));
-    DequantizeRow(t.dtype, info.data, static_cast<float*>(buf->base()), t.elements());
-    t.base = buf->base();
-    t.dtype = DType::kF32;
-    owned_.push_back(std::move(buf));
-  }
-  return t;
+  ASSIGN_OR_RETURN(HostWeight w, PrepareHostWeight(info));
+  if (!w.was_converted()) return w.tensor;  // a view into the mmap
+  // The few small vectors of a bf16/f16 checkpoint, converted once, kept here.
+  ASSIGN_OR_RETURN(auto buf, Allocate(w.bytes, info.name));
+  std::memcpy(buf->base(), w.tensor.base, w.bytes);
+  w.tensor.base = buf->base();
+  owned_.push_back(std::move(buf));
+  return w.tensor;
 }
 
 void CpuBackend::Embedding(const Tensor& table, std::span<const int32_t> ids, const Tensor& out) {

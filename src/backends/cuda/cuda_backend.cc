@@ -5,6 +5,7 @@
 
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/kernels/kernels.h"
+#include "backends/host_weight.h"
 #include "formats/tensor_source.h"
 
 namespace anymoe::cuda {
@@ -145,31 +146,15 @@ Status CudaBackend::ReserveForContext(int64_t max_keys) {
 }
 
 Expected<Tensor> CudaBackend::PrepareWeight(const TensorInfo& info) {
-  if (info.shape.empty() || info.shape.size() > 4) {
-    return Status::Error("tensor '" + info.name + "': unsupported rank " +
-                         std::to_string(info.shape.size()));
-  }
-  Tensor t;
-  t.dtype = info.dtype;
-  t.rank = int(info.shape.size());
-  std::copy(info.shape.begin(), info.shape.end(), t.shape.begin());
-  const void* src = info.data;
-  uint64_t bytes = info.bytes;
-  std::vector<float> converted;
-  if (t.rank == 1 && t.dtype != DType::kF32) {  // norm weights and biases are read as f32
-    converted.resize(size_t(t.elements()));
-    DequantizeRow(t.dtype, info.data, converted.data(), t.elements());
-    t.dtype = DType::kF32;
-    src = converted.data();
-    bytes = converted.size() * sizeof(float);
-  }
-  ASSIGN_OR_RETURN(auto buf, Allocate(bytes, "weight " + info.name));
-  CheckCuda(cudaMemcpyAsync(buf->base(), src, bytes, cudaMemcpyHostToDevice, dev_->copies()),
+  ASSIGN_OR_RETURN(HostWeight w, PrepareHostWeight(info));
+  ASSIGN_OR_RETURN(auto buf, Allocate(w.bytes, "weight " + info.name));
+  CheckCuda(cudaMemcpyAsync(buf->base(), w.tensor.base, w.bytes, cudaMemcpyHostToDevice,
+                            dev_->copies()),
             "upload weight");
   CheckCuda(cudaStreamSynchronize(dev_->copies()), "cudaStreamSynchronize (upload)");
-  t.base = buf->base();
+  w.tensor.base = buf->base();
   owned_.push_back(std::move(buf));
-  return t;
+  return w.tensor;
 }
 
 void CudaBackend::Embedding(const Tensor& table, std::span<const int32_t> ids, const Tensor& out) {
