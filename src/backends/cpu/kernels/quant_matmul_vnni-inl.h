@@ -46,9 +46,6 @@ HWY_INLINE float HorizontalSum(__m256 v) {
 struct Q6_KBlock {
   static constexpr size_t kSuperBytes = 210;
   static constexpr int kBlocksPerSuper = 8;
-  static constexpr bool kNibbleOffset = false;
-  static constexpr bool kMinTerm = false;
-  static constexpr bool kGroupSums = true;
   // The super-block's 16 sub-block scales times d, as f32, once per 8 blocks.
   struct Super {
     __m256 low, high;  // sub-blocks 0-7, 8-15
@@ -96,7 +93,6 @@ HWY_INLINE void Tile(const uint8_t* w, const uint8_t* rows_end, size_t row_bytes
     for (int j = 0; j < NW; ++j) acc[r][j] = _mm256_setzero_ps();
   const int8_t* xq = x.qs + r0 * x.k;
   const float* xd = x.d + r0 * nb;
-  const float* xs = x.s + r0 * nb;
   // Four interleaved rows defeat the hardware stream prefetcher, so fetch the
   // group after next ourselves, at the pace this group is consumed, and no
   // further than this task's rows (the next ones may belong to another thread).
@@ -115,29 +111,20 @@ HWY_INLINE void Tile(const uint8_t* w, const uint8_t* rows_end, size_t row_bytes
       }
     }
     __m256i xv[R], x_sum32[R];
-    __m256 dx[R], offset[R];
+    __m256 dx[R];
     for (int r = 0; r < R; ++r) {
       xv[r] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + r * x.k + 32 * b));
       dx[r] = _mm256_set1_ps(xd[r * nb + b]);
-      if constexpr (Block::kNibbleOffset) offset[r] = _mm256_set1_ps(-xs[r * nb + b]);
-      // The block sum spread over the accumulator's 8 lanes.
-      if constexpr (Block::kMinTerm) offset[r] = _mm256_set1_ps(xs[r * nb + b] * 0.125f);
-      if constexpr (Block::kGroupSums) {
-        x_sum32[r] = _mm256_slli_epi32(
-            Dpbusd(_mm256_setzero_si256(), _mm256_set1_epi8(1), xv[r]), 5);
-      } else {
-        x_sum32[r] = _mm256_setzero_si256();
-      }
+      // 32 x the sum of each 4 lanes of x: q6_k's offset of 32, lane by lane.
+      x_sum32[r] =
+          _mm256_slli_epi32(Dpbusd(_mm256_setzero_si256(), _mm256_set1_epi8(1), xv[r]), 5);
     }
     for (int j = 0; j < NW; ++j) {
       const Block block(w + size_t(j) * row_bytes, b, super[j]);
       const __m256 dw = block.Scale();
       for (int r = 0; r < R; ++r) {
         const __m256 dot = _mm256_cvtepi32_ps(block.Dot(xv[r], x_sum32[r]));
-        const __m256 scaled = Block::kNibbleOffset ? _mm256_fmadd_ps(dot, dx[r], offset[r])
-                                                   : _mm256_mul_ps(dot, dx[r]);
-        acc[r][j] = _mm256_fmadd_ps(scaled, dw, acc[r][j]);
-        if constexpr (Block::kMinTerm) acc[r][j] = _mm256_fmadd_ps(block.Min(), offset[r], acc[r][j]);
+        acc[r][j] = _mm256_fmadd_ps(_mm256_mul_ps(dot, dx[r]), dw, acc[r][j]);
       }
     }
   }
