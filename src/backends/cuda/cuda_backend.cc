@@ -6,6 +6,7 @@
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/kernels/kernels.h"
 #include "backends/host_weight.h"
+#include "backends/memory_budget.h"
 #include "formats/tensor_source.h"
 
 namespace anymoe::cuda {
@@ -56,20 +57,6 @@ int I(int64_t v) {
   return int(v);
 }
 
-// Staging for one op: index arrays, [T, max_keys] indexer scratch, router
-// temporaries. Sized from the plan as the OpenCL backend's.
-uint64_t StagingBytes(const MemoryPlan& plan) {
-  const uint64_t keys = uint64_t(std::max<int64_t>(plan.kv_tokens, 1));
-  const uint64_t step = uint64_t(std::max<int64_t>(plan.max_step_tokens, 1));
-  return (uint64_t(4) << 20) + 16 * step * keys + 16 * keys;
-}
-
-std::string Bytes(uint64_t b) {
-  char s[64];
-  std::snprintf(s, sizeof(s), "%llu bytes (%.1f MiB)", static_cast<unsigned long long>(b),
-                double(b) / (1 << 20));
-  return s;
-}
 
 }  // namespace
 
@@ -103,20 +90,20 @@ Status CudaBackend::ReserveMemory(const MemoryPlan& plan) {
   const uint64_t slack = (plan.buffers + 3) * DeviceArena::kAlign;
   const uint64_t needed = plan.total() + staging + gemm + slack;
   const std::string breakdown =
-      "weights " + Bytes(plan.weights) + ", KV cache for " + std::to_string(plan.kv_tokens) +
-      " tokens " + Bytes(plan.kv_cache) + ", activations " + Bytes(plan.activations) +
-      ", staging " + Bytes(staging) + ", GEMM tile and cuBLAS workspace " + Bytes(gemm) +
-      ", alignment " + Bytes(slack);
+      "weights " + BytesText(plan.weights) + ", KV cache for " + std::to_string(plan.kv_tokens) +
+      " tokens " + BytesText(plan.kv_cache) + ", activations " + BytesText(plan.activations) +
+      ", staging " + BytesText(staging) + ", GEMM tile and cuBLAS workspace " + BytesText(gemm) +
+      ", alignment " + BytesText(slack);
   const uint64_t budget = options_.mem_budget > 0 ? options_.mem_budget : needed;
   if (budget < needed) {
-    return Status::Error("cuda: the model needs " + Bytes(needed) + " of device memory (" +
-                         breakdown + ") but --mem-budget allows " + Bytes(budget));
+    return Status::Error("cuda: the model needs " + BytesText(needed) + " of device memory (" +
+                         breakdown + ") but --mem-budget allows " + BytesText(budget));
   }
   const uint64_t available = dev_->FreeBytes();
   if (budget > available) {
-    return Status::Error("cuda: the model needs " + Bytes(budget) + " of device memory (" +
+    return Status::Error("cuda: the model needs " + BytesText(budget) + " of device memory (" +
                          breakdown + ") but " + dev_->device().name + " has " +
-                         Bytes(available) + " free");
+                         BytesText(available) + " free");
   }
   RETURN_IF_ERROR(arena_.Reserve(budget));
   if (ring_region_.size < staging) {  // a later model may need a larger ring

@@ -5,6 +5,7 @@
 
 #include "backends/opencl/kernel_launch.h"
 #include "backends/host_weight.h"
+#include "backends/memory_budget.h"
 #include "formats/tensor_source.h"
 
 namespace anymoe::opencl {
@@ -33,20 +34,6 @@ bool IsWeightDtype(DType d) {
          d == DType::kQ4_0 || d == DType::kQ4_1;
 }
 
-// Staging for one op: the ring region of [T, max_keys] indexer scratch, router
-// temporaries and index arrays. Sized from the plan; see ReserveMemory.
-uint64_t StagingBytes(const MemoryPlan& plan) {
-  const uint64_t keys = uint64_t(std::max<int64_t>(plan.kv_tokens, 1));
-  const uint64_t step = uint64_t(std::max<int64_t>(plan.max_step_tokens, 1));
-  return (uint64_t(4) << 20) + 16 * step * keys + 16 * keys;
-}
-
-std::string Bytes(uint64_t b) {
-  char s[64];
-  std::snprintf(s, sizeof(s), "%llu bytes (%.1f MiB)", static_cast<unsigned long long>(b),
-                double(b) / (1 << 20));
-  return s;
-}
 
 }  // namespace
 
@@ -79,19 +66,20 @@ Status OpenClBackend::ReserveMemory(const MemoryPlan& plan) {
   // Each buffer is rounded up to the device's base alignment.
   const uint64_t slack = (plan.buffers + 1) * arena_.Aligned(1);
   const uint64_t needed = plan.total() + staging + slack;
-  const std::string breakdown = "weights " + Bytes(plan.weights) + ", KV cache for " +
-                                std::to_string(plan.kv_tokens) + " tokens " + Bytes(plan.kv_cache) +
-                                ", activations " + Bytes(plan.activations) + ", staging " +
-                                Bytes(staging) + ", alignment " + Bytes(slack);
+  const std::string breakdown =
+      "weights " + BytesText(plan.weights) + ", KV cache for " + std::to_string(plan.kv_tokens) +
+      " tokens " + BytesText(plan.kv_cache) + ", activations " + BytesText(plan.activations) +
+      ", staging " + BytesText(staging) + ", alignment " + BytesText(slack);
   const uint64_t budget = options_.mem_budget > 0 ? options_.mem_budget : needed;
   if (budget < needed) {
-    return Status::Error("opencl: the model needs " + Bytes(needed) + " of device memory (" +
-                         breakdown + ") but --mem-budget allows " + Bytes(budget));
+    return Status::Error("opencl: the model needs " + BytesText(needed) + " of device memory (" +
+                         breakdown + ") but --mem-budget allows " + BytesText(budget));
   }
   const uint64_t available = rt_->device().global_memory;
   if (budget > available) {
-    return Status::Error("opencl: the model needs " + Bytes(budget) + " of device memory (" +
-                         breakdown + ") but " + rt_->device().name + " has " + Bytes(available));
+    return Status::Error("opencl: the model needs " + BytesText(budget) + " of device memory (" +
+                         breakdown + ") but " + rt_->device().name + " has " +
+                         BytesText(available));
   }
   RETURN_IF_ERROR(arena_.Reserve(budget));
   if (ring_region_.size < staging) {  // a later model may need a larger ring
