@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "backends/cpu/kernels/dot.h"
+#include "backends/cpu/kernels/panel_layout.h"
 #include "backends/cpu/kernels/quant_matmul.h"
 #include "core/half.h"
 #include "hwy/aligned_allocator.h"
@@ -50,13 +51,17 @@ std::vector<uint8_t> RandomWeights(DType t, int64_t rows, int64_t cols, uint32_t
 }
 
 // y[t, n] = x[t, k] . W[n, k]^T including the activation quantisation, as one
-// matmul call does.
+// matmul call does; `panels`: W stored in the panel layout (panel_layout.h).
 void BM_QuantMatmul(benchmark::State& state, DType type, int64_t k, int64_t n, int64_t t,
-                    bool cold) {
+                    bool cold, bool panels) {
   const size_t row_bytes = BytesFor(type, uint64_t(k)).value();
   const size_t w_bytes = row_bytes * size_t(n);
   const size_t copies = cold ? (kColdBytes + w_bytes - 1) / w_bytes : 1;
   std::vector<uint8_t> w = RandomWeights(type, n, k, 1);
+  if (panels) {
+    std::vector<uint8_t> file = w;
+    PackPanels(type, file.data(), n, k, w.data());
+  }
   w.resize(w_bytes * copies);
   for (size_t c = 1; c < copies; ++c) std::memcpy(&w[c * w_bytes], w.data(), w_bytes);
   std::vector<float> x(size_t(t * k));
@@ -68,7 +73,11 @@ void BM_QuantMatmul(benchmark::State& state, DType type, int64_t k, int64_t n, i
   size_t c = 0;
   for (auto _ : state) {
     QuantizeActivations(type, x.data(), t, k, qx.get());
-    QuantMatmulRows(type, w.data() + c * w_bytes, row_bytes, qx.get(), t, k, 0, n, y.data(), n);
+    if (panels) {
+      PanelMatmulRows(type, w.data() + c * w_bytes, row_bytes, qx.get(), t, k, 0, n, y.data(), n);
+    } else {
+      QuantMatmulRows(type, w.data() + c * w_bytes, row_bytes, qx.get(), t, k, 0, n, y.data(), n);
+    }
     benchmark::DoNotOptimize(y.data());
     benchmark::ClobberMemory();
     c = c + 1 == copies ? 0 : c + 1;
@@ -109,12 +118,16 @@ void RegisterAll() {
       const int64_t k = Info(type).block_elems == 256 && s.k % 256 ? s.k / 256 * 256 : s.k;
       for (int64_t t : {1, 2, 4, 8, 128}) {
         for (bool cold : {false, true}) {
-          if (cold && t > 8) continue;
-          const std::string name = "QuantMatmul/" + std::string(Name(type)) + "/k" +
-                                   std::to_string(k) + "_n" + std::to_string(s.n) + "/t" +
-                                   std::to_string(t) + (cold ? "/cold" : "/hot");
-          benchmark::RegisterBenchmark(name.c_str(), BM_QuantMatmul, type, k, s.n, t, cold)
-              ->Unit(benchmark::kMicrosecond);
+          for (bool panels : {false, true}) {
+            if ((cold && t > 8) || (panels && !HasPanelKernels(type))) continue;
+            const std::string name = std::string(panels ? "PanelMatmul/" : "QuantMatmul/") +
+                                     std::string(Name(type)) + "/k" + std::to_string(k) + "_n" +
+                                     std::to_string(s.n) + "/t" + std::to_string(t) +
+                                     (cold ? "/cold" : "/hot");
+            benchmark::RegisterBenchmark(name.c_str(), BM_QuantMatmul, type, k, s.n, t, cold,
+                                         panels)
+                ->Unit(benchmark::kMicrosecond);
+          }
         }
       }
     }

@@ -8,6 +8,8 @@
 
 #include <gtest/gtest.h>
 
+#include "backends/cpu/kernels/panel_layout.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -178,6 +180,51 @@ TEST(QuantMatmul, ARowsResultDoesNotDependOnTheBatchOnVnni) {
             << Name(type) << " row " << r << " col " << o;
       }
     }
+  }
+  hwy::SetSupportedTargetsForTest(0);
+}
+
+// Weights stored in the panel layout (PackPanels, what the CPU backend does at
+// load) give the file layout's results bit for bit, for every row count, every
+// row range a thread may take, and K over several chunks.
+TEST(QuantMatmul, PanelLayoutGivesTheFileLayoutsBits) {
+  if ((hwy::SupportedTargets() & HWY_AVX3_DL) == 0) GTEST_SKIP() << "no AVX-512 VNNI here";
+  hwy::SetSupportedTargetsForTest(HWY_AVX3_DL);
+  const int64_t n = 40, k = 64 * 32 + 96;
+  for (DType type : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1}) {
+    ASSERT_TRUE(HasPanelKernels(type)) << Name(type);
+    const size_t row_bytes = BytesFor(type, uint64_t(k)).value();
+    const auto w = RandomWeights(type, n, k, 7);
+    std::vector<uint8_t> panels(w.size());
+    PackPanels(type, w.data(), n, k, panels.data());
+    EXPECT_NE(panels, w);
+    for (int64_t t : {1, 2, 3, 4, 5, 8, 9, 13}) {
+      const auto x = testing::UniformFloats(size_t(t * k), uint32_t(8 + t));
+      std::vector<uint8_t> qx(QuantizedActivationBytes(type, t, k));
+      QuantizeActivations(type, x.data(), t, k, qx.data());
+      std::vector<float> want(size_t(t * n)), got(size_t(t * n), -1.0f);
+      QuantMatmulRows(type, w.data(), row_bytes, qx.data(), t, k, 0, n, want.data(), n);
+      PanelMatmulRows(type, panels.data(), row_bytes, qx.data(), t, k, 0, 16, got.data(), n);
+      PanelMatmulRows(type, panels.data(), row_bytes, qx.data(), t, k, 16, n, got.data(), n);
+      for (size_t i = 0; i < want.size(); ++i) {
+        ASSERT_EQ(got[i], want[i]) << Name(type) << " t=" << t << " at " << i;
+      }
+    }
+  }
+  hwy::SetSupportedTargetsForTest(0);
+}
+
+TEST(PanelLayout, IsDefinedForTheVnniPanelTypesOnly) {
+  EXPECT_TRUE(HasPanelLayout(DType::kQ8_0));
+  EXPECT_TRUE(HasPanelLayout(DType::kQ4_0));
+  EXPECT_TRUE(HasPanelLayout(DType::kQ4_1));
+  EXPECT_FALSE(HasPanelLayout(DType::kQ4_K));
+  EXPECT_FALSE(HasPanelLayout(DType::kF16));
+  // Without VNNI there is no kernel to read panels, so nothing is packed.
+  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    EXPECT_EQ(HasPanelKernels(DType::kQ8_0), target == HWY_AVX3_DL) << hwy::TargetName(target);
+    EXPECT_FALSE(HasPanelKernels(DType::kQ4_K)) << hwy::TargetName(target);
   }
   hwy::SetSupportedTargetsForTest(0);
 }

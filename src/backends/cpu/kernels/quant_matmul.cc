@@ -27,6 +27,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "backends/cpu/kernels/panel_layout.h"
 #include "core/check.h"
 #include "core/half.h"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
@@ -611,9 +612,9 @@ void QuantMatmulRowsImpl(DType type, const uint8_t* w, size_t w_row_bytes, const
   const QuantizedActivations x = ActivationView(type, qx, t, k);
 #if HWY_TARGET == HWY_AVX3_DL
   if ((type == DType::kQ8_0 || type == DType::kQ4_0 || type == DType::kQ4_1) &&
-      t >= PackedMinRows(type) && n1 - n0 >= packed::kPanelRows) {
+      t >= PackedMinRows(type) && n1 - n0 >= kPanelRows) {
     // Whole panels of 8 rows packed; the few rows left take the per-row kernels.
-    const int64_t mid = n0 + (n1 - n0) / packed::kPanelRows * packed::kPanelRows;
+    const int64_t mid = n0 + (n1 - n0) / kPanelRows * kPanelRows;
     if (type == DType::kQ8_0) packed::MatmulRows<packed::Q8_0Format>(w, w_row_bytes, x, n0, mid, y, ldy);
     if (type == DType::kQ4_0) packed::MatmulRows<packed::Q4_0Format>(w, w_row_bytes, x, n0, mid, y, ldy);
     if (type == DType::kQ4_1) packed::MatmulRows<packed::Q4_1Format>(w, w_row_bytes, x, n0, mid, y, ldy);
@@ -665,6 +666,27 @@ void QuantMatmulRowsImpl(DType type, const uint8_t* w, size_t w_row_bytes, const
   }
 }
 
+bool HasPanelKernelsImpl(DType type) {
+#if HWY_TARGET == HWY_AVX3_DL
+  return HasPanelLayout(type);
+#else
+  (void)type;
+  return false;
+#endif
+}
+
+void PanelMatmulRowsImpl(DType type, const uint8_t* panels, size_t w_row_bytes, const void* qx,
+                         int64_t t, int64_t k, int64_t n0, int64_t n1, float* y, int64_t ldy) {
+#if HWY_TARGET == HWY_AVX3_DL
+  const QuantizedActivations x = ActivationView(type, qx, t, k);
+  if (type == DType::kQ8_0) return packed::StoredMatmulRows<packed::Q8_0Format>(panels, w_row_bytes, x, n0, n1, y, ldy);
+  if (type == DType::kQ4_0) return packed::StoredMatmulRows<packed::Q4_0Format>(panels, w_row_bytes, x, n0, n1, y, ldy);
+  if (type == DType::kQ4_1) return packed::StoredMatmulRows<packed::Q4_1Format>(panels, w_row_bytes, x, n0, n1, y, ldy);
+#endif
+  (void)panels, (void)w_row_bytes, (void)qx, (void)t, (void)k, (void)n0, (void)n1, (void)y, (void)ldy;
+  CHECK(false && "panel matmul: no panel kernel for this type on this target");
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace anymoe::kernels
 HWY_AFTER_NAMESPACE();
@@ -688,6 +710,8 @@ void CheckShape(DType type, int64_t t, int64_t k) {
 HWY_EXPORT(IntegerMatmulMaxRowsImpl);
 HWY_EXPORT(QuantizeActivationsImpl);
 HWY_EXPORT(QuantMatmulRowsImpl);
+HWY_EXPORT(HasPanelKernelsImpl);
+HWY_EXPORT(PanelMatmulRowsImpl);
 
 bool IsQuantMatmulSupported(DType weight_type) {
   switch (weight_type) {
@@ -751,6 +775,19 @@ void QuantMatmulRows(DType weight_type, const uint8_t* w, size_t w_row_bytes, co
   CheckShape(weight_type, t, k);
   CHECK(0 <= n0 && n0 <= n1);
   HWY_DYNAMIC_DISPATCH(QuantMatmulRowsImpl)(weight_type, w, w_row_bytes, qx, t, k, n0, n1, y, ldy);
+}
+
+bool HasPanelKernels(DType weight_type) {
+  return HWY_DYNAMIC_DISPATCH(HasPanelKernelsImpl)(weight_type);
+}
+
+void PanelMatmulRows(DType weight_type, const uint8_t* panels, size_t w_row_bytes, const void* qx,
+                     int64_t t, int64_t k, int64_t n0, int64_t n1, float* y, int64_t ldy) {
+  CheckShape(weight_type, t, k);
+  CHECK(HasPanelKernels(weight_type));
+  CHECK(0 <= n0 && n0 <= n1 && n0 % kPanelRows == 0 && n1 % kPanelRows == 0);
+  HWY_DYNAMIC_DISPATCH(PanelMatmulRowsImpl)(weight_type, panels, w_row_bytes, qx, t, k, n0, n1, y,
+                                            ldy);
 }
 
 }  // namespace anymoe::kernels

@@ -66,4 +66,14 @@ QuantizedActivations ActivationView(DType weight_type, const void* buffer, int64
 void QuantMatmulRows(DType weight_type, const uint8_t* w, size_t w_row_bytes, const void* qx,
                      int64_t t, int64_t k, int64_t n0, int64_t n1, float* y, int64_t ldy);
 
+// True where this machine has kernels for `weight_type` stored as panels
+// (panel_layout.h): q8_0 / q4_0 / q4_1 on AVX-512 VNNI.
+bool HasPanelKernels(DType weight_type);
+
+// QuantMatmulRows for a weight matrix stored as panels at `panels` (PackPanels
+// of all its rows; w_row_bytes as in the file); n0 and n1 multiples of 8. The
+// results equal QuantMatmulRows' on the file layout bit for bit.
+void PanelMatmulRows(DType weight_type, const uint8_t* panels, size_t w_row_bytes, const void* qx,
+                     int64_t t, int64_t k, int64_t n0, int64_t n1, float* y, int64_t ldy);
+
 }  // namespace anymoe::kernels

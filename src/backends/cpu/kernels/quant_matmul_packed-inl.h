@@ -9,8 +9,9 @@
 // of each dot still need a horizontal sum at the end.
 //
 // Here 8 weight rows are first transposed into a panel held in L1 (like the
-// packing step of a BLAS GEMM, but per call, so the weights still live in the
-// mmap untouched): lane j of panel vector c holds bytes 4c..4c+3 of row j's
+// packing step of a BLAS GEMM, but per call, for weights used in place from
+// the mmap; weights the CPU backend stored as panels at load, panel_layout.h,
+// skip the packing: StoredMatmulRows below): lane j of panel vector c holds bytes 4c..4c+3 of row j's
 // block, as unsigned bytes. Broadcasting 4 activation bytes against such a
 // vector advances the dots of all 8 rows at once, so a block costs 8 vpdpbusd
 // with the int32 sums landing one row per lane: one conversion and two f32 steps
@@ -26,7 +27,6 @@
 
 namespace packed {
 
-constexpr int kPanelRows = 8;         // weight rows per panel: one int32 lane each
 constexpr int64_t kChunkBlocks = 64;  // blocks per panel pass: 20 KiB, within L1
 constexpr int kRowTile = 4;           // activation rows sharing one load of a block
 
@@ -55,6 +55,11 @@ struct Q8_0Format {
     const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 2));
     return _mm256_xor_si256(q, _mm256_set1_epi8(char(0x80)));  // q + 128
   }
+  // One block of a stored panel (panel_layout.h): already unsigned and transposed.
+  static constexpr size_t kPanelValueBytes = 256;
+  static HWY_INLINE void PanelValues(const uint8_t* v, __m256i q[8]) {
+    for (int c = 0; c < 8; ++c) q[c] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(v + 32 * c));
+  }
 };
 
 template <size_t kBytes, int32_t kZeroPoint, bool kHasMin>
@@ -67,6 +72,17 @@ struct NibbleFormat {
     const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + kBlockBytes - 16));
     const __m128i low4 = _mm_set1_epi8(0x0f);
     return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(v, 4), low4), _mm_and_si128(v, low4));
+  }
+  // One block of a stored panel: vector c holds values 4c.. in its low nibbles
+  // and 4c + 16.. in its high ones.
+  static constexpr size_t kPanelValueBytes = 128;
+  static HWY_INLINE void PanelValues(const uint8_t* v, __m256i q[8]) {
+    const __m256i low4 = _mm256_set1_epi8(0x0f);
+    for (int c = 0; c < 4; ++c) {
+      const __m256i p = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(v + 32 * c));
+      q[c] = _mm256_and_si256(p, low4);
+      q[c + 4] = _mm256_and_si256(_mm256_srli_epi16(p, 4), low4);
+    }
   }
 };
 using Q4_0Format = NibbleFormat<18, 8, false>;
@@ -130,13 +146,60 @@ HWY_INLINE void PackPanel(const uint8_t* w, size_t row_bytes, int64_t b0, int64_
   }
 }
 
+// f(r0, R) for the activation rows in tiles of up to kRowTile, R a compile-time
+// std::integral_constant so that each tile size gets its own unrolled kernel.
+template <class F>
+HWY_INLINE void ForEachRowTile(int64_t t, const F& f) {
+  for (int64_t r0 = 0; r0 < t; r0 += kRowTile) {
+    switch (std::min<int64_t>(kRowTile, t - r0)) {
+      case 1: f(r0, std::integral_constant<int, 1>()); break;
+      case 2: f(r0, std::integral_constant<int, 2>()); break;
+      case 3: f(r0, std::integral_constant<int, 3>()); break;
+      default: f(r0, std::integral_constant<int, kRowTile>()); break;
+    }
+  }
+}
+
+// acc[r] += block b of 8 weight rows (q, scales d, q4_1 mins m) against
+// activation rows r0 + r: the arithmetic every q8_0 / q4_0 / q4_1 VNNI kernel
+// shares, so that their results agree bit for bit.
+template <class Format, int R>
+HWY_INLINE void MultiplyBlock(const __m256i q[8], __m256 d, __m256 m,
+                              const QuantizedActivations& x, int64_t r0, int64_t b,
+                              __m256 acc[R]) {
+  const int64_t x_blocks = x.k / 32;
+  for (int r = 0; r < R; ++r) {
+    const int64_t xb = (r0 + r) * x_blocks + b;
+    const int8_t* xq = x.qs + xb * 32;
+    // Two chains of four, so that R = 4 keeps 8 vpdpbusd in flight.
+    __m256i even = _mm256_set1_epi32(-Format::kZero * x.sum[xb]);
+    __m256i odd = _mm256_setzero_si256();
+    for (int c = 0; c < 8; c += 2) {
+      even = DpbusdBroadcast(even, q[c], xq + 4 * c);
+      odd = DpbusdBroadcast(odd, q[c + 1], xq + 4 * c + 4);
+    }
+    const __m256 dot = _mm256_cvtepi32_ps(_mm256_add_epi32(even, odd));
+    acc[r] = _mm256_fmadd_ps(dot, _mm256_mul_ps(d, _mm256_set1_ps(x.d[xb])), acc[r]);
+    if constexpr (Format::kMin) acc[r] = _mm256_fmadd_ps(m, _mm256_set1_ps(x.s[xb]), acc[r]);
+  }
+}
+
+// y[r0 + r][0..8) = acc[r], or += when `accumulate` (the chunks after the first).
+template <int R>
+HWY_INLINE void StoreRows(const __m256 acc[R], bool accumulate, int64_t r0, float* y,
+                          int64_t ldy) {
+  for (int r = 0; r < R; ++r) {
+    float* out = y + (r0 + r) * ldy;
+    _mm256_storeu_ps(out, accumulate ? _mm256_add_ps(acc[r], _mm256_loadu_ps(out)) : acc[r]);
+  }
+}
+
 // y[r0 + r][0..8) (+)= the panel's blocks [b0, b0 + nb) against R activation
 // rows, a prefetch step per block.
 template <class Format, int R>
 HWY_INLINE void PanelRows(const PanelBlock* panel, const QuantizedActivations& x, int64_t r0,
                           int64_t b0, int64_t nb, bool accumulate, PanelPrefetcher& prefetch,
                           float* y, int64_t ldy) {
-  const int64_t x_blocks = x.k / 32;
   __m256 acc[R];
   for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
@@ -144,26 +207,9 @@ HWY_INLINE void PanelRows(const PanelBlock* panel, const QuantizedActivations& x
     const PanelBlock& blk = panel[b];
     __m256i q[8];
     for (int c = 0; c < 8; ++c) q[c] = _mm256_load_si256(&blk.q[c]);
-    for (int r = 0; r < R; ++r) {
-      const int64_t xb = (r0 + r) * x_blocks + b0 + b;
-      const int8_t* xq = x.qs + xb * 32;
-      // Two chains of four, so that R = 4 keeps 8 vpdpbusd in flight.
-      __m256i even = _mm256_set1_epi32(-Format::kZero * x.sum[xb]);
-      __m256i odd = _mm256_setzero_si256();
-      for (int c = 0; c < 8; c += 2) {
-        even = DpbusdBroadcast(even, q[c], xq + 4 * c);
-        odd = DpbusdBroadcast(odd, q[c + 1], xq + 4 * c + 4);
-      }
-      const __m256 dot = _mm256_cvtepi32_ps(_mm256_add_epi32(even, odd));
-      acc[r] = _mm256_fmadd_ps(dot, _mm256_mul_ps(blk.d, _mm256_set1_ps(x.d[xb])), acc[r]);
-      if constexpr (Format::kMin) acc[r] = _mm256_fmadd_ps(blk.m, _mm256_set1_ps(x.s[xb]), acc[r]);
-    }
+    MultiplyBlock<Format, R>(q, blk.d, blk.m, x, r0, b0 + b, acc);
   }
-  for (int r = 0; r < R; ++r) {
-    float* out = y + (r0 + r) * ldy;
-    if (accumulate) acc[r] = _mm256_add_ps(acc[r], _mm256_loadu_ps(out));
-    _mm256_storeu_ps(out, acc[r]);
-  }
+  StoreRows<R>(acc, accumulate, r0, y, ldy);
 }
 
 // Rows [n0, n1) of y for every activation row, (n1 - n0) a multiple of 8.
@@ -189,25 +235,64 @@ void MatmulRows(const uint8_t* w, size_t row_bytes, const QuantizedActivations& 
       const int64_t nb = std::min(kChunkBlocks, x_blocks - b0);
       PackPanel<Format>(rows, row_bytes, b0, nb, panel);
       const bool accumulate = b0 > 0;
-      for (int64_t r0 = 0; r0 < x.t; r0 += kRowTile) {
-        switch (std::min<int64_t>(kRowTile, x.t - r0)) {
-          case 1:
-            PanelRows<Format, 1>(panel, x, r0, b0, nb, accumulate, prefetch, y + n, ldy);
-            break;
-          case 2:
-            PanelRows<Format, 2>(panel, x, r0, b0, nb, accumulate, prefetch, y + n, ldy);
-            break;
-          case 3:
-            PanelRows<Format, 3>(panel, x, r0, b0, nb, accumulate, prefetch, y + n, ldy);
-            break;
-          default:
-            PanelRows<Format, kRowTile>(panel, x, r0, b0, nb, accumulate, prefetch, y + n, ldy);
-            break;
-        }
-      }
+      ForEachRowTile(x.t, [&](int64_t r0, auto rows) HWY_ATTR {
+        PanelRows<Format, rows()>(panel, x, r0, b0, nb, accumulate, prefetch, y + n, ldy);
+      });
     }
     // Stay exactly kAhead panels ahead whatever the rounding of lines per step.
     prefetch.next = std::max(prefetch.next, rows + (kAhead + 1) * panel_bytes);
+  }
+}
+
+// ---- Weights stored as panels at load (panel_layout.h): nothing to pack, one
+// kernel for every row count (decode included), the same arithmetic as above.
+
+// y[r0 + r][0..8) for R activation rows from one stored group of 8 weight rows;
+// block b also prefetches its share of the group at `ahead` (null: none).
+template <class Format, int R>
+HWY_INLINE void StoredPanelRows(const uint8_t* group, const uint8_t* ahead,
+                                const QuantizedActivations& x, int64_t r0, float* y, int64_t ldy) {
+  const int64_t nb = x.k / 32;
+  constexpr size_t kShare = kPanelRows * Format::kBlockBytes;  // a group's bytes per block
+  const uint8_t* values = group;
+  const uint8_t* scales = values + size_t(nb) * Format::kPanelValueBytes;
+  const uint8_t* mins = scales + size_t(nb) * kPanelRows * 2;
+  for (int64_t b0 = 0; b0 < nb; b0 += kChunkBlocks) {
+    __m256 acc[R];
+    for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
+    for (int64_t b = b0; b < std::min(nb, b0 + kChunkBlocks); ++b) {
+      if (ahead != nullptr) {
+        for (size_t line = 0; line < kShare; line += 64)
+          _mm_prefetch(reinterpret_cast<const char*>(ahead + size_t(b) * kShare + line), _MM_HINT_T0);
+      }
+      __m256i q[8];
+      Format::PanelValues(values + size_t(b) * Format::kPanelValueBytes, q);
+      auto f16x8 = [&](const uint8_t* p) HWY_ATTR {
+        return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + b * 16)));
+      };
+      const __m256 d = f16x8(scales);
+      const __m256 m = Format::kMin ? f16x8(mins) : d;
+      MultiplyBlock<Format, R>(q, d, m, x, r0, b, acc);
+    }
+    StoreRows<R>(acc, b0 > 0, r0, y, ldy);
+  }
+}
+
+// Rows [n0, n1) of y for every activation row; n0 and n1 multiples of 8,
+// `panels` the stored layout of the whole matrix.
+template <class Format>
+void StoredMatmulRows(const uint8_t* panels, size_t row_bytes, const QuantizedActivations& x,
+                      int64_t n0, int64_t n1, float* y, int64_t ldy) {
+  const size_t group_bytes = kPanelRows * row_bytes;
+  for (int64_t n = n0; n < n1; n += kPanelRows) {
+    const uint8_t* group = panels + size_t(n) * row_bytes;
+    const bool prefetch = n + (kAhead + 1) * kPanelRows <= n1;
+    const uint8_t* ahead = prefetch ? group + kAhead * group_bytes : nullptr;
+    int64_t r0 = 0;
+    for (; r0 + 8 <= x.t; r0 += 8) StoredPanelRows<Format, 8>(group, ahead, x, r0, y + n, ldy);
+    ForEachRowTile(x.t - r0, [&](int64_t r, auto rows) HWY_ATTR {
+      StoredPanelRows<Format, rows()>(group, ahead, x, r0 + r, y + n, ldy);
+    });
   }
 }
 
@@ -298,22 +383,9 @@ void RowMatmulRows(const uint8_t* w, size_t row_bytes, const QuantizedActivation
   for (int64_t n = n0; n < n1; n += 4) {
     const int nw = int(std::min<int64_t>(4, n1 - n));
     const uint8_t* rows = w + size_t(n) * row_bytes;
-    for (int64_t r0 = 0; r0 < x.t; r0 += kRowTile) {
-      switch (std::min<int64_t>(kRowTile, x.t - r0)) {
-        case 1:
-          RowTile<Format, 1>(rows, nw, rows_end, row_bytes, x, r0, y + n, ldy);
-          break;
-        case 2:
-          RowTile<Format, 2>(rows, nw, rows_end, row_bytes, x, r0, y + n, ldy);
-          break;
-        case 3:
-          RowTile<Format, 3>(rows, nw, rows_end, row_bytes, x, r0, y + n, ldy);
-          break;
-        default:
-          RowTile<Format, kRowTile>(rows, nw, rows_end, row_bytes, x, r0, y + n, ldy);
-          break;
-      }
-    }
+    ForEachRowTile(x.t, [&](int64_t r0, auto tile) HWY_ATTR {
+      RowTile<Format, tile()>(rows, nw, rows_end, row_bytes, x, r0, y + n, ldy);
+    });
   }
 }
 

@@ -1,0 +1,52 @@
+#include "backends/cpu/kernels/panel_layout.h"
+
+#include <cstring>
+
+#include "core/check.h"
+
+namespace anymoe::kernels {
+
+bool HasPanelLayout(DType weight_type) {
+  return weight_type == DType::kQ8_0 || weight_type == DType::kQ4_0 ||
+         weight_type == DType::kQ4_1;
+}
+
+size_t PanelValueBytes(DType weight_type) {
+  CHECK(HasPanelLayout(weight_type));
+  return weight_type == DType::kQ8_0 ? 256 : 128;
+}
+
+void PackPanels(DType weight_type, const uint8_t* w, int64_t rows, int64_t k, uint8_t* out) {
+  CHECK(HasPanelLayout(weight_type) && rows % kPanelRows == 0 && k % 32 == 0);
+  const size_t block_bytes = size_t(Info(weight_type).block_bytes);
+  const size_t value_bytes = PanelValueBytes(weight_type);
+  const bool q8 = weight_type == DType::kQ8_0;
+  const bool has_min = weight_type == DType::kQ4_1;
+  // Where a block's quants start in the file: after d (and m for q4_1).
+  const size_t quants = has_min ? 4 : 2;
+  const int64_t nb = k / 32;
+  const size_t row_bytes = size_t(nb) * block_bytes;
+  for (int64_t g = 0; g < rows / kPanelRows; ++g) {
+    const uint8_t* group = w + size_t(g) * kPanelRows * row_bytes;
+    uint8_t* values = out + size_t(g) * kPanelRows * row_bytes;
+    uint8_t* scales = values + size_t(nb) * value_bytes;
+    uint8_t* mins = scales + size_t(nb) * kPanelRows * 2;
+    for (int64_t b = 0; b < nb; ++b) {
+      for (int64_t j = 0; j < kPanelRows; ++j) {
+        const uint8_t* blk = group + size_t(j) * row_bytes + size_t(b) * block_bytes;
+        uint8_t* v = values + size_t(b) * value_bytes;
+        // Lane j of vector c is 4 bytes at 32 c + 4 j.
+        for (size_t c = 0; c < value_bytes / 32; ++c) {
+          for (size_t i = 0; i < 4; ++i) {
+            const uint8_t byte = blk[quants + 4 * c + i];
+            v[32 * c + 4 * size_t(j) + i] = q8 ? uint8_t(byte ^ 0x80) : byte;
+          }
+        }
+        std::memcpy(scales + (size_t(b) * kPanelRows + size_t(j)) * 2, blk, 2);
+        if (has_min) std::memcpy(mins + (size_t(b) * kPanelRows + size_t(j)) * 2, blk + 2, 2);
+      }
+    }
+  }
+}
+
+}  // namespace anymoe::kernels
