@@ -249,6 +249,10 @@ struct BackendOptions {
   // quantised weights round activations to int8 per block of 32 for integer
   // dot products, as llama.cpp does: faster, and further from the f32 reference.
   bool exact_matmul = false;
+  // CPU: store q8_0 / q4_0 / q4_1 matrices in the 8-row panel layout the VNNI
+  // kernels read (same bytes; the file's pages are released), where the machine
+  // has those kernels. Off: every weight used in place from the mmap.
+  bool repack_weights = true;
 };
 
 // "cpu", or a device backend ("opencl") wrapped in FallbackBackend.

@@ -34,6 +34,7 @@ struct BenchFlags {
   bool membw = false;
   int64_t membw_mib = 1024;
   int membw_passes = 5;
+  bool repack_weights = true;
 };
 
 Status Validate(const BenchFlags& f) {
@@ -105,6 +106,7 @@ int Bench(BenchFlags f) {
       options.threads = threads;
       options.backend = f.backend;
       options.device = f.device;
+      options.repack_weights = f.repack_weights;
       options.context = max_tokens;
       options.max_step_tokens = std::clamp<int64_t>(max_prompt, 1, f.batch);
       auto engine = LoadEngineOrReport(options);
@@ -177,6 +179,7 @@ CommandFn RegisterBench(CLI::App& cmd) {
                  "sequences decoded together in tg tests, e.g. 1,8 (each its own cache)")
       ->delimiter(',')
       ->capture_default_str();
+  AddRepackFlag(cmd, f->repack_weights);
   cmd.add_flag("--membw", f->membw,
                "measure read memory bandwidth and print each model's decode roofline");
   cmd.add_option("--membw-mib", f->membw_mib, "bandwidth buffer size in MiB")

@@ -21,6 +21,14 @@ void AddEngineOptions(CLI::App& cmd, EngineOptions& o) {
       ->check(CLI::Range(1, 4096));
   cmd.add_flag("--exact", o.exact_matmul,
                "keep activations in f32 in every matmul (slower; closest to the f32 reference)");
+  AddRepackFlag(cmd, o.repack_weights);
+}
+
+void AddRepackFlag(CLI::App& cmd, bool& repack_weights) {
+  cmd.add_flag_callback(
+      "--no-repack", [&repack_weights] { repack_weights = false; },
+      "use q8_0/q4_0/q4_1 weights in place from the file instead of in the CPU's "
+      "panel layout (slower decode; no copy at load)");
 }
 
 void AddSamplingOptions(CLI::App& cmd, SamplingFlags& f) {

@@ -13,6 +13,9 @@ namespace anymoe::cli {
 
 void AddEngineOptions(CLI::App& cmd, EngineOptions& options);
 
+// --no-repack: clears `repack_weights` (see BackendOptions::repack_weights).
+void AddRepackFlag(CLI::App& cmd, bool& repack_weights);
+
 struct SamplingFlags {
   SamplingParams params;
   std::optional<uint64_t> seed;  // absent: a random seed

@@ -19,6 +19,11 @@ struct Tensor {
   DType dtype = DType::kF32;
   int rank = 0;
   std::array<int64_t, 4> shape{};
+  // CPU weights only: the same matrix also stored as 8-row panels
+  // (backends/cpu/kernels/panel_layout.h), read at `panels` + offset; null when
+  // not. A row slice keeps it (its byte offset is the same in both layouts); a
+  // view with other columns drops it.
+  const void* panels = nullptr;
 
   static Tensor Of(void* base, DType dtype, std::initializer_list<int64_t> dims) {
     Tensor t;
@@ -60,6 +65,7 @@ struct Tensor {
     Tensor t = *this;
     t.rank = 2;
     t.shape = {rows, cols, 0, 0};
+    if (cols != this->cols()) t.panels = nullptr;
     return t;
   }
 
@@ -69,6 +75,7 @@ struct Tensor {
     t.rank = 0;
     for (int64_t d : dims) t.shape[t.rank++] = d;
     CHECK(t.elements() == elements());
+    if (t.cols() != cols()) t.panels = nullptr;
     return t;
   }
 };

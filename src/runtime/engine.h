@@ -25,6 +25,7 @@ struct EngineOptions {
   std::string chat_template;      // "" = from the model's metadata
   bool progress = true;           // show load progress on a TTY for large files
   bool exact_matmul = false;      // f32 activations everywhere (see BackendOptions)
+  bool repack_weights = true;     // CPU panel layout for q8_0/q4_0/q4_1 (see BackendOptions)
   int device = 0;                 // device index of a device backend
   uint64_t mem_budget = 0;        // device memory to reserve (0: what the model plans)
   int64_t kv_cache_tokens = 0;    // KV tokens to reserve for (0: `sequences` x context)

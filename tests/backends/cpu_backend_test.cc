@@ -210,5 +210,58 @@ TEST_F(CpuOps, PrepareWeightConvertsSmallVectorsToF32) {
   EXPECT_EQ(t->as<float>()[1], -2.0f);
 }
 
+// q8_0 / q4_0 / q4_1 matrices stored as panels at load (the default, where the
+// machine has the VNNI kernels) give the in-place results bit for bit: a whole
+// matrix for every step size, expert slices in one grouped pass, and a slice
+// off the 8-row grid (which falls back to the file layout). Packing leaves the
+// file's bytes as they were.
+TEST(CpuPanels, StoredPanelsGiveTheInPlaceBitsAndLeaveTheFileIntact) {
+  CpuBackend repacked{2}, in_place{2, /*exact_matmul=*/false, /*repack_weights=*/false};
+  const int64_t experts = 3, rows = 24, in = 256;
+  for (DType dtype : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1}) {
+    SCOPED_TRACE(std::string(Name(dtype)));
+    const auto bytes = RandomWeightBytes(dtype, experts * rows, in, 11);
+    const auto file = bytes;
+    const TensorInfo info{"blk.0.ffn_up_exps.weight", dtype, {experts, rows, in}, bytes.data(),
+                          bytes.size()};
+    auto packed = repacked.PrepareWeight(info);
+    auto view = in_place.PrepareWeight(info);
+    ASSERT_TRUE(packed.ok() && view.ok());
+    EXPECT_EQ(packed->panels != nullptr, kernels::HasPanelKernels(dtype));
+    EXPECT_EQ(view->panels, nullptr);
+    EXPECT_EQ(bytes, file);
+
+    auto same_bits = [&](auto&& run) {
+      std::vector<float> a, b;
+      run(repacked, *packed, a);
+      run(in_place, *view, b);
+      ASSERT_EQ(a.size(), b.size());
+      for (size_t i = 0; i < a.size(); ++i) ASSERT_EQ(a[i], b[i]) << "at " << i;
+    };
+    const Tensor whole = packed->Reshaped({experts * rows, in});
+    EXPECT_EQ(whole.panels, packed->panels);  // same columns: the panels stay
+    for (int64_t t : {1, 3, 9}) {
+      SCOPED_TRACE("t=" + std::to_string(t));
+      auto x = RandomFloats(size_t(t * in), uint32_t(12 + t));
+      same_bits([&](CpuBackend& backend, const Tensor& w3, std::vector<float>& y) {
+        y.assign(size_t(t * experts * rows), 0.0f);
+        backend.Matmul(Tensor::Of(x.data(), DType::kF32, {t, in}),
+                       w3.Reshaped({experts * rows, in}), nullptr,
+                       Tensor::Of(y.data(), DType::kF32, {t, experts * rows}));
+      });
+      // Rows of x split over the experts; and a slice that starts off the grid.
+      same_bits([&](CpuBackend& backend, const Tensor& w3, std::vector<float>& y) {
+        const Tensor w = w3.Reshaped({experts * rows, in});
+        const std::vector<Tensor> slices = {w.RowSlice(0, rows), w.RowSlice(2 * rows, rows),
+                                            w.RowSlice(4, rows)};
+        const std::vector<int32_t> offsets = {0, int32_t(t / 3), int32_t(t / 2), int32_t(t)};
+        y.assign(size_t(t * rows), 0.0f);
+        backend.GroupedMatmul(Tensor::Of(x.data(), DType::kF32, {t, in}), slices, offsets,
+                              Tensor::Of(y.data(), DType::kF32, {t, rows}));
+      });
+    }
+  }
+}
+
 }  // namespace
 }  // namespace anymoe

@@ -1,6 +1,8 @@
 #include "backends/cpu/cpu_backend.h"
 
 #include <cblas.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -10,6 +12,8 @@
 
 #include "backends/cpu/indexer.h"
 #include "backends/cpu/kernels/attention.h"
+#include "backends/cpu/kernels/panel_layout.h"
+#include "backends/cpu/kernels/quant_matmul.h"
 #include "backends/cpu/matmul.h"
 #include "backends/cpu/route.h"
 #include "backends/cpu/row_ops.h"
@@ -18,6 +22,21 @@
 
 namespace anymoe {
 namespace {
+
+// Asks the kernel to page out the whole pages of [p, p + bytes). MADV_PAGEOUT
+// never changes contents (unlike MADV_DONTNEED on anonymous memory), so it is
+// safe whether the bytes are a file mapping or not; failures are ignored, as
+// this only returns memory early.
+void ReleaseFilePages(const uint8_t* p, uint64_t bytes) {
+#ifdef MADV_PAGEOUT
+  const uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(p) + page - 1) / page * page;
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + bytes) / page * page;
+  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_PAGEOUT);
+#else
+  (void)p, (void)bytes;
+#endif
+}
 
 class HostBuffer final : public Buffer {
  public:
@@ -33,8 +52,11 @@ class HostBuffer final : public Buffer {
 
 }  // namespace
 
-CpuBackend::CpuBackend(int num_threads, bool exact_matmul)
-    : pool_(num_threads), exact_matmul_(exact_matmul), scratch_(pool_.num_threads()) {
+CpuBackend::CpuBackend(int num_threads, bool exact_matmul, bool repack_weights)
+    : pool_(num_threads),
+      exact_matmul_(exact_matmul),
+      repack_weights_(repack_weights && !exact_matmul),  // exact never runs the integer kernels
+      scratch_(pool_.num_threads()) {
   // Our pool splits the work; BLAS must not start its own threads underneath it.
   openblas_set_num_threads(1);
 }
@@ -66,13 +88,43 @@ Expected<std::unique_ptr<Buffer>> CpuBackend::Allocate(uint64_t bytes, const std
 
 Expected<Tensor> CpuBackend::PrepareWeight(const TensorInfo& info) {
   ASSIGN_OR_RETURN(HostWeight w, PrepareHostWeight(info));
-  if (!w.was_converted()) return w.tensor;  // a view into the mmap
+  if (!w.was_converted()) {  // a view into the mmap
+    if (repack_weights_ && IsPanelCandidate(w.tensor)) {
+      RETURN_IF_ERROR(StorePanels(info.name, w.tensor));
+    }
+    return w.tensor;
+  }
   // The few small vectors of a bf16/f16 checkpoint, converted once, kept here.
   ASSIGN_OR_RETURN(auto buf, Allocate(w.bytes, info.name));
   std::memcpy(buf->base(), w.tensor.base, w.bytes);
   w.tensor.base = buf->base();
   owned_.push_back(std::move(buf));
   return w.tensor;
+}
+
+bool CpuBackend::IsPanelCandidate(const Tensor& w) {
+  return w.rank >= 2 && kernels::HasPanelKernels(w.dtype) && w.rows() % kernels::kPanelRows == 0;
+}
+
+Status CpuBackend::StorePanels(const std::string& name, Tensor& w) {
+  const uint64_t bytes = w.rows() * w.row_bytes();
+  ASSIGN_OR_RETURN(uint8_t* panels, panels_.Allocate(bytes, name + " (panel layout)"));
+  const auto* file = w.as<const uint8_t>();
+  // Groups of 8 rows are independent: split them over the pool.
+  const int64_t groups = w.rows() / kernels::kPanelRows;
+  const int64_t per_task = std::max<int64_t>(1, groups / (8 * pool_.num_threads()));
+  const uint64_t group_bytes = kernels::kPanelRows * w.row_bytes();
+  pool_.ParallelFor((groups + per_task - 1) / per_task, [&](int64_t task, int) {
+    const int64_t g0 = task * per_task, n = std::min(per_task, groups - g0);
+    kernels::PackPanels(w.dtype, file + g0 * group_bytes, n * kernels::kPanelRows, w.cols(),
+                        panels + g0 * group_bytes);
+  });
+  // The matmuls now read only the panels: let the kernel reclaim the file's
+  // pages (clean, so never lost: a later read, e.g. an embedding row of a tied
+  // output head, faults them back in), instead of holding the weights twice.
+  ReleaseFilePages(file, bytes);
+  w.panels = panels;
+  return Status::Ok();
 }
 
 void CpuBackend::Embedding(const Tensor& table, std::span<const int32_t> ids, const Tensor& out) {

@@ -1,18 +1,25 @@
-// The CPU backend: weights used in place from the mmap, activations in host
-// memory, work split over a persistent thread pool, dense GEMMs through BLAS.
+// The CPU backend: q8_0 / q4_0 / q4_1 matrices stored once at load in the
+// panel layout of the VNNI kernels, in huge pages (where the machine has those
+// kernels; --no-repack keeps them in the file), every other weight used in
+// place from the mmap; activations in host memory, work split over a
+// persistent thread pool, dense GEMMs through BLAS.
 #pragma once
 
 #include <memory>
 #include <vector>
 
 #include "backends/backend.h"
+#include "backends/cpu/huge_page_arena.h"
 #include "core/thread_pool.h"
 
 namespace anymoe {
 
 class CpuBackend final : public Backend {
  public:
-  explicit CpuBackend(int num_threads, bool exact_matmul = false);
+  // repack_weights: q8_0 / q4_0 / q4_1 matrices are also stored in the panel
+  // layout of the VNNI kernels (where the machine has them) and the matmuls
+  // read that copy; off, every weight is used in place from the mmap.
+  explicit CpuBackend(int num_threads, bool exact_matmul = false, bool repack_weights = true);
 
   BackendKind kind() const override { return BackendKind::kCpu; }
   std::string name() const override { return "cpu"; }
@@ -65,12 +72,17 @@ class CpuBackend final : public Backend {
   // Per-thread f32 scratch, grown on first use and then reused (no per-token allocation).
   float* Scratch(int thread, uint64_t floats);
   float* SharedScratch(uint64_t floats);
+  static bool IsPanelCandidate(const Tensor& w);
+  // Packs w into an owned panel-layout copy and points w.panels at it.
+  Status StorePanels(const std::string& name, Tensor& w);
 
   ThreadPool pool_;
   const bool exact_matmul_;
+  const bool repack_weights_;
   std::vector<std::vector<float>> scratch_;
   std::vector<float> shared_scratch_;  // quantised activations of the current matmul
   std::vector<std::unique_ptr<Buffer>> owned_;  // weights converted at load
+  cpu::HugePageArena panels_;                    // weights stored as panels at load
 };
 
 }  // namespace anymoe

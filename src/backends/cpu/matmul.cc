@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 
+#include "backends/cpu/kernels/panel_layout.h"
 #include "backends/cpu/kernels/quant_matmul.h"
 
 namespace anymoe::cpu {
@@ -51,6 +52,26 @@ void QuantizeInParallel(ThreadPool& pool, int64_t t, FunctionRef<void(int64_t, i
   });
 }
 
+// Where the integer kernels read w in the panel layout: null when w has no
+// panels or this view does not start on a whole group of 8 rows.
+const uint8_t* PanelsOf(const Tensor& w) {
+  if (w.panels == nullptr || w.rows() % kernels::kPanelRows != 0) return nullptr;
+  if (w.offset % (kernels::kPanelRows * w.row_bytes()) != 0) return nullptr;
+  return static_cast<const uint8_t*>(w.panels) + w.offset;
+}
+
+// Rows [n0, n1) of x . w^T from the quantised activations qx, in whichever
+// layout w has (both give the same bits). n0 and n1 are multiples of 8 or w.rows().
+void IntegerRows(const Tensor& w, const void* qx, int64_t t, int64_t n0, int64_t n1, float* y,
+                 int64_t ldy) {
+  if (const uint8_t* panels = PanelsOf(w)) {
+    return kernels::PanelMatmulRows(w.dtype, panels, w.row_bytes(), qx, t, w.cols(), n0, n1, y,
+                                    ldy);
+  }
+  kernels::QuantMatmulRows(w.dtype, w.as<const uint8_t>(), w.row_bytes(), qx, t, w.cols(), n0, n1,
+                           y, ldy);
+}
+
 // Integer (or widening) kernels straight from the weight blocks, every
 // projection in one parallel pass over (projection, row tile) tasks.
 void QuantMultiMatmul(ThreadPool& pool, FunctionRef<float*(uint64_t)> shared, const Tensor& x,
@@ -87,9 +108,7 @@ void QuantMultiMatmul(ThreadPool& pool, FunctionRef<float*(uint64_t)> shared, co
     const Tensor& w = *projections[p].weight;
     const Tensor& y = projections[p].out;
     const int64_t n0 = (task - first_task[p]) * tile, n1 = std::min(w.rows(), n0 + tile);
-    const uint8_t* qx = IsHalf(w.dtype) ? buffer + q_bytes : buffer;
-    kernels::QuantMatmulRows(w.dtype, w.as<const uint8_t>(), w.row_bytes(), qx, t, in, n0, n1,
-                             y.as<float>(), y.cols());
+    IntegerRows(w, IsHalf(w.dtype) ? buffer + q_bytes : buffer, t, n0, n1, y.as<float>(), y.cols());
   });
   for (const Projection& p : projections) AddBias(p.bias, t, p.out.cols(), p.out.as<float>());
 }
@@ -234,9 +253,8 @@ void MultiGroupedMatmul(ThreadPool& pool, ScratchFn scratch, FunctionRef<float*(
     const int64_t r0 = offsets[size_t(g)], n = offsets[size_t(g) + 1] - r0;
     const Tensor& w = projections[size_t(p)].weights[size_t(g)];
     const int64_t n0 = tile_index * tile, n1 = std::min(out, n0 + tile);
-    kernels::QuantMatmulRows(dtype, w.as<const uint8_t>(), w.row_bytes(),
-                             buffer + group_offset[size_t(a)], n, in, n0, n1,
-                             projections[size_t(p)].out.as<float>() + r0 * out, out);
+    IntegerRows(w, buffer + group_offset[size_t(a)], n, n0, n1,
+                projections[size_t(p)].out.as<float>() + r0 * out, out);
   });
 }
 

@@ -1,0 +1,59 @@
+#include "backends/cpu/huge_page_arena.h"
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+namespace anymoe::cpu {
+namespace {
+
+uint64_t RoundUp(uint64_t n, uint64_t to) { return (n + to - 1) / to * to; }
+
+// `size` bytes (a multiple of kHugePage) of anonymous memory starting on a huge
+// page boundary, advised as huge pages; null on failure.
+uint8_t* MapAligned(uint64_t size) {
+  constexpr uint64_t kAlign = HugePageArena::kHugePage;
+  void* p = mmap(nullptr, size + kAlign, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return nullptr;
+  const auto raw = reinterpret_cast<uintptr_t>(p);
+  const uintptr_t aligned = RoundUp(raw, kAlign);
+  // Give back the unaligned head and the tail past `size`.
+  if (aligned > raw) munmap(p, aligned - raw);
+  if (aligned + size < raw + size + kAlign) {
+    munmap(reinterpret_cast<void*>(aligned + size), raw + kAlign - aligned);
+  }
+  auto* base = reinterpret_cast<uint8_t*>(aligned);
+#ifdef MADV_HUGEPAGE
+  madvise(base, size, MADV_HUGEPAGE);  // only advice: without THP, 4 KiB pages
+#endif
+  return base;
+}
+
+}  // namespace
+
+HugePageArena::~HugePageArena() {
+  for (const Chunk& c : chunks_) munmap(c.base, c.size);
+}
+
+Expected<uint8_t*> HugePageArena::Allocate(uint64_t bytes, const std::string& what) {
+  bytes = RoundUp(std::max<uint64_t>(bytes, 1), 64);
+  if (chunks_.empty() || chunks_.back().size - chunks_.back().used < bytes) {
+    const uint64_t size = RoundUp(std::max(bytes, kChunkBytes), kHugePage);
+    uint8_t* base = MapAligned(size);
+    if (base == nullptr) {
+      return Status::Error("cpu: cannot map " + std::to_string(size) + " bytes for " + what +
+                           ": " + std::strerror(errno));
+    }
+    chunks_.push_back(Chunk{base, size, 0});
+  }
+  Chunk& c = chunks_.back();
+  uint8_t* p = c.base + c.used;
+  c.used += bytes;
+  in_use_ += bytes;
+  return p;
+}
+
+}  // namespace anymoe::cpu
