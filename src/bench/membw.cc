@@ -8,17 +8,15 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <cstdlib>
-#include <memory>
 #include <string>
 
+#include "backends/cpu/huge_page_arena.h"
 #include "core/thread_pool.h"
 
 namespace anymoe {
 namespace {
 
 constexpr uint64_t kChunkBytes = uint64_t(16) << 20;
-constexpr uint64_t kAlign = 4096;
 
 // `n` is a multiple of 8 (a chunk is 16 MiB).
 uint64_t SumWords(const uint64_t* p, uint64_t n) {
@@ -28,10 +26,6 @@ uint64_t SumWords(const uint64_t* p, uint64_t n) {
   }
   return a[0] + a[1] + a[2] + a[3] + a[4] + a[5] + a[6] + a[7];
 }
-
-struct FreeDeleter {
-  void operator()(void* p) const { std::free(p); }
-};
 
 }  // namespace
 
@@ -61,11 +55,13 @@ Expected<MembwResult> MeasureReadBandwidth(const MembwOptions& options) {
     return Status::Error("memory bandwidth: buffer of " + std::to_string(options.buffer_bytes) +
                          " bytes is out of range (1 byte .. 1 TiB)");
   }
-  std::unique_ptr<void, FreeDeleter> buffer(std::aligned_alloc(kAlign, bytes));
-  if (buffer == nullptr) {
-    return Status::Error("memory bandwidth: cannot allocate " + std::to_string(bytes) + " bytes");
-  }
-  uint64_t* words = static_cast<uint64_t*>(buffer.get());
+  // In huge pages, like the weights the CPU backend streams in decode, so the
+  // bound is measured on the same kind of memory. (On the bench VM a plain
+  // streaming read gets the same figure either way: 35.7 / 35.8 GB/s with
+  // 4 KiB pages, 35.3 / 36.3 in huge pages, 2 threads, one sitting.)
+  cpu::HugePageArena arena;
+  ASSIGN_OR_RETURN(uint8_t* buffer, arena.Allocate(bytes, "the memory bandwidth buffer"));
+  uint64_t* words = reinterpret_cast<uint64_t*>(buffer);
   const int64_t chunks = int64_t(bytes / kChunkBytes);
   const uint64_t words_per_chunk = kChunkBytes / sizeof(uint64_t);
 
