@@ -35,12 +35,13 @@ void PackPanels(DType weight_type, const uint8_t* w, int64_t rows, int64_t k, ui
       for (int64_t j = 0; j < kPanelRows; ++j) {
         const uint8_t* blk = group + size_t(j) * row_bytes + size_t(b) * block_bytes;
         uint8_t* v = values + size_t(b) * value_bytes;
-        // Lane j of vector c is 4 bytes at 32 c + 4 j.
+        // Lane j of vector c is the 4 bytes at 32 c + 4 j (q8_0: each + 128).
+        const uint32_t flip = q8 ? 0x80808080u : 0u;
         for (size_t c = 0; c < value_bytes / 32; ++c) {
-          for (size_t i = 0; i < 4; ++i) {
-            const uint8_t byte = blk[quants + 4 * c + i];
-            v[32 * c + 4 * size_t(j) + i] = q8 ? uint8_t(byte ^ 0x80) : byte;
-          }
+          uint32_t lane;
+          std::memcpy(&lane, blk + quants + 4 * c, 4);
+          lane ^= flip;
+          std::memcpy(v + 32 * c + 4 * size_t(j), &lane, 4);
         }
         std::memcpy(scales + (size_t(b) * kPanelRows + size_t(j)) * 2, blk, 2);
         if (has_min) std::memcpy(mins + (size_t(b) * kPanelRows + size_t(j)) * 2, blk + 2, 2);
