@@ -11,8 +11,8 @@
 // Here 8 weight rows are first transposed into a panel held in L1 (like the
 // packing step of a BLAS GEMM, but per call, for weights used in place from
 // the mmap; weights the CPU backend stored as panels at load, panel_layout.h,
-// skip the packing: StoredMatmulRows below): lane j of panel vector c holds bytes 4c..4c+3 of row j's
-// block, as unsigned bytes. Broadcasting 4 activation bytes against such a
+// skip the packing: StoredMatmulRows below): lane j of panel vector c holds
+// bytes 4c..4c+3 of row j's block, as unsigned bytes. Broadcasting 4 activation bytes against such a
 // vector advances the dots of all 8 rows at once, so a block costs 8 vpdpbusd
 // with the int32 sums landing one row per lane: one conversion and two f32 steps
 // per block serve 8 weight rows instead of one, and no horizontal sums remain.
@@ -288,6 +288,9 @@ void StoredMatmulRows(const uint8_t* panels, size_t row_bytes, const QuantizedAc
     const uint8_t* group = panels + size_t(n) * row_bytes;
     const bool prefetch = n + (kAhead + 1) * kPanelRows <= n1;
     const uint8_t* ahead = prefetch ? group + kAhead * group_bytes : nullptr;
+    // Tiles of 8 activation rows while there are 8: each block's values are
+    // loaded once for all of them (kernel_bench q8_0 t8 cold 92 -> 84 us
+    // against two tiles of 4).
     int64_t r0 = 0;
     for (; r0 + 8 <= x.t; r0 += 8) StoredPanelRows<Format, 8>(group, ahead, x, r0, y + n, ldy);
     ForEachRowTile(x.t - r0, [&](int64_t r, auto rows) HWY_ATTR {
