@@ -152,16 +152,13 @@ INSTANTIATE_TEST_SUITE_P(
 // A row's result must not depend on the rows it is batched with (a sequence
 // decodes to the same tokens alone and in a serving batch): every output of a
 // 9-row call equals, bit for bit, the same row multiplied alone, whichever
-// kernel each took (packed panels for many rows, row by row for one). This
-// holds on AVX-512 VNNI (AVX3_DL) for the types with VNNI kernels and for
-// f16/bf16; q4_k and the portable kernels of the other targets round
-// differently with the number of rows (an open item, docs/backends.md).
-TEST(QuantMatmul, ARowsResultDoesNotDependOnTheBatchOnVnni) {
-  if ((hwy::SupportedTargets() & HWY_AVX3_DL) == 0) GTEST_SKIP() << "no AVX-512 VNNI here";
+// kernel each took (packed panels for many rows, row by row for one), on
+// every target and for every type.
+TEST(QuantMatmul, ARowsResultDoesNotDependOnTheBatch) {
   const int64_t t = 9, n = 21, k = 64 * 32 + 96;  // panels + a tail; two K chunks
-  hwy::SetSupportedTargetsForTest(HWY_AVX3_DL);
-  for (DType type : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ6_K, DType::kF16,
-                     DType::kBF16}) {
+  testing::ForEachTarget([&] {
+  for (DType type : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ4_K, DType::kQ6_K,
+                     DType::kF16, DType::kBF16}) {
     const int64_t kk = Info(type).block_elems == 256 ? k / 256 * 256 : k;
     const size_t row_bytes = BytesFor(type, uint64_t(kk)).value();
     const auto w = RandomWeights(type, n, kk, 5);
@@ -181,7 +178,7 @@ TEST(QuantMatmul, ARowsResultDoesNotDependOnTheBatchOnVnni) {
       }
     }
   }
-  hwy::SetSupportedTargetsForTest(0);
+  });
 }
 
 // Weights stored in the panel layout (PackPanels, what the CPU backend does at
