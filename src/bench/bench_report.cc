@@ -114,7 +114,7 @@ std::string JsonReport(std::span<const BenchResult> results, const std::string& 
     o["n_prompt"] = r.test.n_prompt;
     o["n_gen"] = r.test.n_gen;
     o["n_parallel"] = r.test.n_parallel;
-    o["n_depth"] = 0;
+    o["n_depth"] = r.test.n_depth;
     o["test_time"] = r.test_time;
     o["avg_ns"] = uint64_t(Mean(ns) + 0.5);
     o["stddev_ns"] = uint64_t(SampleStddev(ns) + 0.5);

@@ -5,11 +5,13 @@
 namespace anymoe {
 
 std::string BenchTest::Name() const {
-  if (n_gen == 0) return "pp" + std::to_string(n_prompt);
+  const std::string depth = n_depth > 0 ? " @ d" + std::to_string(n_depth) : "";
+  if (n_gen == 0) return "pp" + std::to_string(n_prompt) + depth;
   if (n_prompt == 0) {
-    return "tg" + std::to_string(n_gen) + (n_parallel > 1 ? "x" + std::to_string(n_parallel) : "");
+    return "tg" + std::to_string(n_gen) + (n_parallel > 1 ? "x" + std::to_string(n_parallel) : "") +
+           depth;
   }
-  return "pp" + std::to_string(n_prompt) + "+tg" + std::to_string(n_gen);
+  return "pp" + std::to_string(n_prompt) + "+tg" + std::to_string(n_gen) + depth;
 }
 
 std::vector<double> BenchResult::samples_ts() const {

@@ -18,7 +18,9 @@ struct BenchTest {
   int64_t n_prompt = 0;      // pp test when > 0
   int64_t n_gen = 0;         // tg test when > 0
   int64_t n_parallel = 1;    // tg: sequences decoded together, one token each per step
-  std::string Name() const;  // "pp128", "tg64", "pp128+tg64", "tg64x8" (8 sequences)
+  int64_t n_depth = 0;       // tokens already in each cache when the test starts (-d)
+  // "pp128", "tg64", "pp128+tg64", "tg64x8" (8 sequences); " @ d512" with a depth.
+  std::string Name() const;
 };
 
 struct ModelDescription {

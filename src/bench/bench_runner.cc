@@ -91,13 +91,11 @@ Status BenchRunner::EnsureCaches(int64_t count, int64_t tokens) {
   return Status::Ok();
 }
 
-Status BenchRunner::RunOnce(const BenchTest& test) {
+Status BenchRunner::Prefill(int64_t n_tokens, KvCache& cache) {
   Model& model = engine_.model();
-  KvCache& cache = *caches_[0];
-  for (int64_t s = 0; s < test.n_parallel; ++s) caches_[size_t(s)]->Clear();
   const int64_t step = std::max<int64_t>(1, model.max_step_tokens());
-  for (int64_t done = 0; done < test.n_prompt;) {
-    const int64_t n = std::min(step, test.n_prompt - done);
+  for (int64_t done = 0; done < n_tokens;) {
+    const int64_t n = std::min(step, n_tokens - done);
     tokens_.resize(size_t(n));
     for (int32_t& t : tokens_) t = RandomToken();
     ASSIGN_OR_RETURN(Tensor logits, model.Forward(tokens_, cache, /*all_logits=*/false));
@@ -105,6 +103,21 @@ Status BenchRunner::RunOnce(const BenchTest& test) {
     done += n;
   }
   model.backend().Synchronize();
+  return Status::Ok();
+}
+
+Status BenchRunner::Reset(const BenchTest& test) {
+  for (int64_t s = 0; s < test.n_parallel; ++s) {
+    KvCache& cache = *caches_[size_t(s)];
+    cache.Clear();
+    RETURN_IF_ERROR(Prefill(test.n_depth, cache));
+  }
+  return Status::Ok();
+}
+
+Status BenchRunner::RunOnce(const BenchTest& test) {
+  Model& model = engine_.model();
+  RETURN_IF_ERROR(Prefill(test.n_prompt, *caches_[0]));
   tokens_.resize(size_t(test.n_parallel));
   steps_.resize(size_t(test.n_parallel));
   for (int64_t i = 0; i < test.n_gen; ++i) {
@@ -123,6 +136,10 @@ Expected<std::vector<uint64_t>> BenchRunner::Measure(const BenchTest& test, int 
   if (test.n_prompt < 0 || test.n_gen < 0 || test.n_prompt + test.n_gen == 0) {
     return Status::Error("bench test " + test.Name() + " has no tokens");
   }
+  if (test.n_depth < 0) {
+    return Status::Error("bench test " + test.Name() + ": depth must be >= 0, got " +
+                         std::to_string(test.n_depth));
+  }
   if (test.n_parallel < 1 || (test.n_parallel > 1 && test.n_prompt > 0)) {
     return Status::Error("bench test " + test.Name() +
                          ": only tg tests decode several sequences together");
@@ -132,12 +149,16 @@ Expected<std::vector<uint64_t>> BenchRunner::Measure(const BenchTest& test, int 
                          std::to_string(repetitions));
   }
   // Outside the timed runs.
-  RETURN_IF_ERROR(EnsureCaches(test.n_parallel, test.n_prompt + test.n_gen));
+  RETURN_IF_ERROR(EnsureCaches(test.n_parallel, test.n_depth + test.n_prompt + test.n_gen));
   // Warm-up as llama-bench does it: the whole prompt, or one generated token.
-  RETURN_IF_ERROR(RunOnce(test.n_prompt > 0 ? BenchTest{test.n_prompt, 0}
-                                            : BenchTest{0, 1, test.n_parallel}));
+  const BenchTest warm_up = test.n_prompt > 0
+                                ? BenchTest{test.n_prompt, 0, 1, test.n_depth}
+                                : BenchTest{0, 1, test.n_parallel, test.n_depth};
+  RETURN_IF_ERROR(Reset(warm_up));
+  RETURN_IF_ERROR(RunOnce(warm_up));
   std::vector<uint64_t> samples;
   for (int r = 0; r < repetitions; ++r) {
+    RETURN_IF_ERROR(Reset(test));  // untimed, as llama-bench fills its depth
     const auto start = std::chrono::steady_clock::now();
     RETURN_IF_ERROR(RunOnce(test));
     const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(

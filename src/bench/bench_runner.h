@@ -4,7 +4,9 @@
 // cache, so t/s = n / time; no sampling, as in llama-bench. tg<n>x<s>: s
 // sequences, each its own cache, decoded together (one batched step of s
 // tokens per generated position, as a serving step is), t/s = s n / time.
-// Each test runs once untimed, then `repetitions` times, each from empty caches.
+// Each test runs once untimed, then `repetitions` times, each from caches
+// holding n_depth random tokens (llama-bench's -d: filled untimed before each
+// run; 0, the default, is an empty cache).
 #pragma once
 
 #include <cstdint>
@@ -34,7 +36,11 @@ class BenchRunner {
  private:
   // `count` caches of at least `tokens` each (allocated only when too few or too small).
   Status EnsureCaches(int64_t count, int64_t tokens);
-  // One run of `test` from an empty cache; EnsureCache must have made room.
+  // Empties the test's caches and fills each with n_depth tokens (untimed).
+  Status Reset(const BenchTest& test);
+  // `n_tokens` random tokens into `cache`, in steps of the model's max_step_tokens.
+  Status Prefill(int64_t n_tokens, KvCache& cache);
+  // One timed run of `test` after Reset; EnsureCaches must have made room.
   Status RunOnce(const BenchTest& test);
   int32_t RandomToken();
 

@@ -24,6 +24,7 @@ struct BenchFlags {
   std::vector<std::string> models;
   std::vector<int64_t> prompts{128};
   std::vector<int64_t> gens{64};
+  std::vector<int64_t> depths{0};
   std::vector<int> threads;  // empty: all cores
   int repetitions = 5;
   std::string backend = "cpu";
@@ -44,6 +45,9 @@ Status Validate(const BenchFlags& f) {
   for (int64_t n : f.gens) {
     if (n < 0) return Status::Error("-n: generation sizes must be >= 0, got " + std::to_string(n));
   }
+  for (int64_t d : f.depths) {
+    if (d < 0) return Status::Error("-d: depths must be >= 0, got " + std::to_string(d));
+  }
   for (int t : f.threads) {
     if (t < 1) return Status::Error("-t: thread counts must be >= 1, got " + std::to_string(t));
   }
@@ -62,12 +66,14 @@ Status Validate(const BenchFlags& f) {
 
 std::vector<BenchTest> Tests(const BenchFlags& f) {
   std::vector<BenchTest> tests;
-  for (int64_t p : f.prompts) {
-    if (p > 0) tests.push_back({p, 0});
-  }
-  for (int64_t n : f.gens) {
-    for (int64_t s : f.parallel) {
-      if (n > 0) tests.push_back({0, n, s});
+  for (int64_t d : f.depths) {
+    for (int64_t p : f.prompts) {
+      if (p > 0) tests.push_back({p, 0, 1, d});
+    }
+    for (int64_t n : f.gens) {
+      for (int64_t s : f.parallel) {
+        if (n > 0) tests.push_back({0, n, s, d});
+      }
     }
   }
   return tests;
@@ -80,8 +86,8 @@ int Bench(BenchFlags f) {
   const std::vector<BenchTest> tests = Tests(f);
   int64_t max_prompt = 0, max_tokens = 1;
   for (const BenchTest& t : tests) {
-    max_prompt = std::max({max_prompt, t.n_prompt, t.n_parallel});
-    max_tokens = std::max(max_tokens, t.n_prompt + t.n_gen);
+    max_prompt = std::max({max_prompt, t.n_prompt, t.n_depth, t.n_parallel});
+    max_tokens = std::max(max_tokens, t.n_depth + t.n_prompt + t.n_gen);
   }
 
   std::vector<MembwResult> bandwidths;
@@ -136,7 +142,9 @@ int Bench(BenchFlags f) {
         auto samples = runner.Measure(test, f.repetitions);
         if (!samples.ok()) return ReportError(samples.status().WithContext(path));
         r.samples_ns = std::move(samples).value();
-        if (decode_bytes && test.n_prompt == 0 && test.n_parallel == 1) r.roofline = {best_gbs[threads], *decode_bytes};
+        // The roofline counts weights only: at depth the KV cache is read too.
+        if (decode_bytes && test.n_prompt == 0 && test.n_parallel == 1 && test.n_depth == 0)
+          r.roofline = {best_gbs[threads], *decode_bytes};
         if (markdown) {
           std::printf("%s", MarkdownRow(r).c_str());
           std::fflush(stdout);
@@ -159,6 +167,10 @@ CommandFn RegisterBench(CLI::App& cmd) {
       ->delimiter(',')
       ->capture_default_str();
   cmd.add_option("-n,--n-gen", f->gens, "token counts for tg tests, e.g. 64 (0: none)")
+      ->delimiter(',')
+      ->capture_default_str();
+  cmd.add_option("-d,--n-depth", f->depths,
+                 "tokens already in the cache when each test starts, e.g. 0,512 (llama-bench -d)")
       ->delimiter(',')
       ->capture_default_str();
   cmd.add_option("-t,--threads", f->threads, "CPU thread counts, e.g. 1,2 (default: all cores)")

@@ -24,7 +24,8 @@ TEST(BenchRunner, TimesEachRepetition) {
   auto engine = LoadTiny();
   ASSERT_NE(engine, nullptr);
   BenchRunner runner(*engine);
-  for (BenchTest test : {BenchTest{20, 0}, BenchTest{0, 5}, BenchTest{8, 4}, BenchTest{0, 3, 4}}) {
+  for (BenchTest test : {BenchTest{20, 0}, BenchTest{0, 5}, BenchTest{8, 4}, BenchTest{0, 3, 4},
+                         BenchTest{4, 0, 1, 20}, BenchTest{0, 3, 2, 20}}) {
     auto samples = runner.Measure(test, 3);
     ASSERT_TRUE(samples.ok()) << samples.status().message();
     ASSERT_EQ(samples->size(), 3u);
@@ -58,6 +59,13 @@ TEST(BenchRunner, RejectsTestsThatDoNotFit) {
   EXPECT_NE(too_long.status().message().find("20 tokens"), std::string::npos)
       << too_long.status().message();
   EXPECT_FALSE(runner.Measure({0, 0}, 1).ok());
+  // The depth counts: 10 tokens already in the cache + 8 generated > 16.
+  auto too_deep = runner.Measure({0, 8, 1, 10}, 1);
+  ASSERT_FALSE(too_deep.ok());
+  EXPECT_NE(too_deep.status().message().find("18 tokens"), std::string::npos)
+      << too_deep.status().message();
+  EXPECT_TRUE(runner.Measure({0, 8, 1, 8}, 1).ok());
+  EXPECT_FALSE(runner.Measure({0, 4, 1, -1}, 1).ok());
   // Several sequences only for tg, and no more than a step takes (8 here).
   EXPECT_FALSE(runner.Measure({4, 2, 2}, 1).ok());
   auto too_wide = runner.Measure({0, 2, 9}, 1);

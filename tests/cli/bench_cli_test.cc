@@ -101,6 +101,25 @@ TEST_F(BenchCli, ParallelDecodesSeveralSequencesPerStep) {
   EXPECT_NE(md.out.find("tg4x3 |"), std::string::npos) << md.out;
 }
 
+// -d fills every cache with that many tokens before each test (untimed), one
+// set of tests per depth, named and reported as llama-bench does.
+TEST_F(BenchCli, DepthPrefillsTheCacheBeforeEachTest) {
+  const auto r = Bench({"-m", Golden("llama_tiny"), "-p", "4", "-n", "3", "-d", "0,12",
+                        "--parallel", "1,2", "-r", "1", "-o", "json", "-t", "1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto json = nlohmann::json::parse(r.out);
+  ASSERT_EQ(json.size(), 6u) << r.out;
+  for (size_t i = 0; i < 6; ++i) EXPECT_EQ(json[i]["n_depth"], i < 3 ? 0 : 12) << i;
+  const auto md = Bench({"-m", Golden("llama_tiny"), "-p", "4", "-n", "3", "-d", "12", "-r", "1",
+                         "-t", "1"});
+  ASSERT_EQ(md.exit_code, 0) << md.err;
+  EXPECT_NE(md.out.find("pp4 @ d12 |"), std::string::npos) << md.out;
+  EXPECT_NE(md.out.find("tg3 @ d12 |"), std::string::npos) << md.out;
+  const auto bad = Bench({"-m", Golden("llama_tiny"), "-d", "-1", "-t", "1"});
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("-d: depths must be >= 0"), std::string::npos) << bad.err;
+}
+
 TEST_F(BenchCli, MarkdownTableLikeLlamaBench) {
   const auto r = Bench({"-m", Golden("llama_tiny"), "-p", "8", "-n", "4", "-r", "2", "-t", "1"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
