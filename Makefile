@@ -40,8 +40,15 @@ test-asan: deps model
 	cmake -S . -B $(ASAN_DIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DANYMOE_SANITIZE=ON \
 	  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" -DANYMOE_BUILD_BENCH=OFF
 	cmake --build $(ASAN_DIR) -j $(JOBS)
-	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:intercept_tls_get_addr=0 \
+	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest --test-dir $(ASAN_DIR) --output-on-failure -j $(JOBS) -E '$(ASAN_SKIP)'
+# intercept_tls_get_addr=0: with it, gcc 12's LeakSanitizer records a bogus
+# dynamic-TLS range for a library PoCL loads and its tracer segfaults at exit
+# ("Tracer caught signal 11", "DTLS 9 at 0x1b84-0x800002c86") in `anymoe`
+# processes that used OpenCL, depending only on the binary's layout (it
+# appeared with an unrelated bench change). Static TLS and every thread's
+# stack are still scanned; the whole suite reports no leak either way.
 # Left out under ASan: the 135M-parameter f32 golden run (over 10 minutes at
 # -O1 with ASan; the same forward pass runs on the tiny golden models) and the
 # headless-browser page test (timing-bound; the browser is not instrumented).
