@@ -38,6 +38,11 @@ void ReleaseFilePages(const uint8_t* p, uint64_t bytes) {
 #endif
 }
 
+// A matrix the integer kernels can read as panels on this machine.
+bool IsPanelCandidate(const Tensor& w) {
+  return w.rank >= 2 && kernels::HasPanelKernels(w.dtype) && w.rows() % kernels::kPanelRows == 0;
+}
+
 class HostBuffer final : public Buffer {
  public:
   HostBuffer(void* p, uint64_t size) : p_(p), size_(size) {}
@@ -100,10 +105,6 @@ Expected<Tensor> CpuBackend::PrepareWeight(const TensorInfo& info) {
   w.tensor.base = buf->base();
   owned_.push_back(std::move(buf));
   return w.tensor;
-}
-
-bool CpuBackend::IsPanelCandidate(const Tensor& w) {
-  return w.rank >= 2 && kernels::HasPanelKernels(w.dtype) && w.rows() % kernels::kPanelRows == 0;
 }
 
 Status CpuBackend::StorePanels(const std::string& name, Tensor& w) {

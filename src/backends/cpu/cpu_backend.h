@@ -72,7 +72,6 @@ class CpuBackend final : public Backend {
   // Per-thread f32 scratch, grown on first use and then reused (no per-token allocation).
   float* Scratch(int thread, uint64_t floats);
   float* SharedScratch(uint64_t floats);
-  static bool IsPanelCandidate(const Tensor& w);
   // Packs w into an owned panel-layout copy and points w.panels at it.
   Status StorePanels(const std::string& name, Tensor& w);
 

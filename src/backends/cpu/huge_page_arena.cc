@@ -20,11 +20,10 @@ uint8_t* MapAligned(uint64_t size) {
   if (p == MAP_FAILED) return nullptr;
   const auto raw = reinterpret_cast<uintptr_t>(p);
   const uintptr_t aligned = RoundUp(raw, kAlign);
-  // Give back the unaligned head and the tail past `size`.
+  // Give back the unaligned head and the tail past `size` (never empty: the
+  // head takes less than kAlign).
   if (aligned > raw) munmap(p, aligned - raw);
-  if (aligned + size < raw + size + kAlign) {
-    munmap(reinterpret_cast<void*>(aligned + size), raw + kAlign - aligned);
-  }
+  munmap(reinterpret_cast<void*>(aligned + size), raw + kAlign - aligned);
   auto* base = reinterpret_cast<uint8_t*>(aligned);
 #ifdef MADV_HUGEPAGE
   madvise(base, size, MADV_HUGEPAGE);  // only advice: without THP, 4 KiB pages
@@ -52,8 +51,13 @@ Expected<uint8_t*> HugePageArena::Allocate(uint64_t bytes, const std::string& wh
   Chunk& c = chunks_.back();
   uint8_t* p = c.base + c.used;
   c.used += bytes;
-  in_use_ += bytes;
   return p;
+}
+
+uint64_t HugePageArena::bytes_in_use() const {
+  uint64_t n = 0;
+  for (const Chunk& c : chunks_) n += c.used;
+  return n;
 }
 
 }  // namespace anymoe::cpu

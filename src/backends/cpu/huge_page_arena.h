@@ -32,7 +32,7 @@ class HugePageArena {
   Expected<uint8_t*> Allocate(uint64_t bytes, const std::string& what);
 
   // Bytes handed out so far.
-  uint64_t bytes_in_use() const { return in_use_; }
+  uint64_t bytes_in_use() const;
 
  private:
   struct Chunk {
@@ -40,7 +40,6 @@ class HugePageArena {
     uint64_t size, used;
   };
   std::vector<Chunk> chunks_;
-  uint64_t in_use_ = 0;
 };
 
 }  // namespace anymoe::cpu

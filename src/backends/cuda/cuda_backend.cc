@@ -56,8 +56,6 @@ int I(int64_t v) {
   CHECK(v >= 0 && v <= int64_t(INT32_MAX));
   return int(v);
 }
-
-
 }  // namespace
 
 Expected<std::unique_ptr<CudaBackend>> CudaBackend::Create(const BackendOptions& options) {

@@ -33,8 +33,6 @@ bool IsWeightDtype(DType d) {
   return d == DType::kF32 || d == DType::kF16 || d == DType::kBF16 || d == DType::kQ8_0 ||
          d == DType::kQ4_0 || d == DType::kQ4_1;
 }
-
-
 }  // namespace
 
 Expected<std::unique_ptr<OpenClBackend>> OpenClBackend::Create(const BackendOptions& options) {

@@ -767,8 +767,7 @@ bool HasPanelKernels(DType weight_type) {
 
 void PanelMatmulRows(DType weight_type, const uint8_t* panels, size_t w_row_bytes, const void* qx,
                      int64_t t, int64_t k, int64_t n0, int64_t n1, float* y, int64_t ldy) {
-  CheckShape(weight_type, t, k);
-  CHECK(HasPanelKernels(weight_type));
+  CheckShape(weight_type, t, k);  // the target's kernel CHECKs that it has panels
   CHECK(0 <= n0 && n0 <= n1 && n0 % kPanelRows == 0 && n1 % kPanelRows == 0);
   HWY_DYNAMIC_DISPATCH(PanelMatmulRowsImpl)(weight_type, panels, w_row_bytes, qx, t, k, n0, n1, y,
                                             ldy);
