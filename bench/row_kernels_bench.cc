@@ -6,6 +6,7 @@
 #include <random>
 #include <vector>
 
+#include "backends/cpu/huge_page_arena.h"
 #include "backends/cpu/kernels/attention.h"
 #include "backends/cpu/kernels/dot.h"
 #include "backends/cpu/kernels/quant_matmul.h"
@@ -58,6 +59,45 @@ void BM_AttendGqaGroup(benchmark::State& state) {
   state.SetItemsProcessed(int64_t(state.iterations()) * n * g);
 }
 BENCHMARK(BM_AttendGqaGroup)->ArgsProduct({{256, 8192, 65536}, {3}, {0, 1}});
+
+// Every query head of one decode token (SmolLM2: 9 heads, 3 kv heads, d 64)
+// over n cached rows, the rows cold: the calls cycle through 240 caches (8
+// sequences x 30 layers, as a batched decode step reads them) in huge pages,
+// as the CPU backend allocates its KV pool. Either one call per kv head (each
+// pass over one head's slice of every row) or one call for all heads (rows
+// touched whole, in order); items are (head, key) pairs.
+void BM_AttendDecodeToken(benchmark::State& state) {
+  const int64_t n = state.range(0), kv = 3, group = 3, d = 64, stride = kv * d, caches = 240;
+  const bool all_heads = state.range(1) != 0;
+  const size_t floats = size_t(caches * n * stride);
+  cpu::HugePageArena arena;
+  auto* k = reinterpret_cast<float*>(*arena.Allocate(floats * sizeof(float), "keys"));
+  auto* v = reinterpret_cast<float*>(*arena.Allocate(floats * sizeof(float), "values"));
+  const auto k_values = testing::UniformFloats(floats, 1), v_values = testing::UniformFloats(floats, 2);
+  std::copy(k_values.begin(), k_values.end(), k);
+  std::copy(v_values.begin(), v_values.end(), v);
+  const auto q = testing::UniformFloats(size_t(kv * group * d), 3);
+  std::vector<float> out(size_t(kv * group * d));
+  int64_t c = 0;
+  for (auto _ : state) {
+    const float* kc = k + c * n * stride;
+    const float* vc = v + c * n * stride;
+    c = (c + 1) % caches;
+    if (all_heads) {
+      AttendOnlineSoftmaxHeads(q.data(), kv, group, d, kc, vc, n, nullptr, stride, stride, d, d,
+                               0.125f, out.data(), d);
+    } else {
+      for (int64_t h = 0; h < kv; ++h) {
+        AttendOnlineSoftmaxGroup(q.data() + h * group * d, group, d, kc + h * d, vc + h * d, n,
+                                 nullptr, stride, stride, d, d, 0.125f, out.data() + h * group * d,
+                                 d);
+      }
+    }
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetItemsProcessed(int64_t(state.iterations()) * n * kv * group);
+}
+BENCHMARK(BM_AttendDecodeToken)->ArgsProduct({{64, 160, 512}, {0, 1}});
 
 void BM_SiluMul(benchmark::State& state) {
   const size_t n = size_t(state.range(0));

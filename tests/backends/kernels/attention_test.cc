@@ -82,12 +82,12 @@ std::vector<double> ReferenceAttention(const float* q, const std::vector<float>&
   return out;
 }
 
-// A GQA group: 19 queries (more than one pass of 16) share the keys and values,
+// A GQA group: 67 queries (more than one pass of 64) share the keys and values,
 // each with its own softmax, at strided positions.
 TEST(AttendOnlineSoftmaxGroup, EachQueryMatchesItsReferenceOnEveryTarget) {
   testing::ForEachTarget([] {
     const int64_t keys = 150, d_k = 64, d_v = 48, k_stride = 70, v_stride = 50;
-    const int64_t n_q = 19, q_stride = 67, out_stride = 53;
+    const int64_t n_q = 67, q_stride = 67, out_stride = 53;
     const auto q = Random(n_q * q_stride, 7, 1.0f), k = Random(keys * k_stride, 8, 0.5f),
                v = Random(keys * v_stride, 9, 1.0f);
     std::vector<int32_t> ids;
@@ -108,6 +108,49 @@ TEST(AttendOnlineSoftmaxGroup, EachQueryMatchesItsReferenceOnEveryTarget) {
         // Nothing between the outputs is touched.
         for (int64_t x = d_v; x < out_stride && g + 1 < n_q; ++x)
           EXPECT_EQ(out[size_t(g * out_stride + x)], -7.0f);
+      }
+    }
+  });
+}
+
+// Every query head of a token in one call: 5 kv heads of 14 queries each (70
+// queries: more than one chunk of 64, a chunk boundary inside a head), rows
+// holding every head's keys side by side. Each query gets exactly the bits of
+// the per-group call for its head (the CPU backend takes one or the other
+// depending on the batch, and batching must not change results), and matches
+// the reference.
+TEST(AttendOnlineSoftmaxHeads, EachQueryHasItsPerGroupBitsOnEveryTarget) {
+  testing::ForEachTarget([] {
+    const int64_t keys = 150, kv_heads = 5, group = 14, d_k = 32, d_v = 24;
+    const int64_t k_stride = kv_heads * d_k + 3, v_stride = kv_heads * d_v + 5;
+    const int64_t n_q = kv_heads * group, q_stride = d_k + 1, out_stride = d_v + 2;
+    const auto q = Random(n_q * q_stride, 17, 1.0f), k = Random(keys * k_stride, 18, 0.5f),
+               v = Random(keys * v_stride, 19, 1.0f);
+    std::vector<int32_t> ids;
+    for (int32_t j = keys - 1; j >= 0; j -= 3) ids.push_back(j);  // rows out of order
+    for (const bool select : {false, true}) {
+      const int64_t n = select ? int64_t(ids.size()) : keys;
+      const int32_t* key_ids = select ? ids.data() : nullptr;
+      std::vector<float> all(size_t(n_q * out_stride), -7.0f), per_group(all);
+      AttendOnlineSoftmaxHeads(q.data(), kv_heads, group, q_stride, k.data(), v.data(), n, key_ids,
+                               k_stride, v_stride, d_k, d_v, 0.125f, all.data(), out_stride);
+      for (int64_t h = 0; h < kv_heads; ++h) {
+        AttendOnlineSoftmaxGroup(q.data() + h * group * q_stride, group, q_stride,
+                                 k.data() + h * d_k, v.data() + h * d_v, n, key_ids, k_stride,
+                                 v_stride, d_k, d_v, 0.125f,
+                                 per_group.data() + h * group * out_stride, out_stride);
+      }
+      EXPECT_EQ(all, per_group) << "select=" << select;
+      for (int64_t i = 0; i < n_q; ++i) {
+        const int64_t h = i / group;
+        const auto ref = ReferenceAttention(q.data() + i * q_stride,
+                                            std::vector<float>(k.begin() + h * d_k, k.end()),
+                                            std::vector<float>(v.begin() + h * d_v, v.end()), n,
+                                            key_ids, k_stride, v_stride, d_k, d_v, 0.125);
+        for (int64_t x = 0; x < d_v; ++x) {
+          EXPECT_NEAR(all[size_t(i * out_stride + x)], ref[size_t(x)], 1e-5)
+              << "query " << i << " select=" << select << " dim " << x;
+        }
       }
     }
   });

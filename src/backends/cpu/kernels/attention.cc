@@ -7,6 +7,7 @@
 #include "backends/cpu/kernels/dot-inl.h"
 
 #include <algorithm>
+#include <cstring>
 #include <cmath>
 
 HWY_BEFORE_NAMESPACE();
@@ -156,30 +157,68 @@ HWY_INLINE void BlockValues(const float* p, const float* v, const int32_t* key_i
   }
 }
 
+// Reads one word of every 64-byte line of floats [0, span) of each row
+// key(j0 .. j0 + n) at `base`, in row order. This machine's memory streams
+// whole rows read front to back at ~3x the rate of one head's slice of each
+// row per pass (SmolLM2's 768-byte rows, 256 per head, huge pages: 28-31
+// against 9-10 GB/s on one core), and software prefetches of the same lines
+// did not help; so a block's rows are first touched in order, after which
+// the per-query passes find them in L1/L2.
+HWY_INLINE void TouchRows(const float* base, const int32_t* key_ids, int64_t j0, int64_t n,
+                          int64_t stride, int64_t span) {
+  uint32_t seen = 0;
+  for (int64_t b = 0; b < n; ++b) {
+    const auto* row = reinterpret_cast<const uint8_t*>(
+        base + (key_ids != nullptr ? int64_t(key_ids[j0 + b]) : j0 + b) * stride);
+    for (int64_t offset = 0; offset < span * 4; offset += 64) {
+      uint32_t word;
+      std::memcpy(&word, row + offset, 4);
+      seen |= word;
+    }
+  }
+  // Keep the loads: their values are not needed.
+  asm volatile("" : : "r"(seen));
+}
+
 // Online softmax over blocks of keys: the scores of a block are taken first,
 // exponentiated together (vectorised), and the accumulator is rescaled once
-// per block rather than once per key. The n_q queries of a group take each
-// block in turn while its keys and values are still in L1, so every key and
-// value row comes from memory once for the whole group.
-void AttendOnlineSoftmaxImpl(const float* q, int64_t n_q, int64_t q_stride, const float* k,
-                             const float* v, int64_t n_keys, const int32_t* key_ids,
-                             int64_t k_stride, int64_t v_stride, int64_t d_k, int64_t d_v,
-                             float scale, float* out, int64_t out_stride) {
-  constexpr int64_t kBlock = 64, kMaxGroup = 16;
-  for (int64_t g0 = 0; g0 < n_q; g0 += kMaxGroup) {
-    const int64_t group = std::min(kMaxGroup, n_q - g0);
+// per block rather than once per key. The queries take each block in turn
+// while its keys and values are still in cache: the group of a kv head reads
+// each of its key and value rows from memory once, and with several kv heads
+// a block's whole rows (every head's slice) are read together, front to back,
+// instead of one head's slice of every row per pass. Each query's arithmetic
+// is the same whichever way its heads are gathered into calls.
+void AttendOnlineSoftmaxImpl(const float* q, int64_t kv_heads, int64_t group, int64_t q_stride,
+                             const float* k, const float* v, int64_t n_keys,
+                             const int32_t* key_ids, int64_t k_stride, int64_t v_stride,
+                             int64_t d_k, int64_t d_v, float scale, float* out,
+                             int64_t out_stride) {
+  constexpr int64_t kBlock = 64, kMaxQueries = 64, kTouchBytes = 512 << 10;
+  const int64_t n_q = kv_heads * group;
+  for (int64_t g0 = 0; g0 < n_q; g0 += kMaxQueries) {
+    const int64_t chunk = std::min(kMaxQueries, n_q - g0);
     HWY_ALIGN float scores[kBlock];
-    float running_max[kMaxGroup], denom[kMaxGroup];
-    for (int64_t g = 0; g < group; ++g) {
+    float running_max[kMaxQueries], denom[kMaxQueries];
+    for (int64_t g = 0; g < chunk; ++g) {
       running_max[g] = -INFINITY;
       denom[g] = 0.0f;
       std::fill_n(out + (g0 + g) * out_stride, d_v, 0.0f);
     }
+    // The chunk's kv heads: rows are touched in order when there are several
+    // and a block of them fits in L2 with room to spare.
+    const int64_t first_head = g0 / group, heads = (g0 + chunk - 1) / group - first_head + 1;
+    const bool touch = heads > 1 && kBlock * heads * (d_k + d_v) * 4 <= kTouchBytes;
     for (int64_t j0 = 0; j0 < n_keys; j0 += kBlock) {
       const int64_t nb = std::min(kBlock, n_keys - j0);
-      for (int64_t g = 0; g < group; ++g) {
+      if (touch) {
+        TouchRows(k + first_head * d_k, key_ids, j0, nb, k_stride, heads * d_k);
+        TouchRows(v + first_head * d_v, key_ids, j0, nb, v_stride, heads * d_v);
+      }
+      for (int64_t g = 0; g < chunk; ++g) {
+        const int64_t head = (g0 + g) / group;
         float* o = out + (g0 + g) * out_stride;
-        BlockScores(q + (g0 + g) * q_stride, k, key_ids, j0, nb, k_stride, d_k, scale, scores);
+        BlockScores(q + (g0 + g) * q_stride, k + head * d_k, key_ids, j0, nb, k_stride, d_k,
+                    scale, scores);
         const float block_max = *std::max_element(scores, scores + nb);
         const float new_max = std::max(block_max, running_max[g]);
         const float block_sum = ExpShifted(scores, nb, new_max);
@@ -190,10 +229,10 @@ void AttendOnlineSoftmaxImpl(const float* q, int64_t n_q, int64_t q_stride, cons
         }
         denom[g] += block_sum;
         running_max[g] = new_max;
-        BlockValues(scores, v, key_ids, j0, nb, v_stride, d_v, o);
+        BlockValues(scores, v + head * d_v, key_ids, j0, nb, v_stride, d_v, o);
       }
     }
-    for (int64_t g = 0; g < group; ++g) Scale(1.0f / denom[g], out + (g0 + g) * out_stride, d_v);
+    for (int64_t g = 0; g < chunk; ++g) Scale(1.0f / denom[g], out + (g0 + g) * out_stride, d_v);
   }
 }
 
@@ -233,8 +272,18 @@ void AttendOnlineSoftmaxGroup(const float* q, int64_t n_q, int64_t q_stride, con
                               const float* v, int64_t n_keys, const int32_t* key_ids,
                               int64_t k_stride, int64_t v_stride, int64_t d_k, int64_t d_v,
                               float scale, float* out, int64_t out_stride) {
+  AttendOnlineSoftmaxHeads(q, 1, n_q, q_stride, k, v, n_keys, key_ids, k_stride, v_stride, d_k,
+                           d_v, scale, out, out_stride);
+}
+
+void AttendOnlineSoftmaxHeads(const float* q, int64_t kv_heads, int64_t group, int64_t q_stride,
+                              const float* k, const float* v, int64_t n_keys,
+                              const int32_t* key_ids, int64_t k_stride, int64_t v_stride,
+                              int64_t d_k, int64_t d_v, float scale, float* out,
+                              int64_t out_stride) {
   HWY_DYNAMIC_DISPATCH(AttendOnlineSoftmaxImpl)
-  (q, n_q, q_stride, k, v, n_keys, key_ids, k_stride, v_stride, d_k, d_v, scale, out, out_stride);
+  (q, kv_heads, group, q_stride, k, v, n_keys, key_ids, k_stride, v_stride, d_k, d_v, scale, out,
+   out_stride);
 }
 
 void SiluMul(const float* gate, const float* up, float* out, size_t n) {

@@ -22,6 +22,17 @@ void AttendOnlineSoftmaxGroup(const float* q, int64_t n_q, int64_t q_stride, con
                               int64_t k_stride, int64_t v_stride, int64_t d_k, int64_t d_v,
                               float scale, float* out, int64_t out_stride);
 
+// The same for every query head of one token: kv_heads groups of `group`
+// queries, query (h, g) at q + (h * group + g) * q_stride and its output at
+// out + (h * group + g) * out_stride, kv head h's vectors at k + h * d_k and
+// v + h * d_v within each cached row. Each query gets the bits the per-group
+// call gives it; the rows are read front to back, every head's slice together.
+void AttendOnlineSoftmaxHeads(const float* q, int64_t kv_heads, int64_t group, int64_t q_stride,
+                              const float* k, const float* v, int64_t n_keys,
+                              const int32_t* key_ids, int64_t k_stride, int64_t v_stride,
+                              int64_t d_k, int64_t d_v, float scale, float* out,
+                              int64_t out_stride);
+
 // out = silu(gate) * up = gate / (1 + exp(-gate)) * up, n elements; out may alias gate.
 void SiluMul(const float* gate, const float* up, float* out, size_t n);
 
