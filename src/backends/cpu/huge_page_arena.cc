@@ -12,10 +12,11 @@ namespace {
 
 uint64_t RoundUp(uint64_t n, uint64_t to) { return (n + to - 1) / to * to; }
 
-// `size` bytes (a multiple of kHugePage) of anonymous memory starting on a huge
-// page boundary, advised as huge pages; null on failure.
-uint8_t* MapAligned(uint64_t size) {
+}  // namespace
+
+uint8_t* MapHugePages(uint64_t bytes) {
   constexpr uint64_t kAlign = HugePageArena::kHugePage;
+  const uint64_t size = RoundUp(std::max<uint64_t>(bytes, 1), kAlign);
   void* p = mmap(nullptr, size + kAlign, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) return nullptr;
   const auto raw = reinterpret_cast<uintptr_t>(p);
@@ -26,22 +27,24 @@ uint8_t* MapAligned(uint64_t size) {
   munmap(reinterpret_cast<void*>(aligned + size), raw + kAlign - aligned);
   auto* base = reinterpret_cast<uint8_t*>(aligned);
 #ifdef MADV_HUGEPAGE
-  madvise(base, size, MADV_HUGEPAGE);  // only advice: without THP, 4 KiB pages
+  madvise(base, size, MADV_HUGEPAGE);
 #endif
   return base;
 }
 
-}  // namespace
+void UnmapHugePages(uint8_t* base, uint64_t bytes) {
+  if (base != nullptr) munmap(base, RoundUp(std::max<uint64_t>(bytes, 1), HugePageArena::kHugePage));
+}
 
 HugePageArena::~HugePageArena() {
-  for (const Chunk& c : chunks_) munmap(c.base, c.size);
+  for (const Chunk& c : chunks_) UnmapHugePages(c.base, c.size);
 }
 
 Expected<uint8_t*> HugePageArena::Allocate(uint64_t bytes, const std::string& what) {
   bytes = RoundUp(std::max<uint64_t>(bytes, 1), 64);
   if (chunks_.empty() || chunks_.back().size - chunks_.back().used < bytes) {
     const uint64_t size = RoundUp(std::max(bytes, kChunkBytes), kHugePage);
-    uint8_t* base = MapAligned(size);
+    uint8_t* base = MapHugePages(size);
     if (base == nullptr) {
       return Status::Error("cpu: cannot map " + std::to_string(size) + " bytes for " + what +
                            ": " + std::strerror(errno));

@@ -18,6 +18,12 @@
 
 namespace anymoe::cpu {
 
+// `bytes` rounded up to whole huge pages of anonymous memory, starting on a
+// huge page boundary and advised as huge pages (only advice: without THP,
+// 4 KiB pages); null when the system refuses. Free with UnmapHugePages.
+uint8_t* MapHugePages(uint64_t bytes);
+void UnmapHugePages(uint8_t* base, uint64_t bytes);
+
 class HugePageArena {
  public:
   static constexpr uint64_t kHugePage = uint64_t(2) << 20;
