@@ -7,8 +7,8 @@
 #include "backends/cpu/kernels/dot-inl.h"
 
 #include <algorithm>
-#include <cstring>
 #include <cmath>
+#include <cstring>
 
 HWY_BEFORE_NAMESPACE();
 namespace anymoe::kernels {
@@ -170,11 +170,13 @@ HWY_INLINE void TouchRows(const float* base, const int32_t* key_ids, int64_t j0,
   for (int64_t b = 0; b < n; ++b) {
     const auto* row = reinterpret_cast<const uint8_t*>(
         base + (key_ids != nullptr ? int64_t(key_ids[j0 + b]) : j0 + b) * stride);
-    for (int64_t offset = 0; offset < span * 4; offset += 64) {
+    auto load = [&](int64_t offset) {
       uint32_t word;
       std::memcpy(&word, row + offset, 4);
       seen |= word;
-    }
+    };
+    for (int64_t offset = 0; offset < span * 4; offset += 64) load(offset);
+    load(span * 4 - 4);  // the last line, when the row does not start on one
   }
   // Keep the loads: their values are not needed.
   asm volatile("" : : "r"(seen));
