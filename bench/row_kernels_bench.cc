@@ -73,7 +73,8 @@ void BM_AttendDecodeToken(benchmark::State& state) {
   cpu::HugePageArena arena;
   auto* k = reinterpret_cast<float*>(*arena.Allocate(floats * sizeof(float), "keys"));
   auto* v = reinterpret_cast<float*>(*arena.Allocate(floats * sizeof(float), "values"));
-  const auto k_values = testing::UniformFloats(floats, 1), v_values = testing::UniformFloats(floats, 2);
+  const auto k_values = testing::UniformFloats(floats, 1);
+  const auto v_values = testing::UniformFloats(floats, 2);
   std::copy(k_values.begin(), k_values.end(), k);
   std::copy(v_values.begin(), v_values.end(), v);
   const auto q = testing::UniformFloats(size_t(kv * group * d), 3);

@@ -54,7 +54,9 @@ class HostBuffer final : public Buffer {
       p_ = cpu::MapHugePages(size);
       mapped_ = p_ != nullptr;
     }
-    if (p_ == nullptr) p_ = ::operator new(std::max<uint64_t>(size, 64), std::align_val_t(64), std::nothrow);
+    if (p_ == nullptr) {
+      p_ = ::operator new(std::max<uint64_t>(size, 64), std::align_val_t(64), std::nothrow);
+    }
   }
   ~HostBuffer() override {
     if (mapped_) {

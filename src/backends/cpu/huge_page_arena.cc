@@ -33,7 +33,8 @@ uint8_t* MapHugePages(uint64_t bytes) {
 }
 
 void UnmapHugePages(uint8_t* base, uint64_t bytes) {
-  if (base != nullptr) munmap(base, RoundUp(std::max<uint64_t>(bytes, 1), HugePageArena::kHugePage));
+  if (base == nullptr) return;
+  munmap(base, RoundUp(std::max<uint64_t>(bytes, 1), HugePageArena::kHugePage));
 }
 
 HugePageArena::~HugePageArena() {
