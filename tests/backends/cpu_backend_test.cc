@@ -121,6 +121,44 @@ INSTANTIATE_TEST_SUITE_P(
              std::to_string(std::get<1>(info.param));
     });
 
+// One MultiMatmul over projections of different weight types (as a q4_k file
+// mixes in q8_0 / q6_k tensors) shares the quantised activations between
+// them; each output still has the bits of its own Matmul, for decode and
+// batched step sizes.
+TEST(CpuMultiMatmul, MixedWeightTypesGiveEachProjectionItsOwnMatmulsBits) {
+  CpuBackend backend{2};
+  const int64_t in = 256, rows = 24;
+  const std::vector<DType> types = {DType::kQ4_0, DType::kQ8_0, DType::kF16, DType::kQ4_1,
+                                    DType::kQ6_K};
+  std::vector<std::vector<uint8_t>> bytes;
+  std::vector<Tensor> weights;
+  for (size_t i = 0; i < types.size(); ++i) {
+    bytes.push_back(RandomWeightBytes(types[i], rows, in, uint32_t(20 + i)));
+    const TensorInfo info{"blk.0.attn_q.weight", types[i], {rows, in}, bytes.back().data(),
+                          bytes.back().size()};
+    auto w = backend.PrepareWeight(info);
+    ASSERT_TRUE(w.ok());
+    weights.push_back(*w);
+  }
+  for (int64_t t : {1, 4, 9}) {
+    SCOPED_TRACE("t=" + std::to_string(t));
+    auto x = RandomFloats(size_t(t * in), uint32_t(30 + t));
+    const Tensor xt = Tensor::Of(x.data(), DType::kF32, {t, in});
+    std::vector<std::vector<float>> together(types.size(), std::vector<float>(size_t(t * rows)));
+    std::vector<Projection> projections;
+    for (size_t i = 0; i < types.size(); ++i) {
+      projections.push_back({&weights[i], nullptr,
+                             Tensor::Of(together[i].data(), DType::kF32, {t, rows})});
+    }
+    backend.MultiMatmul(xt, projections);
+    for (size_t i = 0; i < types.size(); ++i) {
+      std::vector<float> alone(size_t(t * rows));
+      backend.Matmul(xt, weights[i], nullptr, Tensor::Of(alone.data(), DType::kF32, {t, rows}));
+      EXPECT_EQ(together[i], alone) << Name(types[i]);
+    }
+  }
+}
+
 // The cache is paged: position p lives at pool row rows[p] (a shuffled table),
 // while the reference below reads positions in order through the same table.
 TEST_F(CpuOps, GqaAttentionOverPagedPartlyFilledCache) {
