@@ -125,9 +125,19 @@ TEST_P(SchedulerTest, CancelFreesTheSlotAndBlocks) {
   auto sched = std::move(Scheduler::Create(*engine_, SchedulerOptions{.max_parallel = 1,
                                                                        .context = 256})).value();
   Collected slow, next;
-  auto handle = std::move(sched->Submit(MakeRequest(Prompt(1), 200, &slow))).value();
+  // The slow request's first token waits for the cancel, so that it cannot
+  // run to its token limit first on a fast or busy machine.
+  std::promise<void> cancel_sent;
+  Request slow_request = MakeRequest(Prompt(1), 200, &slow);
+  slow_request.on_event = [collect = slow_request.on_event,
+                           cancelled = cancel_sent.get_future().share()](const RequestEvent& ev) {
+    if (ev.kind == RequestEvent::Kind::kToken) cancelled.wait();
+    collect(ev);
+  };
+  auto handle = std::move(sched->Submit(std::move(slow_request))).value();
   ASSERT_TRUE(sched->Submit(MakeRequest(Prompt(2), 4, &next)).ok());
   handle->Cancel();
+  cancel_sent.set_value();
   ASSERT_EQ(slow.done.get_future().wait_for(60s), std::future_status::ready);
   EXPECT_EQ(slow.reason, StopReason::kCancelled);
   ASSERT_EQ(next.done.get_future().wait_for(60s), std::future_status::ready);
