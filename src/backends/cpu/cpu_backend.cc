@@ -158,13 +158,26 @@ void CpuBackend::Embedding(const Tensor& table, std::span<const int32_t> ids, co
   }
 }
 
+// The row ops of a batched decode step (8 rows) or a prefill left the pool's
+// other threads idle: serially they were ~8 % of a concurrency-8 serving
+// profile. Below kParallelElements a region costs about what it saves
+// (kernel_bench: SiLU-gated product 0.43 ns per element on one thread).
+void CpuBackend::ForRows(int64_t rows, int64_t elements_per_row,
+                         FunctionRef<void(int64_t, int64_t)> fn) {
+  constexpr int64_t kParallelElements = 8192;
+  if (rows < 2 || rows * elements_per_row < kParallelElements) return fn(0, rows);
+  pool_.ParallelRange(rows, 1, [&](int64_t r0, int64_t r1, int) { fn(r0, r1); });
+}
+
 void CpuBackend::RmsNorm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out) {
   const int64_t n = x.cols();
   CHECK(weight.dtype == DType::kF32 && weight.elements() == n && out.elements() == x.elements());
   const float* xp = x.as<const float>();
   const float* w = weight.as<const float>();
   float* op = out.as<float>();
-  for (int64_t r = 0; r < x.rows(); ++r) cpu::RmsNormRow(xp + r * n, w, eps, n, op + r * n);
+  ForRows(x.rows(), n, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) cpu::RmsNormRow(xp + r * n, w, eps, n, op + r * n);
+  });
 }
 
 void CpuBackend::Matmul(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& y) {
@@ -198,9 +211,11 @@ void CpuBackend::Rope(const Tensor& x, std::span<const int32_t> positions,
   CHECK(x.rank == 3 && x.dim(0) == int64_t(positions.size()));
   const int64_t heads = x.dim(1), head_dim = x.dim(2);
   float* xp = x.as<float>();
-  for (size_t t = 0; t < positions.size(); ++t) {
-    cpu::RopeToken(xp + t * heads * head_dim, heads, head_dim, positions[t], rope);
-  }
+  ForRows(x.dim(0), heads * head_dim, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      cpu::RopeToken(xp + t * heads * head_dim, heads, head_dim, positions[size_t(t)], rope);
+    }
+  });
 }
 
 void CpuBackend::Attention(const Tensor& q, const Tensor& k_pool, const Tensor& v_pool,
@@ -387,8 +402,15 @@ void CpuBackend::Zero(const Tensor& t) {
 
 void CpuBackend::SwiGlu(const Tensor& gate, const Tensor& up, const Tensor& out) {
   CHECK(gate.elements() == up.elements() && out.elements() == gate.elements());
-  kernels::SiluMul(gate.as<const float>(), up.as<const float>(), out.as<float>(),
-                   size_t(gate.elements()));
+  // Row by row, so that a row's values do not depend on the rows beside it
+  // (which of them the vector loop's scalar tail takes).
+  const int64_t n = std::max<int64_t>(1, gate.cols());
+  ForRows(gate.elements() / n, n, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      kernels::SiluMul(gate.as<const float>() + r * n, up.as<const float>() + r * n,
+                       out.as<float>() + r * n, size_t(n));
+    }
+  });
 }
 
 void CpuBackend::Add(const Tensor& a, const Tensor& b, const Tensor& out) {
@@ -396,7 +418,10 @@ void CpuBackend::Add(const Tensor& a, const Tensor& b, const Tensor& out) {
   const float* ap = a.as<const float>();
   const float* bp = b.as<const float>();
   float* op = out.as<float>();
-  for (int64_t i = 0; i < a.elements(); ++i) op[i] = ap[i] + bp[i];
+  const int64_t n = std::max<int64_t>(1, a.cols());
+  ForRows(a.elements() / n, n, [&](int64_t r0, int64_t r1) {
+    for (int64_t i = r0 * n; i < r1 * n; ++i) op[i] = ap[i] + bp[i];
+  });
 }
 
 void CpuBackend::Copy(const Tensor& src, const Tensor& dst) {

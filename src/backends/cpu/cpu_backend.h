@@ -72,6 +72,9 @@ class CpuBackend final : public Backend {
   // Per-thread f32 scratch, grown on first use and then reused (no per-token allocation).
   float* Scratch(int thread, uint64_t floats);
   float* SharedScratch(uint64_t floats);
+  // fn(r0, r1) over row ranges of [0, rows): on all threads when the op touches
+  // enough elements to repay a parallel region, else on the caller alone.
+  void ForRows(int64_t rows, int64_t elements_per_row, FunctionRef<void(int64_t, int64_t)> fn);
   // Packs w into an owned panel-layout copy and points w.panels at it.
   Status StorePanels(const std::string& name, Tensor& w);
 
