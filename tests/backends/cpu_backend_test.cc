@@ -3,6 +3,7 @@
 // row counts that do not fill a tile), GQA attention over a partly filled cache,
 // RMSNorm, SwiGLU and embedding lookup.
 #include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/kernels/attention.h"
 #include "backends/cpu/kernels/quant_matmul.h"
 
 #include <gtest/gtest.h>
@@ -159,21 +160,13 @@ TEST(CpuMultiMatmul, MixedWeightTypesGiveEachProjectionItsOwnMatmulsBits) {
   }
 }
 
-// The cache is paged: position p lives at pool row rows[p] (a shuffled table),
-// while the reference below reads positions in order through the same table.
-TEST_F(CpuOps, GqaAttentionOverPagedPartlyFilledCache) {
-  const int64_t t = 3, n_past = 5, n_h = 4, n_kv = 2, d_k = 8, d_v = 6, cap = 16;
-  auto q = RandomFloats(size_t(t * n_h * d_k), 4);
-  auto k = RandomFloats(size_t(cap * n_kv * d_k), 5);
-  auto v = RandomFloats(size_t(cap * n_kv * d_v), 6);
-  std::vector<int32_t> rows(static_cast<size_t>(cap));
-  for (int64_t p = 0; p < cap; ++p) rows[size_t(p)] = int32_t((p * 7 + 3) % cap);
-  std::vector<float> out(size_t(t * n_h * d_v));
-  const float scale = 0.3f;
-  backend_.Attention(Tensor::Of(q.data(), DType::kF32, {t, n_h, d_k}),
-                     Tensor::Of(k.data(), DType::kF32, {cap, n_kv, d_k}),
-                     Tensor::Of(v.data(), DType::kF32, {cap, n_kv, d_v}), rows, n_past, scale,
-                     Tensor::Of(out.data(), DType::kF32, {t, n_h, d_v}));
+// out[t, n_h, d_v] against a double-precision reference: query token i sees
+// positions 0..n_past + i, position p at pool row rows[p].
+void ExpectAttentionMatchesReference(const std::vector<float>& q, const std::vector<float>& k,
+                                     const std::vector<float>& v,
+                                     const std::vector<int32_t>& rows, int64_t t, int64_t n_past,
+                                     int64_t n_h, int64_t n_kv, int64_t d_k, int64_t d_v,
+                                     float scale, const std::vector<float>& out) {
   for (int64_t i = 0; i < t; ++i) {
     for (int64_t h = 0; h < n_h; ++h) {
       const int64_t kvh = h / (n_h / n_kv), keys = n_past + i + 1;
@@ -194,10 +187,62 @@ TEST_F(CpuOps, GqaAttentionOverPagedPartlyFilledCache) {
         for (int64_t j = 0; j < keys; ++j) {
           ref += s[size_t(j)] / sum * v[size_t((rows[size_t(j)] * n_kv + kvh) * d_v + d)];
         }
-        EXPECT_NEAR(out[size_t((i * n_h + h) * d_v + d)], ref, 1e-5);
+        EXPECT_NEAR(out[size_t((i * n_h + h) * d_v + d)], ref, 1e-5)
+            << "token " << i << " head " << h << " dim " << d;
       }
     }
   }
+}
+
+// The cache is paged: position p lives at pool row rows[p] (a shuffled table),
+// while the reference reads positions in order through the same table.
+TEST_F(CpuOps, GqaAttentionOverPagedPartlyFilledCache) {
+  const int64_t t = 3, n_past = 5, n_h = 4, n_kv = 2, d_k = 8, d_v = 6, cap = 16;
+  auto q = RandomFloats(size_t(t * n_h * d_k), 4);
+  auto k = RandomFloats(size_t(cap * n_kv * d_k), 5);
+  auto v = RandomFloats(size_t(cap * n_kv * d_v), 6);
+  std::vector<int32_t> rows(static_cast<size_t>(cap));
+  for (int64_t p = 0; p < cap; ++p) rows[size_t(p)] = int32_t((p * 7 + 3) % cap);
+  std::vector<float> out(size_t(t * n_h * d_v));
+  const float scale = 0.3f;
+  backend_.Attention(Tensor::Of(q.data(), DType::kF32, {t, n_h, d_k}),
+                     Tensor::Of(k.data(), DType::kF32, {cap, n_kv, d_k}),
+                     Tensor::Of(v.data(), DType::kF32, {cap, n_kv, d_v}), rows, n_past, scale,
+                     Tensor::Of(out.data(), DType::kF32, {t, n_h, d_v}));
+  ExpectAttentionMatchesReference(q, k, v, rows, t, n_past, n_h, n_kv, d_k, d_v, scale, out);
+}
+
+// Past kernels::kAttentionSegmentKeys keys a token's range is split into
+// segments (3 here) merged afterwards. Decoding few tokens spreads the
+// segments over the threads; a batch of 4+ tokens per thread runs each token
+// whole in one task. A query's bits must not depend on which (a sequence
+// decodes to the same tokens alone and in a batch), and both match the
+// reference.
+TEST_F(CpuOps, LongContextAttentionGivesTheSameBitsAloneAndInABatch) {
+  const int64_t t = 3, n_past = 2 * kernels::kAttentionSegmentKeys + 200, n_h = 6, n_kv = 3;
+  const int64_t d_k = 16, d_v = 12, cap = n_past + 8;
+  auto q = RandomFloats(size_t(t * n_h * d_k), 14);
+  auto k = RandomFloats(size_t(cap * n_kv * d_k), 15, 0.5f);
+  auto v = RandomFloats(size_t(cap * n_kv * d_v), 16);
+  std::vector<int32_t> rows(static_cast<size_t>(cap));
+  for (int64_t p = 0; p < cap; ++p) rows[size_t(p)] = int32_t((p * 37 + 11) % cap);
+  const Tensor kt = Tensor::Of(k.data(), DType::kF32, {cap, n_kv, d_k});
+  const Tensor vt = Tensor::Of(v.data(), DType::kF32, {cap, n_kv, d_v});
+  const float scale = 0.25f;
+  auto job = [&](std::vector<float>& out) {
+    return AttentionJob{Tensor::Of(q.data(), DType::kF32, {t, n_h, d_k}), &kt, &vt, rows, n_past,
+                        Tensor::Of(out.data(), DType::kF32, {t, n_h, d_v})};
+  };
+  std::vector<float> alone(size_t(t * n_h * d_v));
+  const AttentionJob one[] = {job(alone)};
+  backend_.MultiAttention(one, scale);  // 3 tokens on 2 threads: segments over threads
+  ExpectAttentionMatchesReference(q, k, v, rows, t, n_past, n_h, n_kv, d_k, d_v, scale, alone);
+
+  std::vector<std::vector<float>> batched(4, std::vector<float>(alone.size()));
+  const AttentionJob four[] = {job(batched[0]), job(batched[1]), job(batched[2]),
+                               job(batched[3])};
+  backend_.MultiAttention(four, scale);  // 12 tokens: a task per token
+  for (const auto& out : batched) EXPECT_EQ(out, alone);
 }
 
 TEST_F(CpuOps, RmsNormSwiGluAddEmbedding) {

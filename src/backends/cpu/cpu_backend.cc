@@ -225,12 +225,60 @@ void CpuBackend::Attention(const Tensor& q, const Tensor& k_pool, const Tensor& 
   MultiAttention(std::span(&job, 1), scale);
 }
 
-// Tasks of (job, query token) when the step has enough tokens to keep every
-// thread busy, else of (job, query token, kv head). Either way the query heads
-// of a GQA group share one read of their keys and values; a whole token per
-// task also reads each cached row whole, front to back (its kv heads are
-// adjacent in the pool), which this machine's memory streams ~1.6x faster
-// than a head's slice of every row (kernel_bench BM_AttendDecodeToken).
+namespace {
+
+// The heads [kvh, kvh + heads) of token ti of job j: where its queries,
+// outputs and key range are.
+struct TokenHeads {
+  const float* q;
+  const float* k;
+  const float* v;
+  float* out;
+  int64_t heads, group, n_keys, k_stride, v_stride, d_k, d_v;
+  const int32_t* key_rows;
+
+  TokenHeads(const AttentionJob& j, int64_t ti, int64_t kvh, int64_t heads_) : heads(heads_) {
+    const int64_t n_h = j.q.dim(1), n_kv = j.k_pool->dim(1);
+    d_k = j.q.dim(2);
+    d_v = j.v_pool->dim(2);
+    group = n_h / n_kv;
+    const int64_t h0 = ti * n_h + kvh * group;  // first query head
+    q = j.q.as<const float>() + h0 * d_k;
+    out = j.out.as<float>() + h0 * d_v;
+    k = j.k_pool->as<const float>() + kvh * d_k;
+    v = j.v_pool->as<const float>() + kvh * d_v;
+    n_keys = j.n_past + ti + 1;
+    key_rows = j.key_rows.data();
+    k_stride = n_kv * d_k;
+    v_stride = n_kv * d_v;
+  }
+
+  void Attend(float scale) const {
+    kernels::AttendOnlineSoftmaxHeads(q, heads, group, d_k, k, v, n_keys, key_rows, k_stride,
+                                      v_stride, d_k, d_v, scale, out, d_v);
+  }
+  void Segment(int64_t s, float scale, float* part, float* maxes, float* denoms) const {
+    kernels::AttendSegment(q, heads, group, d_k, k, v, n_keys, key_rows, s, k_stride, v_stride,
+                           d_k, d_v, scale, part, maxes, denoms);
+  }
+};
+
+// Floats of the partial results of `segments` segments of n_q queries.
+int64_t PartialFloats(int64_t segments, int64_t n_q, int64_t d_v) {
+  return segments * n_q * (d_v + 2);
+}
+
+}  // namespace
+
+// A token's keys come in segments of kernels::kAttentionSegmentKeys (one for
+// up to 512 keys), attended separately and merged whatever the batch. With 4+
+// tokens per thread each task is a token: every head and every segment in
+// turn, its rows read whole, front to back, which this machine's memory
+// streams ~1.6x faster than a head's slice of every row (kernel_bench
+// BM_AttendDecodeToken). With fewer tokens (decoding 1-3 sequences) a task is
+// one segment of a token, over every head when the token has a segment per
+// thread or more, else over one kv head: a long context splits over the
+// threads by keys, a short one by heads.
 void CpuBackend::MultiAttention(std::span<const AttentionJob> jobs, float scale) {
   constexpr size_t kMaxJobs = 64;
   for (; jobs.size() > kMaxJobs; jobs = jobs.subspan(kMaxJobs)) {
@@ -244,27 +292,81 @@ void CpuBackend::MultiAttention(std::span<const AttentionJob> jobs, float scale)
           j.n_past + t <= int64_t(j.key_rows.size()));
     tokens += t;
   }
-  const bool per_token = tokens >= 4 * pool_.num_threads();
-  std::array<int64_t, kMaxJobs + 1> first_task{};
-  for (size_t i = 0; i < jobs.size(); ++i) {
-    const int64_t heads_per_task = per_token ? 1 : jobs[i].k_pool->dim(1);
-    first_task[i + 1] = first_task[i] + jobs[i].q.dim(0) * heads_per_task;
+  constexpr int64_t kMaxFewTokens = 256;  // more always have a task per token
+  if (tokens >= 4 * pool_.num_threads() || tokens > kMaxFewTokens) {
+    return AttendPerToken(jobs, scale);
   }
-  pool_.ParallelFor(first_task[jobs.size()], [&](int64_t task, int) {
+
+  // Few tokens: tasks of (token, segment, head split), partial results of
+  // multi-segment tokens in attention_partials_, merged after the region.
+  struct Token {
+    size_t job;
+    int64_t ti, segments, head_splits, first_task, partials;
+  };
+  std::array<Token, kMaxFewTokens> toks;
+  size_t n_toks = 0;
+  int64_t n_tasks = 0, n_partials = 0;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const AttentionJob& j = jobs[i];
+    const int64_t n_h = j.q.dim(1), n_kv = j.k_pool->dim(1), d_v = j.v_pool->dim(2);
+    for (int64_t ti = 0; ti < j.q.dim(0); ++ti) {
+      const int64_t segments = kernels::AttentionSegments(j.n_past + ti + 1);
+      const int64_t splits = segments >= pool_.num_threads() ? 1 : n_kv;
+      toks[n_toks++] = {i, ti, segments, splits, n_tasks, n_partials};
+      n_tasks += segments * splits;
+      if (segments > 1) n_partials += PartialFloats(segments, n_h, d_v);
+    }
+  }
+  if (attention_partials_.size() < size_t(n_partials)) attention_partials_.resize(size_t(n_partials));
+  pool_.ParallelFor(n_tasks, [&](int64_t task, int) {
+    size_t t = 0;
+    while (t + 1 < n_toks && task >= toks[t + 1].first_task) ++t;
+    const Token& tok = toks[t];
+    const AttentionJob& j = jobs[tok.job];
+    const int64_t local = task - tok.first_task, n_kv = j.k_pool->dim(1);
+    const int64_t s = local / tok.head_splits, split = local % tok.head_splits;
+    const int64_t heads = n_kv / tok.head_splits, kvh = split * heads;
+    const TokenHeads th(j, tok.ti, kvh, heads);
+    if (tok.segments == 1) return th.Attend(scale);
+    const int64_t n_h = j.q.dim(1), q0 = kvh * th.group;  // this task's first query
+    float* part = attention_partials_.data() + tok.partials;
+    float* maxes = part + tok.segments * n_h * th.d_v;
+    float* denoms = maxes + tok.segments * n_h;
+    th.Segment(s, scale, part + (s * n_h + q0) * th.d_v, maxes + s * n_h + q0,
+               denoms + s * n_h + q0);
+  });
+  for (size_t t = 0; t < n_toks; ++t) {
+    const Token& tok = toks[t];
+    if (tok.segments == 1) continue;
+    const AttentionJob& j = jobs[tok.job];
+    const int64_t n_h = j.q.dim(1), d_v = j.v_pool->dim(2);
+    const float* part = attention_partials_.data() + tok.partials;
+    const float* maxes = part + tok.segments * n_h * d_v;
+    kernels::MergeSegments(part, n_h * d_v, maxes, maxes + tok.segments * n_h, tok.segments, n_h,
+                           d_v, j.out.as<float>() + tok.ti * n_h * d_v, d_v);
+  }
+}
+
+void CpuBackend::AttendPerToken(std::span<const AttentionJob> jobs, float scale) {
+  constexpr size_t kMaxJobs = 64;
+  std::array<int64_t, kMaxJobs + 1> first_task{};
+  for (size_t i = 0; i < jobs.size(); ++i) first_task[i + 1] = first_task[i] + jobs[i].q.dim(0);
+  pool_.ParallelFor(first_task[jobs.size()], [&](int64_t task, int thread) {
     size_t i = 0;
     while (task >= first_task[i + 1]) ++i;
     const AttentionJob& j = jobs[i];
-    const int64_t n_h = j.q.dim(1), d_k = j.q.dim(2);
-    const int64_t n_kv = j.k_pool->dim(1), d_v = j.v_pool->dim(2), group = n_h / n_kv;
-    const int64_t local = task - first_task[i];
-    const int64_t ti = per_token ? local : local / n_kv;
-    const int64_t kvh = per_token ? 0 : local % n_kv, heads = per_token ? n_kv : 1;
-    const int64_t h0 = ti * n_h + kvh * group;  // first query head
-    kernels::AttendOnlineSoftmaxHeads(
-        j.q.as<const float>() + h0 * d_k, heads, group, d_k,
-        j.k_pool->as<const float>() + kvh * d_k, j.v_pool->as<const float>() + kvh * d_v,
-        j.n_past + ti + 1, j.key_rows.data(), n_kv * d_k, n_kv * d_v, d_k, d_v, scale,
-        j.out.as<float>() + h0 * d_v, d_v);
+    const TokenHeads th(j, task - first_task[i], 0, j.k_pool->dim(1));
+    const int64_t segments = kernels::AttentionSegments(th.n_keys);
+    if (segments == 1) return th.Attend(scale);
+    const int64_t n_h = j.q.dim(1);
+    float* part = Scratch(thread, uint64_t(PartialFloats(segments, n_h, th.d_v)));
+    float* maxes = part + segments * n_h * th.d_v;
+    float* denoms = maxes + segments * n_h;
+    for (int64_t s = 0; s < segments; ++s) {
+      th.Segment(s, scale, part + s * n_h * th.d_v, maxes + s * n_h, denoms + s * n_h);
+    }
+    kernels::MergeSegments(part, n_h * th.d_v, maxes, denoms, segments, n_h, th.d_v, th.out,
+                           th.d_v);
   });
 }
 

@@ -72,6 +72,8 @@ class CpuBackend final : public Backend {
   // Per-thread f32 scratch, grown on first use and then reused (no per-token allocation).
   float* Scratch(int thread, uint64_t floats);
   float* SharedScratch(uint64_t floats);
+  // MultiAttention with a task per token (steps of 4+ tokens per thread).
+  void AttendPerToken(std::span<const AttentionJob> jobs, float scale);
   // fn(r0, r1) over row ranges of [0, rows): on all threads when the op touches
   // enough elements to repay a parallel region, else on the caller alone.
   void ForRows(int64_t rows, int64_t elements_per_row, FunctionRef<void(int64_t, int64_t)> fn);
@@ -83,6 +85,7 @@ class CpuBackend final : public Backend {
   const bool repack_weights_;
   std::vector<std::vector<float>> scratch_;
   std::vector<float> shared_scratch_;  // quantised activations of the current matmul
+  std::vector<float> attention_partials_;  // segments of few-token attention, until merged
   std::vector<std::unique_ptr<Buffer>> owned_;  // weights converted at load
   cpu::HugePageArena panels_;                    // weights stored as panels at load
 };

@@ -156,6 +156,45 @@ TEST(AttendOnlineSoftmaxHeads, EachQueryHasItsPerGroupBitsOnEveryTarget) {
   });
 }
 
+// A range of 3 segments (the last partial) attended segment by segment and
+// merged matches the reference, with keys in order and through a row table.
+TEST(AttendSegment, MergedSegmentsMatchTheReferenceOnEveryTarget) {
+  testing::ForEachTarget([] {
+    const int64_t keys = 2 * kAttentionSegmentKeys + 77, kv_heads = 2, group = 3, d_k = 24;
+    const int64_t d_v = 20, k_stride = kv_heads * d_k, v_stride = kv_heads * d_v;
+    const int64_t n_q = kv_heads * group;
+    const auto q = Random(n_q * d_k, 21, 1.0f), k = Random(keys * k_stride, 22, 0.5f),
+               v = Random(keys * v_stride, 23, 1.0f);
+    std::vector<int32_t> ids(static_cast<size_t>(keys));
+    for (int64_t j = 0; j < keys; ++j) ids[size_t(j)] = int32_t((j * 31 + 5) % keys);
+    for (const bool select : {false, true}) {
+      const int32_t* key_ids = select ? ids.data() : nullptr;
+      const int64_t segments = AttentionSegments(keys);
+      ASSERT_EQ(segments, 3);
+      std::vector<float> parts(size_t(segments * n_q * d_v)), maxes(size_t(segments * n_q)),
+          denoms(maxes.size()), out(size_t(n_q * d_v));
+      for (int64_t s = 0; s < segments; ++s) {
+        AttendSegment(q.data(), kv_heads, group, d_k, k.data(), v.data(), keys, key_ids, s,
+                      k_stride, v_stride, d_k, d_v, 0.125f, parts.data() + s * n_q * d_v,
+                      maxes.data() + s * n_q, denoms.data() + s * n_q);
+      }
+      MergeSegments(parts.data(), n_q * d_v, maxes.data(), denoms.data(), segments, n_q, d_v,
+                    out.data(), d_v);
+      for (int64_t i = 0; i < n_q; ++i) {
+        const int64_t h = i / group;
+        const auto ref = ReferenceAttention(q.data() + i * d_k,
+                                            std::vector<float>(k.begin() + h * d_k, k.end()),
+                                            std::vector<float>(v.begin() + h * d_v, v.end()), keys,
+                                            key_ids, k_stride, v_stride, d_k, d_v, 0.125);
+        for (int64_t x = 0; x < d_v; ++x) {
+          EXPECT_NEAR(out[size_t(i * d_v + x)], ref[size_t(x)], 1e-5)
+              << "query " << i << " select=" << select << " dim " << x;
+        }
+      }
+    }
+  });
+}
+
 TEST(SiluMul, MatchesReferenceOnEveryTarget) {
   testing::ForEachTarget([] {
     for (size_t n : {1u, 15u, 16u, 17u, 100u}) {

@@ -190,11 +190,14 @@ HWY_INLINE void TouchRows(const float* base, const int32_t* key_ids, int64_t j0,
 // a block's whole rows (every head's slice) are read together, front to back,
 // instead of one head's slice of every row per pass. Each query's arithmetic
 // is the same whichever way its heads are gathered into calls.
+// With `maxes` and `denoms` the outputs are left unnormalised and each query's
+// running max and denominator are stored there instead (one segment of a
+// longer key range, merged by MergeSegmentsImpl).
 void AttendOnlineSoftmaxImpl(const float* q, int64_t kv_heads, int64_t group, int64_t q_stride,
                              const float* k, const float* v, int64_t n_keys,
                              const int32_t* key_ids, int64_t k_stride, int64_t v_stride,
                              int64_t d_k, int64_t d_v, float scale, float* out,
-                             int64_t out_stride) {
+                             int64_t out_stride, float* maxes, float* denoms) {
   constexpr int64_t kBlock = 64, kMaxQueries = 64, kTouchBytes = 512 << 10;
   const int64_t n_q = kv_heads * group;
   for (int64_t g0 = 0; g0 < n_q; g0 += kMaxQueries) {
@@ -234,7 +237,44 @@ void AttendOnlineSoftmaxImpl(const float* q, int64_t kv_heads, int64_t group, in
         BlockValues(scores, v + head * d_v, key_ids, j0, nb, v_stride, d_v, o);
       }
     }
-    for (int64_t g = 0; g < chunk; ++g) Scale(1.0f / denom[g], out + (g0 + g) * out_stride, d_v);
+    for (int64_t g = 0; g < chunk; ++g) {
+      if (maxes != nullptr) {
+        maxes[g0 + g] = running_max[g];
+        denoms[g0 + g] = denom[g];
+      } else {
+        Scale(1.0f / denom[g], out + (g0 + g) * out_stride, d_v);
+      }
+    }
+  }
+}
+
+// out[q] = the softmax-weighted values over every segment, from segment s's
+// unnormalised outputs parts + s * part_stride + q * d_v and its maxes and
+// denominators at s * n_q + q: rescaled to the largest max and summed in
+// segment order.
+void MergeSegmentsImpl(const float* parts, int64_t part_stride, const float* maxes,
+                       const float* denoms, int64_t segments, int64_t n_q, int64_t d_v,
+                       float* out, int64_t out_stride) {
+  const hn::ScalableTag<float> d;
+  const int64_t lanes = int64_t(hn::Lanes(d));
+  for (int64_t i = 0; i < n_q; ++i) {
+    float m = -INFINITY;
+    for (int64_t s = 0; s < segments; ++s) m = std::max(m, maxes[s * n_q + i]);
+    float* o = out + i * out_stride;
+    std::fill_n(o, d_v, 0.0f);
+    float denom = 0.0f;
+    for (int64_t s = 0; s < segments; ++s) {
+      const float c = std::exp(maxes[s * n_q + i] - m);
+      denom += c * denoms[s * n_q + i];
+      const float* part = parts + s * part_stride + i * d_v;
+      const auto vc = hn::Set(d, c);
+      int64_t x = 0;
+      for (; x + lanes <= d_v; x += lanes) {
+        hn::StoreU(hn::MulAdd(vc, hn::LoadU(d, part + x), hn::LoadU(d, o + x)), d, o + x);
+      }
+      for (; x < d_v; ++x) o[x] += c * part[x];
+    }
+    Scale(1.0f / denom, o, d_v);
   }
 }
 
@@ -257,10 +297,12 @@ HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
 #include "backends/cpu/kernels/attention.h"
+#include "core/check.h"
 
 namespace anymoe::kernels {
 
 HWY_EXPORT(AttendOnlineSoftmaxImpl);
+HWY_EXPORT(MergeSegmentsImpl);
 HWY_EXPORT(SiluMulImpl);
 
 void AttendOnlineSoftmax(const float* q, const float* k, const float* v, int64_t n_keys,
@@ -285,7 +327,32 @@ void AttendOnlineSoftmaxHeads(const float* q, int64_t kv_heads, int64_t group, i
                               int64_t out_stride) {
   HWY_DYNAMIC_DISPATCH(AttendOnlineSoftmaxImpl)
   (q, kv_heads, group, q_stride, k, v, n_keys, key_ids, k_stride, v_stride, d_k, d_v, scale, out,
-   out_stride);
+   out_stride, nullptr, nullptr);
+}
+
+void AttendSegment(const float* q, int64_t kv_heads, int64_t group, int64_t q_stride,
+                   const float* k, const float* v, int64_t n_keys, const int32_t* key_ids,
+                   int64_t segment, int64_t k_stride, int64_t v_stride, int64_t d_k, int64_t d_v,
+                   float scale, float* part, float* maxes, float* denoms) {
+  const int64_t j0 = segment * kAttentionSegmentKeys;
+  const int64_t n = std::min(kAttentionSegmentKeys, n_keys - j0);
+  CHECK(n > 0);
+  if (key_ids != nullptr) {
+    key_ids += j0;
+  } else {
+    k += j0 * k_stride;
+    v += j0 * v_stride;
+  }
+  HWY_DYNAMIC_DISPATCH(AttendOnlineSoftmaxImpl)
+  (q, kv_heads, group, q_stride, k, v, n, key_ids, k_stride, v_stride, d_k, d_v, scale, part, d_v,
+   maxes, denoms);
+}
+
+void MergeSegments(const float* parts, int64_t part_stride, const float* maxes,
+                   const float* denoms, int64_t segments, int64_t n_q, int64_t d_v, float* out,
+                   int64_t out_stride) {
+  HWY_DYNAMIC_DISPATCH(MergeSegmentsImpl)
+  (parts, part_stride, maxes, denoms, segments, n_q, d_v, out, out_stride);
 }
 
 void SiluMul(const float* gate, const float* up, float* out, size_t n) {

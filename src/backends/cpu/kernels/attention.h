@@ -33,6 +33,32 @@ void AttendOnlineSoftmaxHeads(const float* q, int64_t kv_heads, int64_t group, i
                               int64_t d_k, int64_t d_v, float scale, float* out,
                               int64_t out_stride);
 
+// Long key ranges are taken in segments of kAttentionSegmentKeys keys
+// (segment s: keys s * kAttentionSegmentKeys onwards), each attended on its own
+// and then merged, so that the segments of one query can run on different
+// threads. Callers split every range longer than one segment this way,
+// whatever the batch, so that a query's result does not depend on it.
+inline constexpr int64_t kAttentionSegmentKeys = 512;
+
+inline int64_t AttentionSegments(int64_t n_keys) {
+  return (n_keys + kAttentionSegmentKeys - 1) / kAttentionSegmentKeys;
+}
+
+// Segment `segment` of the n_keys keys for the queries of
+// AttendOnlineSoftmaxHeads: query i's unnormalised output at part + i * d_v,
+// its running max and denominator at maxes[i] and denoms[i].
+void AttendSegment(const float* q, int64_t kv_heads, int64_t group, int64_t q_stride,
+                   const float* k, const float* v, int64_t n_keys, const int32_t* key_ids,
+                   int64_t segment, int64_t k_stride, int64_t v_stride, int64_t d_k, int64_t d_v,
+                   float scale, float* part, float* maxes, float* denoms);
+
+// out + i * out_stride = query i's attention over every segment, from segment
+// s's outputs at parts + s * part_stride + i * d_v and its maxes and
+// denominators at [s * n_q + i]; segments are summed in order.
+void MergeSegments(const float* parts, int64_t part_stride, const float* maxes,
+                   const float* denoms, int64_t segments, int64_t n_q, int64_t d_v, float* out,
+                   int64_t out_stride);
+
 // out = silu(gate) * up = gate / (1 + exp(-gate)) * up, n elements; out may alias gate.
 void SiluMul(const float* gate, const float* up, float* out, size_t n);
 
