@@ -82,6 +82,27 @@ std::vector<double> ReferenceAttention(const float* q, const std::vector<float>&
   return out;
 }
 
+// Query i of kv_heads groups of `group` (at q + i * q_stride, its output at
+// out + i * out_stride) against the reference over its kv head's vectors
+// (head h at offset h * d_k / h * d_v of each row), scale 0.125.
+void ExpectHeadsMatchReference(const std::vector<float>& q, int64_t q_stride,
+                               const std::vector<float>& k, const std::vector<float>& v,
+                               int64_t n, const int32_t* key_ids, int64_t kv_heads, int64_t group,
+                               int64_t k_stride, int64_t v_stride, int64_t d_k, int64_t d_v,
+                               const std::vector<float>& out, int64_t out_stride) {
+  for (int64_t i = 0; i < kv_heads * group; ++i) {
+    const int64_t h = i / group;
+    const auto ref = ReferenceAttention(q.data() + i * q_stride,
+                                        std::vector<float>(k.begin() + h * d_k, k.end()),
+                                        std::vector<float>(v.begin() + h * d_v, v.end()), n,
+                                        key_ids, k_stride, v_stride, d_k, d_v, 0.125);
+    for (int64_t x = 0; x < d_v; ++x) {
+      EXPECT_NEAR(out[size_t(i * out_stride + x)], ref[size_t(x)], 1e-5)
+          << "query " << i << " ids=" << (key_ids != nullptr) << " dim " << x;
+    }
+  }
+}
+
 // A GQA group: 67 queries (more than one pass of 64) share the keys and values,
 // each with its own softmax, at strided positions.
 TEST(AttendOnlineSoftmaxGroup, EachQueryMatchesItsReferenceOnEveryTarget) {
@@ -141,17 +162,8 @@ TEST(AttendOnlineSoftmaxHeads, EachQueryHasItsPerGroupBitsOnEveryTarget) {
                                  per_group.data() + h * group * out_stride, out_stride);
       }
       EXPECT_EQ(all, per_group) << "select=" << select;
-      for (int64_t i = 0; i < n_q; ++i) {
-        const int64_t h = i / group;
-        const auto ref = ReferenceAttention(q.data() + i * q_stride,
-                                            std::vector<float>(k.begin() + h * d_k, k.end()),
-                                            std::vector<float>(v.begin() + h * d_v, v.end()), n,
-                                            key_ids, k_stride, v_stride, d_k, d_v, 0.125);
-        for (int64_t x = 0; x < d_v; ++x) {
-          EXPECT_NEAR(all[size_t(i * out_stride + x)], ref[size_t(x)], 1e-5)
-              << "query " << i << " select=" << select << " dim " << x;
-        }
-      }
+      ExpectHeadsMatchReference(q, q_stride, k, v, n, key_ids, kv_heads, group, k_stride,
+                                v_stride, d_k, d_v, all, out_stride);
     }
   });
 }
@@ -180,17 +192,8 @@ TEST(AttendSegment, MergedSegmentsMatchTheReferenceOnEveryTarget) {
       }
       MergeSegments(parts.data(), n_q * d_v, maxes.data(), denoms.data(), segments, n_q, d_v,
                     out.data(), d_v);
-      for (int64_t i = 0; i < n_q; ++i) {
-        const int64_t h = i / group;
-        const auto ref = ReferenceAttention(q.data() + i * d_k,
-                                            std::vector<float>(k.begin() + h * d_k, k.end()),
-                                            std::vector<float>(v.begin() + h * d_v, v.end()), keys,
-                                            key_ids, k_stride, v_stride, d_k, d_v, 0.125);
-        for (int64_t x = 0; x < d_v; ++x) {
-          EXPECT_NEAR(out[size_t(i * d_v + x)], ref[size_t(x)], 1e-5)
-              << "query " << i << " select=" << select << " dim " << x;
-        }
-      }
+      ExpectHeadsMatchReference(q, d_k, k, v, keys, key_ids, kv_heads, group, k_stride, v_stride,
+                                d_k, d_v, out, d_v);
     }
   });
 }
