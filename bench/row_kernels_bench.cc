@@ -46,7 +46,7 @@ void BM_AttendGqaGroup(benchmark::State& state) {
   std::vector<float> out(size_t(g * d));
   for (auto _ : state) {
     if (grouped) {
-      AttendOnlineSoftmaxGroup(q.data(), g, d, k.data(), v.data(), n, nullptr, stride, stride, d,
+      AttendOnlineSoftmaxHeads(q.data(), 1, g, d, k.data(), v.data(), n, nullptr, stride, stride, d,
                                d, 0.125f, out.data(), d);
     } else {
       for (int64_t h = 0; h < g; ++h) {
@@ -89,7 +89,7 @@ void BM_AttendDecodeToken(benchmark::State& state) {
                                0.125f, out.data(), d);
     } else {
       for (int64_t h = 0; h < kv; ++h) {
-        AttendOnlineSoftmaxGroup(q.data() + h * group * d, group, d, kc + h * d, vc + h * d, n,
+        AttendOnlineSoftmaxHeads(q.data() + h * group * d, 1, group, d, kc + h * d, vc + h * d, n,
                                  nullptr, stride, stride, d, d, 0.125f, out.data() + h * group * d,
                                  d);
       }

@@ -263,10 +263,22 @@ struct TokenHeads {
   }
 };
 
-// Floats of the partial results of `segments` segments of n_q queries.
-int64_t PartialFloats(int64_t segments, int64_t n_q, int64_t d_v) {
-  return segments * n_q * (d_v + 2);
-}
+// Where the partial results of `segments` segments of a token's n_q queries
+// lie in a buffer of Floats(): per segment the n_q unnormalised outputs, then
+// per segment the n_q maxes, then the n_q denominators (MergeSegments' layout).
+struct SegmentPartials {
+  float* parts;
+  float* maxes;
+  float* denoms;
+
+  SegmentPartials(float* base, int64_t segments, int64_t n_q, int64_t d_v)
+      : parts(base), maxes(base + segments * n_q * d_v), denoms(maxes + segments * n_q) {}
+  static int64_t Floats(int64_t segments, int64_t n_q, int64_t d_v) {
+    return segments * n_q * (d_v + 2);
+  }
+};
+
+constexpr size_t kMaxAttentionJobs = 64;  // per parallel region
 
 }  // namespace
 
@@ -280,9 +292,8 @@ int64_t PartialFloats(int64_t segments, int64_t n_q, int64_t d_v) {
 // thread or more, else over one kv head: a long context splits over the
 // threads by keys, a short one by heads.
 void CpuBackend::MultiAttention(std::span<const AttentionJob> jobs, float scale) {
-  constexpr size_t kMaxJobs = 64;
-  for (; jobs.size() > kMaxJobs; jobs = jobs.subspan(kMaxJobs)) {
-    MultiAttention(jobs.first(kMaxJobs), scale);
+  for (; jobs.size() > kMaxAttentionJobs; jobs = jobs.subspan(kMaxAttentionJobs)) {
+    MultiAttention(jobs.first(kMaxAttentionJobs), scale);
   }
   int64_t tokens = 0;
   for (const AttentionJob& j : jobs) {
@@ -314,10 +325,12 @@ void CpuBackend::MultiAttention(std::span<const AttentionJob> jobs, float scale)
       const int64_t splits = segments >= pool_.num_threads() ? 1 : n_kv;
       toks[n_toks++] = {i, ti, segments, splits, n_tasks, n_partials};
       n_tasks += segments * splits;
-      if (segments > 1) n_partials += PartialFloats(segments, n_h, d_v);
+      if (segments > 1) n_partials += SegmentPartials::Floats(segments, n_h, d_v);
     }
   }
-  if (attention_partials_.size() < size_t(n_partials)) attention_partials_.resize(size_t(n_partials));
+  if (attention_partials_.size() < size_t(n_partials)) {
+    attention_partials_.resize(size_t(n_partials));
+  }
   pool_.ParallelFor(n_tasks, [&](int64_t task, int) {
     size_t t = 0;
     while (t + 1 < n_toks && task >= toks[t + 1].first_task) ++t;
@@ -328,28 +341,23 @@ void CpuBackend::MultiAttention(std::span<const AttentionJob> jobs, float scale)
     const int64_t heads = n_kv / tok.head_splits, kvh = split * heads;
     const TokenHeads th(j, tok.ti, kvh, heads);
     if (tok.segments == 1) return th.Attend(scale);
-    const int64_t n_h = j.q.dim(1), q0 = kvh * th.group;  // this task's first query
-    float* part = attention_partials_.data() + tok.partials;
-    float* maxes = part + tok.segments * n_h * th.d_v;
-    float* denoms = maxes + tok.segments * n_h;
-    th.Segment(s, scale, part + (s * n_h + q0) * th.d_v, maxes + s * n_h + q0,
-               denoms + s * n_h + q0);
+    const int64_t n_h = j.q.dim(1), q0 = s * n_h + kvh * th.group;  // this task's first query
+    const SegmentPartials p(attention_partials_.data() + tok.partials, tok.segments, n_h, th.d_v);
+    th.Segment(s, scale, p.parts + q0 * th.d_v, p.maxes + q0, p.denoms + q0);
   });
   for (size_t t = 0; t < n_toks; ++t) {
     const Token& tok = toks[t];
     if (tok.segments == 1) continue;
     const AttentionJob& j = jobs[tok.job];
     const int64_t n_h = j.q.dim(1), d_v = j.v_pool->dim(2);
-    const float* part = attention_partials_.data() + tok.partials;
-    const float* maxes = part + tok.segments * n_h * d_v;
-    kernels::MergeSegments(part, n_h * d_v, maxes, maxes + tok.segments * n_h, tok.segments, n_h,
-                           d_v, j.out.as<float>() + tok.ti * n_h * d_v, d_v);
+    const SegmentPartials p(attention_partials_.data() + tok.partials, tok.segments, n_h, d_v);
+    kernels::MergeSegments(p.parts, n_h * d_v, p.maxes, p.denoms, tok.segments, n_h, d_v,
+                           j.out.as<float>() + tok.ti * n_h * d_v, d_v);
   }
 }
 
 void CpuBackend::AttendPerToken(std::span<const AttentionJob> jobs, float scale) {
-  constexpr size_t kMaxJobs = 64;
-  std::array<int64_t, kMaxJobs + 1> first_task{};
+  std::array<int64_t, kMaxAttentionJobs + 1> first_task{};
   for (size_t i = 0; i < jobs.size(); ++i) first_task[i + 1] = first_task[i] + jobs[i].q.dim(0);
   pool_.ParallelFor(first_task[jobs.size()], [&](int64_t task, int thread) {
     size_t i = 0;
@@ -359,13 +367,13 @@ void CpuBackend::AttendPerToken(std::span<const AttentionJob> jobs, float scale)
     const int64_t segments = kernels::AttentionSegments(th.n_keys);
     if (segments == 1) return th.Attend(scale);
     const int64_t n_h = j.q.dim(1);
-    float* part = Scratch(thread, uint64_t(PartialFloats(segments, n_h, th.d_v)));
-    float* maxes = part + segments * n_h * th.d_v;
-    float* denoms = maxes + segments * n_h;
+    const SegmentPartials p(
+        Scratch(thread, uint64_t(SegmentPartials::Floats(segments, n_h, th.d_v))), segments, n_h,
+        th.d_v);
     for (int64_t s = 0; s < segments; ++s) {
-      th.Segment(s, scale, part + s * n_h * th.d_v, maxes + s * n_h, denoms + s * n_h);
+      th.Segment(s, scale, p.parts + s * n_h * th.d_v, p.maxes + s * n_h, p.denoms + s * n_h);
     }
-    kernels::MergeSegments(part, n_h * th.d_v, maxes, denoms, segments, n_h, th.d_v, th.out,
+    kernels::MergeSegments(p.parts, n_h * th.d_v, p.maxes, p.denoms, segments, n_h, th.d_v, th.out,
                            th.d_v);
   });
 }

@@ -105,7 +105,7 @@ void ExpectHeadsMatchReference(const std::vector<float>& q, int64_t q_stride,
 
 // A GQA group: 67 queries (more than one pass of 64) share the keys and values,
 // each with its own softmax, at strided positions.
-TEST(AttendOnlineSoftmaxGroup, EachQueryMatchesItsReferenceOnEveryTarget) {
+TEST(AttendOnlineSoftmaxHeads, EachQueryOfAGroupMatchesItsReferenceOnEveryTarget) {
   testing::ForEachTarget([] {
     const int64_t keys = 150, d_k = 64, d_v = 48, k_stride = 70, v_stride = 50;
     const int64_t n_q = 67, q_stride = 67, out_stride = 53;
@@ -117,7 +117,7 @@ TEST(AttendOnlineSoftmaxGroup, EachQueryMatchesItsReferenceOnEveryTarget) {
       const int64_t n = select ? int64_t(ids.size()) : keys;
       const int32_t* key_ids = select ? ids.data() : nullptr;
       std::vector<float> out(size_t(n_q * out_stride), -7.0f);
-      AttendOnlineSoftmaxGroup(q.data(), n_q, q_stride, k.data(), v.data(), n, key_ids, k_stride,
+      AttendOnlineSoftmaxHeads(q.data(), 1, n_q, q_stride, k.data(), v.data(), n, key_ids, k_stride,
                                v_stride, d_k, d_v, 0.125f, out.data(), out_stride);
       for (int64_t g = 0; g < n_q; ++g) {
         const auto ref = ReferenceAttention(q.data() + g * q_stride, k, v, n, key_ids, k_stride,
@@ -156,7 +156,7 @@ TEST(AttendOnlineSoftmaxHeads, EachQueryHasItsPerGroupBitsOnEveryTarget) {
       AttendOnlineSoftmaxHeads(q.data(), kv_heads, group, q_stride, k.data(), v.data(), n, key_ids,
                                k_stride, v_stride, d_k, d_v, 0.125f, all.data(), out_stride);
       for (int64_t h = 0; h < kv_heads; ++h) {
-        AttendOnlineSoftmaxGroup(q.data() + h * group * q_stride, group, q_stride,
+        AttendOnlineSoftmaxHeads(q.data() + h * group * q_stride, 1, group, q_stride,
                                  k.data() + h * d_k, v.data() + h * d_v, n, key_ids, k_stride,
                                  v_stride, d_k, d_v, 0.125f,
                                  per_group.data() + h * group * out_stride, out_stride);

@@ -308,16 +308,8 @@ HWY_EXPORT(SiluMulImpl);
 void AttendOnlineSoftmax(const float* q, const float* k, const float* v, int64_t n_keys,
                          const int32_t* key_ids, int64_t k_stride, int64_t v_stride, int64_t d_k,
                          int64_t d_v, float scale, float* out) {
-  AttendOnlineSoftmaxGroup(q, 1, d_k, k, v, n_keys, key_ids, k_stride, v_stride, d_k, d_v, scale,
-                           out, d_v);
-}
-
-void AttendOnlineSoftmaxGroup(const float* q, int64_t n_q, int64_t q_stride, const float* k,
-                              const float* v, int64_t n_keys, const int32_t* key_ids,
-                              int64_t k_stride, int64_t v_stride, int64_t d_k, int64_t d_v,
-                              float scale, float* out, int64_t out_stride) {
-  AttendOnlineSoftmaxHeads(q, 1, n_q, q_stride, k, v, n_keys, key_ids, k_stride, v_stride, d_k,
-                           d_v, scale, out, out_stride);
+  AttendOnlineSoftmaxHeads(q, 1, 1, d_k, k, v, n_keys, key_ids, k_stride, v_stride, d_k, d_v,
+                           scale, out, d_v);
 }
 
 void AttendOnlineSoftmaxHeads(const float* q, int64_t kv_heads, int64_t group, int64_t q_stride,

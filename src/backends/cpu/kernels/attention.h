@@ -14,19 +14,13 @@ void AttendOnlineSoftmax(const float* q, const float* k, const float* v, int64_t
                          const int32_t* key_ids, int64_t k_stride, int64_t v_stride, int64_t d_k,
                          int64_t d_v, float scale, float* out);
 
-// The same for n_q queries that share keys and values (the query heads of one
-// GQA group): query g at q + g * q_stride, its output at out + g * out_stride.
-// Each block of key and value rows is read from memory once for all of them.
-void AttendOnlineSoftmaxGroup(const float* q, int64_t n_q, int64_t q_stride, const float* k,
-                              const float* v, int64_t n_keys, const int32_t* key_ids,
-                              int64_t k_stride, int64_t v_stride, int64_t d_k, int64_t d_v,
-                              float scale, float* out, int64_t out_stride);
-
-// The same for every query head of one token: kv_heads groups of `group`
-// queries, query (h, g) at q + (h * group + g) * q_stride and its output at
+// The same for every query head of one token, or of one GQA group
+// (kv_heads = 1): kv_heads groups of `group` queries that share a kv head,
+// query (h, g) at q + (h * group + g) * q_stride and its output at
 // out + (h * group + g) * out_stride, kv head h's vectors at k + h * d_k and
-// v + h * d_v within each cached row. Each query gets the bits the per-group
-// call gives it; the rows are read front to back, every head's slice together.
+// v + h * d_v within each cached row. A group reads each block of its rows
+// from memory once; with several kv heads the rows are read front to back,
+// every head's slice together. A query's bits do not depend on kv_heads.
 void AttendOnlineSoftmaxHeads(const float* q, int64_t kv_heads, int64_t group, int64_t q_stride,
                               const float* k, const float* v, int64_t n_keys,
                               const int32_t* key_ids, int64_t k_stride, int64_t v_stride,

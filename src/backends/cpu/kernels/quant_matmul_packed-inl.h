@@ -12,10 +12,11 @@
 // packing step of a BLAS GEMM, but per call, for weights used in place from
 // the mmap; weights the CPU backend stored as panels at load, panel_layout.h,
 // skip the packing: StoredMatmulRows below): lane j of panel vector c holds
-// bytes 4c..4c+3 of row j's block, as unsigned bytes. Broadcasting 4 activation bytes against such a
-// vector advances the dots of all 8 rows at once, so a block costs 8 vpdpbusd
-// with the int32 sums landing one row per lane: one conversion and two f32 steps
-// per block serve 8 weight rows instead of one, and no horizontal sums remain.
+// bytes 4c..4c+3 of row j's block, as unsigned bytes. Broadcasting 4
+// activation bytes against such a vector advances the dots of all 8 rows at
+// once, so a block costs 8 vpdpbusd with the int32 sums landing one row per
+// lane: one conversion and two f32 steps per block serve 8 weight rows instead
+// of one, and no horizontal sums remain.
 //
 // Unsigned weight bytes u = q + z (q8_0: z = 128; q4_0: the nibbles, z = 8;
 // q4_1: the nibbles, z = 0 and its min term added in f32) make the dot
