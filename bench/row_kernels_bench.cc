@@ -9,6 +9,7 @@
 #include "backends/cpu/huge_page_arena.h"
 #include "backends/cpu/kernels/attention.h"
 #include "backends/cpu/kernels/dot.h"
+#include "backends/cpu/kernels/norm.h"
 #include "backends/cpu/kernels/quant_matmul.h"
 #include "hwy/aligned_allocator.h"
 #include "testing/random_data.h"
@@ -132,6 +133,21 @@ void BM_AxpyF32(benchmark::State& state) {
   state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(2 * n * sizeof(float)));
 }
 BENCHMARK(BM_AxpyF32)->Arg(64)->Arg(576)->Arg(4096);
+
+// RMSNorm of a batched decode step's rows (SmolLM2 576, GLM-4.5-Air 4096): on
+// the step's critical path, one row per call.
+void BM_RmsNorm(benchmark::State& state) {
+  const int64_t rows = 8, n = state.range(0);
+  const auto x = testing::UniformFloats(size_t(rows * n), 1);
+  const auto w = testing::UniformFloats(size_t(n), 2);
+  std::vector<float> out(size_t(rows * n));
+  for (auto _ : state) {
+    for (int64_t r = 0; r < rows; ++r) RmsNormRow(x.data() + r * n, w.data(), 1e-5f, n, out.data() + r * n);
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetItemsProcessed(int64_t(state.iterations()) * rows * n);
+}
+BENCHMARK(BM_RmsNorm)->Arg(576)->Arg(4096);
 
 // x [t, k] to int8 blocks of 32 with scales and sums, once per matmul call.
 void BM_QuantizeActivations(benchmark::State& state) {

@@ -12,6 +12,7 @@
 
 #include "backends/cpu/indexer.h"
 #include "backends/cpu/kernels/attention.h"
+#include "backends/cpu/kernels/norm.h"
 #include "backends/cpu/kernels/panel_layout.h"
 #include "backends/cpu/kernels/quant_matmul.h"
 #include "backends/cpu/matmul.h"
@@ -176,7 +177,7 @@ void CpuBackend::RmsNorm(const Tensor& x, const Tensor& weight, float eps, const
   const float* w = weight.as<const float>();
   float* op = out.as<float>();
   ForRows(x.rows(), n, [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) cpu::RmsNormRow(xp + r * n, w, eps, n, op + r * n);
+    for (int64_t r = r0; r < r1; ++r) kernels::RmsNormRow(xp + r * n, w, eps, n, op + r * n);
   });
 }
 

@@ -7,13 +7,6 @@
 
 namespace anymoe::cpu {
 
-void RmsNormRow(const float* x, const float* w, float eps, int64_t n, float* out) {
-  double sum_sq = 0.0;
-  for (int64_t i = 0; i < n; ++i) sum_sq += double(x[i]) * double(x[i]);
-  const float inv = 1.0f / std::sqrt(float(sum_sq / double(n)) + eps);
-  for (int64_t i = 0; i < n; ++i) out[i] = (x[i] * inv) * w[i];
-}
-
 void RopeToken(float* x, int64_t heads, int64_t head_dim, int32_t position,
                const RopeTable& rope) {
   constexpr int kMaxHalf = 512;

@@ -1,6 +1,7 @@
-// Small per-row CPU ops behind the CPU backend (norms, RoPE): scalar code that
-// works on one row of host memory; none allocates. The bandwidth-heavy kernels
-// are Highway code in kernels/.
+// Small per-row CPU ops behind the CPU backend (LayerNorm, RoPE): scalar code
+// that works on one row of host memory; none allocates. The kernels on a
+// step's critical path (RMSNorm, attention, matmuls) are Highway code in
+// kernels/.
 #pragma once
 
 #include <cstdint>
@@ -9,9 +10,6 @@
 #include "backends/backend.h"
 
 namespace anymoe::cpu {
-
-// out[i] = x[i] / sqrt(mean(x^2) + eps) * w[i] for one row of n.
-void RmsNormRow(const float* x, const float* w, float eps, int64_t n, float* out);
 
 // Rotates every head of one token in place: x [heads, head_dim].
 // Rotates dims [rotary_offset, rotary_offset + rotary_dims) of every head.
