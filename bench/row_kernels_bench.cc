@@ -4,6 +4,7 @@
 #include <benchmark/benchmark.h>
 
 #include <random>
+#include <type_traits>
 #include <vector>
 
 #include "backends/cpu/huge_page_arena.h"
@@ -11,6 +12,7 @@
 #include "backends/cpu/kernels/dot.h"
 #include "backends/cpu/kernels/norm.h"
 #include "backends/cpu/kernels/quant_matmul.h"
+#include "core/half.h"
 #include "hwy/aligned_allocator.h"
 #include "testing/random_data.h"
 
@@ -66,24 +68,33 @@ BENCHMARK(BM_AttendGqaGroup)->ArgsProduct({{256, 8192, 65536}, {3}, {0, 1}});
 // sequences x 30 layers, as a batched decode step reads them) in huge pages,
 // as the CPU backend allocates its KV pool. Either one call per kv head (each
 // pass over one head's slice of every row) or one call for all heads (rows
-// touched whole, in order); items are (head, key) pairs.
+// touched whole, in order); rows of f32 (T = float) or f16 bits (T =
+// uint16_t, --kv-type f16). Items are (head, key) pairs.
+template <typename T>
 void BM_AttendDecodeToken(benchmark::State& state) {
   const int64_t n = state.range(0), kv = 3, group = 3, d = 64, stride = kv * d, caches = 240;
   const bool all_heads = state.range(1) != 0;
-  const size_t floats = size_t(caches * n * stride);
+  const size_t values = size_t(caches * n * stride);
   cpu::HugePageArena arena;
-  auto* k = reinterpret_cast<float*>(*arena.Allocate(floats * sizeof(float), "keys"));
-  auto* v = reinterpret_cast<float*>(*arena.Allocate(floats * sizeof(float), "values"));
-  const auto k_values = testing::UniformFloats(floats, 1);
-  const auto v_values = testing::UniformFloats(floats, 2);
-  std::copy(k_values.begin(), k_values.end(), k);
-  std::copy(v_values.begin(), v_values.end(), v);
+  auto* k = reinterpret_cast<T*>(*arena.Allocate(values * sizeof(T), "keys"));
+  auto* v = reinterpret_cast<T*>(*arena.Allocate(values * sizeof(T), "values"));
+  const auto k_values = testing::UniformFloats(values, 1);
+  const auto v_values = testing::UniformFloats(values, 2);
+  for (size_t i = 0; i < values; ++i) {
+    if constexpr (std::is_same_v<T, float>) {
+      k[i] = k_values[i];
+      v[i] = v_values[i];
+    } else {
+      k[i] = F32ToF16(k_values[i]);
+      v[i] = F32ToF16(v_values[i]);
+    }
+  }
   const auto q = testing::UniformFloats(size_t(kv * group * d), 3);
   std::vector<float> out(size_t(kv * group * d));
   int64_t c = 0;
   for (auto _ : state) {
-    const float* kc = k + c * n * stride;
-    const float* vc = v + c * n * stride;
+    const T* kc = k + c * n * stride;
+    const T* vc = v + c * n * stride;
     c = (c + 1) % caches;
     if (all_heads) {
       AttendOnlineSoftmaxHeads(q.data(), kv, group, d, kc, vc, n, nullptr, stride, stride, d, d,
@@ -99,7 +110,8 @@ void BM_AttendDecodeToken(benchmark::State& state) {
   }
   state.SetItemsProcessed(int64_t(state.iterations()) * n * kv * group);
 }
-BENCHMARK(BM_AttendDecodeToken)->ArgsProduct({{64, 160, 512}, {0, 1}});
+BENCHMARK(BM_AttendDecodeToken<float>)->ArgsProduct({{64, 160, 512}, {0, 1}});
+BENCHMARK(BM_AttendDecodeToken<uint16_t>)->ArgsProduct({{64, 160, 512}, {1}});
 
 void BM_SiluMul(benchmark::State& state) {
   const size_t n = size_t(state.range(0));

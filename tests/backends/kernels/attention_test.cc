@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "backends/kernels/for_each_target.h"
+#include "core/half.h"
 
 namespace anymoe::kernels {
 namespace {
@@ -194,6 +195,66 @@ TEST(AttendSegment, MergedSegmentsMatchTheReferenceOnEveryTarget) {
                     out.data(), d_v);
       ExpectHeadsMatchReference(q, d_k, k, v, keys, key_ids, kv_heads, group, k_stride, v_stride,
                                 d_k, d_v, out, d_v);
+    }
+  });
+}
+
+// Rows cached as f16: `values` rounded to f16 (the stored bits) and the f32
+// values those bits stand for.
+struct F16Rows {
+  std::vector<uint16_t> bits;
+  std::vector<float> values;
+  explicit F16Rows(const std::vector<float>& x) {
+    for (float v : x) {
+      bits.push_back(F32ToF16(v));
+      values.push_back(F16ToF32(bits.back()));
+    }
+  }
+};
+
+// An f16 cache gives every query exactly the bits of an f32 cache holding the
+// same (rounded) values: whole calls and segments, keys in order and through
+// a row table, 3 kv heads of 3 queries, a head dim (36) off the vector width,
+// key counts off the groups of 4, and subnormal f16 values among the keys.
+TEST(AttendOnlineSoftmaxHeads, F16RowsGiveTheBitsOfTheirF32ValuesOnEveryTarget) {
+  testing::ForEachTarget([] {
+    const int64_t keys = kAttentionSegmentKeys + 83, kv_heads = 3, group = 3, d_k = 36, d_v = 36;
+    const int64_t k_stride = kv_heads * d_k, v_stride = kv_heads * d_v, n_q = kv_heads * group;
+    auto k_raw = Random(keys * k_stride, 31, 0.5f);
+    for (size_t i = 0; i < k_raw.size(); i += 7) k_raw[i] = 3e-6f;  // subnormal in f16
+    const F16Rows k(k_raw), v(Random(keys * v_stride, 32, 1.0f));
+    const auto q = Random(n_q * d_k, 33, 1.0f);
+    std::vector<int32_t> ids(static_cast<size_t>(keys));
+    for (int64_t j = 0; j < keys; ++j) ids[size_t(j)] = int32_t((j * 29 + 3) % keys);
+    for (const bool select : {false, true}) {
+      const int32_t* key_ids = select ? ids.data() : nullptr;
+      for (const int64_t n : {int64_t(7), int64_t(130), keys}) {
+        std::vector<float> from_f16(size_t(n_q * d_v)), from_f32(from_f16.size());
+        AttendOnlineSoftmaxHeads(q.data(), kv_heads, group, d_k, k.bits.data(), v.bits.data(), n,
+                                 key_ids, k_stride, v_stride, d_k, d_v, 0.125f, from_f16.data(),
+                                 d_v);
+        AttendOnlineSoftmaxHeads(q.data(), kv_heads, group, d_k, k.values.data(),
+                                 v.values.data(), n, key_ids, k_stride, v_stride, d_k, d_v, 0.125f,
+                                 from_f32.data(), d_v);
+        EXPECT_EQ(from_f16, from_f32) << "n=" << n << " select=" << select;
+        if (!select) {
+          ExpectHeadsMatchReference(q, d_k, k.values, v.values, n, nullptr, kv_heads, group,
+                                    k_stride, v_stride, d_k, d_v, from_f16, d_v);
+        }
+      }
+      for (int64_t segment = 0; segment < AttentionSegments(keys); ++segment) {
+        std::vector<float> parts16(size_t(n_q * d_v)), parts32(parts16.size());
+        std::vector<float> m16(static_cast<size_t>(n_q)), m32(m16), s16(m16), s32(m16);
+        AttendSegment(q.data(), kv_heads, group, d_k, k.bits.data(), v.bits.data(), keys, key_ids,
+                      segment, k_stride, v_stride, d_k, d_v, 0.125f, parts16.data(), m16.data(),
+                      s16.data());
+        AttendSegment(q.data(), kv_heads, group, d_k, k.values.data(), v.values.data(), keys,
+                      key_ids, segment, k_stride, v_stride, d_k, d_v, 0.125f, parts32.data(),
+                      m32.data(), s32.data());
+        EXPECT_EQ(parts16, parts32) << "segment " << segment;
+        EXPECT_EQ(m16, m32);
+        EXPECT_EQ(s16, s32);
+      }
     }
   });
 }

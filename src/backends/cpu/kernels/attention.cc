@@ -9,11 +9,37 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
+
+#include "core/half.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace anymoe::kernels {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
+
+// Cached rows hold f32 or IEEE f16 values (F16: the bits, as stored); both
+// are read as f32, so the arithmetic that follows is the same for either.
+using F16 = uint16_t;
+
+template <class D, typename T>
+HWY_INLINE hn::Vec<D> LoadAsF32(D d, const T* p) {
+  if constexpr (std::is_same_v<T, float>) {
+    return hn::LoadU(d, p);
+  } else {
+    const hn::Rebind<hwy::float16_t, D> dh;
+    return hn::PromoteTo(d, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(p)));
+  }
+}
+
+template <typename T>
+HWY_INLINE float AsF32(T x) {
+  if constexpr (std::is_same_v<T, float>) {
+    return x;
+  } else {
+    return F16ToF32(x);
+  }
+}
 
 // acc = acc * c
 void Scale(float c, float* acc, int64_t n) {
@@ -69,46 +95,65 @@ HWY_INLINE void SumOfLanes4(D d, V s0, V s1, V s2, V s3, float out[4]) {
 }
 
 // scores[b] = scale * q . k[key(b)] for b < n: four keys at a time, so that
-// their four reductions overlap instead of each waiting for the last.
-HWY_INLINE void BlockScores(const float* q, const float* k, const int32_t* key_ids, int64_t j0,
-                            int64_t n, int64_t k_stride, int64_t d_k, float scale, float* scores) {
+// their four reductions overlap instead of each waiting for the last (the last
+// group repeats its final key as needed: a key's score never depends on where
+// it falls in a group).
+template <typename T>
+HWY_INLINE void FourScores(const float* q, const T* k0, const T* k1, const T* k2, const T* k3,
+                           int64_t d_k, float scale, float out[4]) {
   const hn::ScalableTag<float> d;
   const int64_t lanes = int64_t(hn::Lanes(d));
+  auto s0 = hn::Zero(d), s1 = hn::Zero(d), s2 = hn::Zero(d), s3 = hn::Zero(d);
+  int64_t i = 0;
+  for (; i + lanes <= d_k; i += lanes) {
+    const auto qv = hn::LoadU(d, q + i);
+    s0 = hn::MulAdd(qv, LoadAsF32(d, k0 + i), s0);
+    s1 = hn::MulAdd(qv, LoadAsF32(d, k1 + i), s1);
+    s2 = hn::MulAdd(qv, LoadAsF32(d, k2 + i), s2);
+    s3 = hn::MulAdd(qv, LoadAsF32(d, k3 + i), s3);
+  }
+  float t[4];
+  SumOfLanes4(d, s0, s1, s2, s3, t);
+  // Explicit fused multiply-adds: left to the compiler, whether a * b + c is
+  // contracted could differ between the f32 and f16 instantiations.
+  for (; i < d_k; ++i) {
+    t[0] = std::fma(q[i], AsF32(k0[i]), t[0]);
+    t[1] = std::fma(q[i], AsF32(k1[i]), t[1]);
+    t[2] = std::fma(q[i], AsF32(k2[i]), t[2]);
+    t[3] = std::fma(q[i], AsF32(k3[i]), t[3]);
+  }
+  for (int j = 0; j < 4; ++j) out[j] = t[j] * scale;
+}
+
+// scores[b] = scale * q . k[key(b)] for b < n: four keys at a time, so that
+// their four reductions overlap instead of each waiting for the last (a last
+// group of 1-3 keys repeats its final key: a key's score never depends on
+// where it falls in a group).
+template <typename T>
+HWY_INLINE void BlockScores(const float* q, const T* k, const int32_t* key_ids, int64_t j0,
+                            int64_t n, int64_t k_stride, int64_t d_k, float scale, float* scores) {
   auto key_row = [&](int64_t b) {
     return k + (key_ids != nullptr ? int64_t(key_ids[j0 + b]) : j0 + b) * k_stride;
   };
   int64_t b = 0;
   for (; b + 4 <= n; b += 4) {
-    const float* k0 = key_row(b);
-    const float* k1 = key_row(b + 1);
-    const float* k2 = key_row(b + 2);
-    const float* k3 = key_row(b + 3);
-    auto s0 = hn::Zero(d), s1 = hn::Zero(d), s2 = hn::Zero(d), s3 = hn::Zero(d);
-    int64_t i = 0;
-    for (; i + lanes <= d_k; i += lanes) {
-      const auto qv = hn::LoadU(d, q + i);
-      s0 = hn::MulAdd(qv, hn::LoadU(d, k0 + i), s0);
-      s1 = hn::MulAdd(qv, hn::LoadU(d, k1 + i), s1);
-      s2 = hn::MulAdd(qv, hn::LoadU(d, k2 + i), s2);
-      s3 = hn::MulAdd(qv, hn::LoadU(d, k3 + i), s3);
-    }
-    float t[4];
-    SumOfLanes4(d, s0, s1, s2, s3, t);
-    for (; i < d_k; ++i) {
-      t[0] += q[i] * k0[i];
-      t[1] += q[i] * k1[i];
-      t[2] += q[i] * k2[i];
-      t[3] += q[i] * k3[i];
-    }
-    for (int j = 0; j < 4; ++j) scores[b + j] = t[j] * scale;
+    FourScores(q, key_row(b), key_row(b + 1), key_row(b + 2), key_row(b + 3), d_k, scale,
+               scores + b);
   }
-  for (; b < n; ++b) scores[b] = Dot(q, key_row(b), size_t(d_k)) * scale;
+  if (b < n) {
+    float t[4];
+    const T* last = key_row(n - 1);
+    FourScores(q, key_row(b), b + 1 < n ? key_row(b + 1) : last, b + 2 < n ? key_row(b + 2) : last,
+               last, d_k, scale, t);
+    std::copy(t, t + (n - b), scores + b);
+  }
 }
 
 // out[0, d_v) += sum_b p[b] v[key(b)]: the output is held in registers, a
 // slice of four vectors at a time, while the block's keys stream past (two
 // keys per step, so the two accumulator sets hide the FMA latency).
-HWY_INLINE void BlockValues(const float* p, const float* v, const int32_t* key_ids, int64_t j0,
+template <typename T>
+HWY_INLINE void BlockValues(const float* p, const T* v, const int32_t* key_ids, int64_t j0,
                             int64_t n, int64_t v_stride, int64_t d_v, float* out) {
   const hn::ScalableTag<float> d;
   const int64_t lanes = int64_t(hn::Lanes(d));
@@ -122,25 +167,25 @@ HWY_INLINE void BlockValues(const float* p, const float* v, const int32_t* key_i
     auto b0 = hn::Zero(d), b1 = hn::Zero(d), b2 = hn::Zero(d), b3 = hn::Zero(d);
     int64_t b = 0;
     for (; b + 2 <= n; b += 2) {
-      const float* v0 = value_row(b) + c;
-      const float* v1 = value_row(b + 1) + c;
+      const T* v0 = value_row(b) + c;
+      const T* v1 = value_row(b + 1) + c;
       const auto p0 = hn::Set(d, p[b]), p1 = hn::Set(d, p[b + 1]);
-      a0 = hn::MulAdd(p0, hn::LoadU(d, v0), a0);
-      a1 = hn::MulAdd(p0, hn::LoadU(d, v0 + lanes), a1);
-      a2 = hn::MulAdd(p0, hn::LoadU(d, v0 + 2 * lanes), a2);
-      a3 = hn::MulAdd(p0, hn::LoadU(d, v0 + 3 * lanes), a3);
-      b0 = hn::MulAdd(p1, hn::LoadU(d, v1), b0);
-      b1 = hn::MulAdd(p1, hn::LoadU(d, v1 + lanes), b1);
-      b2 = hn::MulAdd(p1, hn::LoadU(d, v1 + 2 * lanes), b2);
-      b3 = hn::MulAdd(p1, hn::LoadU(d, v1 + 3 * lanes), b3);
+      a0 = hn::MulAdd(p0, LoadAsF32(d, v0), a0);
+      a1 = hn::MulAdd(p0, LoadAsF32(d, v0 + lanes), a1);
+      a2 = hn::MulAdd(p0, LoadAsF32(d, v0 + 2 * lanes), a2);
+      a3 = hn::MulAdd(p0, LoadAsF32(d, v0 + 3 * lanes), a3);
+      b0 = hn::MulAdd(p1, LoadAsF32(d, v1), b0);
+      b1 = hn::MulAdd(p1, LoadAsF32(d, v1 + lanes), b1);
+      b2 = hn::MulAdd(p1, LoadAsF32(d, v1 + 2 * lanes), b2);
+      b3 = hn::MulAdd(p1, LoadAsF32(d, v1 + 3 * lanes), b3);
     }
     if (b < n) {
-      const float* v0 = value_row(b) + c;
+      const T* v0 = value_row(b) + c;
       const auto p0 = hn::Set(d, p[b]);
-      a0 = hn::MulAdd(p0, hn::LoadU(d, v0), a0);
-      a1 = hn::MulAdd(p0, hn::LoadU(d, v0 + lanes), a1);
-      a2 = hn::MulAdd(p0, hn::LoadU(d, v0 + 2 * lanes), a2);
-      a3 = hn::MulAdd(p0, hn::LoadU(d, v0 + 3 * lanes), a3);
+      a0 = hn::MulAdd(p0, LoadAsF32(d, v0), a0);
+      a1 = hn::MulAdd(p0, LoadAsF32(d, v0 + lanes), a1);
+      a2 = hn::MulAdd(p0, LoadAsF32(d, v0 + 2 * lanes), a2);
+      a3 = hn::MulAdd(p0, LoadAsF32(d, v0 + 3 * lanes), a3);
     }
     hn::StoreU(hn::Add(a0, b0), d, out + c);
     hn::StoreU(hn::Add(a1, b1), d, out + c + lanes);
@@ -149,23 +194,25 @@ HWY_INLINE void BlockValues(const float* p, const float* v, const int32_t* key_i
   }
   for (; c + lanes <= d_v; c += lanes) {
     auto a = hn::LoadU(d, out + c);
-    for (int64_t b = 0; b < n; ++b) a = hn::MulAdd(hn::Set(d, p[b]), hn::LoadU(d, value_row(b) + c), a);
+    for (int64_t b = 0; b < n; ++b) a = hn::MulAdd(hn::Set(d, p[b]), LoadAsF32(d, value_row(b) + c), a);
     hn::StoreU(a, d, out + c);
   }
   for (; c < d_v; ++c) {
-    for (int64_t b = 0; b < n; ++b) out[c] += p[b] * value_row(b)[c];
+    for (int64_t b = 0; b < n; ++b) out[c] = std::fma(p[b], AsF32(value_row(b)[c]), out[c]);
   }
 }
 
-// Reads one word of every 64-byte line of floats [0, span) of each row
+// Reads one word of every 64-byte line of values [0, span) of each row
 // key(j0 .. j0 + n) at `base`, in row order. This machine's memory streams
 // whole rows read front to back at ~3x the rate of one head's slice of each
 // row per pass (SmolLM2's 768-byte rows, 256 per head, huge pages: 28-31
 // against 9-10 GB/s on one core), and software prefetches of the same lines
 // did not help; so a block's rows are first touched in order, after which
 // the per-query passes find them in L1/L2.
-HWY_INLINE void TouchRows(const float* base, const int32_t* key_ids, int64_t j0, int64_t n,
+template <typename T>
+HWY_INLINE void TouchRows(const T* base, const int32_t* key_ids, int64_t j0, int64_t n,
                           int64_t stride, int64_t span) {
+  const int64_t bytes = span * int64_t(sizeof(T));  // 4 or more: a head holds 2+ values
   uint32_t seen = 0;
   for (int64_t b = 0; b < n; ++b) {
     const auto* row = reinterpret_cast<const uint8_t*>(
@@ -175,8 +222,8 @@ HWY_INLINE void TouchRows(const float* base, const int32_t* key_ids, int64_t j0,
       std::memcpy(&word, row + offset, 4);
       seen |= word;
     };
-    for (int64_t offset = 0; offset < span * 4; offset += 64) load(offset);
-    load(span * 4 - 4);  // the last line, when the row does not start on one
+    for (int64_t offset = 0; offset < bytes; offset += 64) load(offset);
+    load(bytes - 4);  // the last line, when the row does not start on one
   }
   // Keep the loads: their values are not needed.
   asm volatile("" : : "r"(seen));
@@ -193,11 +240,11 @@ HWY_INLINE void TouchRows(const float* base, const int32_t* key_ids, int64_t j0,
 // With `maxes` and `denoms` the outputs are left unnormalised and each query's
 // running max and denominator are stored there instead (one segment of a
 // longer key range, merged by MergeSegmentsImpl).
-void AttendOnlineSoftmaxImpl(const float* q, int64_t kv_heads, int64_t group, int64_t q_stride,
-                             const float* k, const float* v, int64_t n_keys,
-                             const int32_t* key_ids, int64_t k_stride, int64_t v_stride,
-                             int64_t d_k, int64_t d_v, float scale, float* out,
-                             int64_t out_stride, float* maxes, float* denoms) {
+template <typename T>
+void AttendOnlineSoftmax(const float* q, int64_t kv_heads, int64_t group, int64_t q_stride,
+                         const T* k, const T* v, int64_t n_keys, const int32_t* key_ids,
+                         int64_t k_stride, int64_t v_stride, int64_t d_k, int64_t d_v, float scale,
+                         float* out, int64_t out_stride, float* maxes, float* denoms) {
   constexpr int64_t kBlock = 64, kMaxQueries = 64, kTouchBytes = 512 << 10;
   const int64_t n_q = kv_heads * group;
   for (int64_t g0 = 0; g0 < n_q; g0 += kMaxQueries) {
@@ -212,7 +259,8 @@ void AttendOnlineSoftmaxImpl(const float* q, int64_t kv_heads, int64_t group, in
     // The chunk's kv heads: rows are touched in order when there are several
     // and a block of them fits in L2 with room to spare.
     const int64_t first_head = g0 / group, heads = (g0 + chunk - 1) / group - first_head + 1;
-    const bool touch = heads > 1 && kBlock * heads * (d_k + d_v) * 4 <= kTouchBytes;
+    const bool touch =
+        heads > 1 && kBlock * heads * (d_k + d_v) * int64_t(sizeof(T)) <= kTouchBytes;
     for (int64_t j0 = 0; j0 < n_keys; j0 += kBlock) {
       const int64_t nb = std::min(kBlock, n_keys - j0);
       if (touch) {
@@ -246,6 +294,22 @@ void AttendOnlineSoftmaxImpl(const float* q, int64_t kv_heads, int64_t group, in
       }
     }
   }
+}
+
+void AttendF32Impl(const float* q, int64_t kv_heads, int64_t group, int64_t q_stride,
+                   const float* k, const float* v, int64_t n_keys, const int32_t* key_ids,
+                   int64_t k_stride, int64_t v_stride, int64_t d_k, int64_t d_v, float scale,
+                   float* out, int64_t out_stride, float* maxes, float* denoms) {
+  AttendOnlineSoftmax(q, kv_heads, group, q_stride, k, v, n_keys, key_ids, k_stride, v_stride, d_k,
+                      d_v, scale, out, out_stride, maxes, denoms);
+}
+
+void AttendF16Impl(const float* q, int64_t kv_heads, int64_t group, int64_t q_stride,
+                   const F16* k, const F16* v, int64_t n_keys, const int32_t* key_ids,
+                   int64_t k_stride, int64_t v_stride, int64_t d_k, int64_t d_v, float scale,
+                   float* out, int64_t out_stride, float* maxes, float* denoms) {
+  AttendOnlineSoftmax(q, kv_heads, group, q_stride, k, v, n_keys, key_ids, k_stride, v_stride, d_k,
+                      d_v, scale, out, out_stride, maxes, denoms);
 }
 
 // out[q] = the softmax-weighted values over every segment, from segment s's
@@ -301,9 +365,51 @@ HWY_AFTER_NAMESPACE();
 
 namespace anymoe::kernels {
 
-HWY_EXPORT(AttendOnlineSoftmaxImpl);
+HWY_EXPORT(AttendF32Impl);
+HWY_EXPORT(AttendF16Impl);
 HWY_EXPORT(MergeSegmentsImpl);
 HWY_EXPORT(SiluMulImpl);
+
+namespace {
+
+// The kernel for the cached rows' element type: float or f16 bits.
+void Attend(const float* q, int64_t kv_heads, int64_t group, int64_t q_stride, const float* k,
+            const float* v, int64_t n_keys, const int32_t* key_ids, int64_t k_stride,
+            int64_t v_stride, int64_t d_k, int64_t d_v, float scale, float* out,
+            int64_t out_stride, float* maxes, float* denoms) {
+  HWY_DYNAMIC_DISPATCH(AttendF32Impl)
+  (q, kv_heads, group, q_stride, k, v, n_keys, key_ids, k_stride, v_stride, d_k, d_v, scale, out,
+   out_stride, maxes, denoms);
+}
+
+void Attend(const float* q, int64_t kv_heads, int64_t group, int64_t q_stride, const uint16_t* k,
+            const uint16_t* v, int64_t n_keys, const int32_t* key_ids, int64_t k_stride,
+            int64_t v_stride, int64_t d_k, int64_t d_v, float scale, float* out,
+            int64_t out_stride, float* maxes, float* denoms) {
+  HWY_DYNAMIC_DISPATCH(AttendF16Impl)
+  (q, kv_heads, group, q_stride, k, v, n_keys, key_ids, k_stride, v_stride, d_k, d_v, scale, out,
+   out_stride, maxes, denoms);
+}
+
+template <typename T>
+void Segment(const float* q, int64_t kv_heads, int64_t group, int64_t q_stride, const T* k,
+             const T* v, int64_t n_keys, const int32_t* key_ids, int64_t segment,
+             int64_t k_stride, int64_t v_stride, int64_t d_k, int64_t d_v, float scale,
+             float* part, float* maxes, float* denoms) {
+  const int64_t j0 = segment * kAttentionSegmentKeys;
+  const int64_t n = std::min(kAttentionSegmentKeys, n_keys - j0);
+  CHECK(n > 0);
+  if (key_ids != nullptr) {
+    key_ids += j0;
+  } else {
+    k += j0 * k_stride;
+    v += j0 * v_stride;
+  }
+  Attend(q, kv_heads, group, q_stride, k, v, n, key_ids, k_stride, v_stride, d_k, d_v, scale, part,
+         d_v, maxes, denoms);
+}
+
+}  // namespace
 
 void AttendOnlineSoftmax(const float* q, const float* k, const float* v, int64_t n_keys,
                          const int32_t* key_ids, int64_t k_stride, int64_t v_stride, int64_t d_k,
@@ -317,27 +423,33 @@ void AttendOnlineSoftmaxHeads(const float* q, int64_t kv_heads, int64_t group, i
                               const int32_t* key_ids, int64_t k_stride, int64_t v_stride,
                               int64_t d_k, int64_t d_v, float scale, float* out,
                               int64_t out_stride) {
-  HWY_DYNAMIC_DISPATCH(AttendOnlineSoftmaxImpl)
-  (q, kv_heads, group, q_stride, k, v, n_keys, key_ids, k_stride, v_stride, d_k, d_v, scale, out,
-   out_stride, nullptr, nullptr);
+  Attend(q, kv_heads, group, q_stride, k, v, n_keys, key_ids, k_stride, v_stride, d_k, d_v, scale,
+         out, out_stride, nullptr, nullptr);
+}
+
+void AttendOnlineSoftmaxHeads(const float* q, int64_t kv_heads, int64_t group, int64_t q_stride,
+                              const uint16_t* k, const uint16_t* v, int64_t n_keys,
+                              const int32_t* key_ids, int64_t k_stride, int64_t v_stride,
+                              int64_t d_k, int64_t d_v, float scale, float* out,
+                              int64_t out_stride) {
+  Attend(q, kv_heads, group, q_stride, k, v, n_keys, key_ids, k_stride, v_stride, d_k, d_v, scale,
+         out, out_stride, nullptr, nullptr);
 }
 
 void AttendSegment(const float* q, int64_t kv_heads, int64_t group, int64_t q_stride,
                    const float* k, const float* v, int64_t n_keys, const int32_t* key_ids,
                    int64_t segment, int64_t k_stride, int64_t v_stride, int64_t d_k, int64_t d_v,
                    float scale, float* part, float* maxes, float* denoms) {
-  const int64_t j0 = segment * kAttentionSegmentKeys;
-  const int64_t n = std::min(kAttentionSegmentKeys, n_keys - j0);
-  CHECK(n > 0);
-  if (key_ids != nullptr) {
-    key_ids += j0;
-  } else {
-    k += j0 * k_stride;
-    v += j0 * v_stride;
-  }
-  HWY_DYNAMIC_DISPATCH(AttendOnlineSoftmaxImpl)
-  (q, kv_heads, group, q_stride, k, v, n, key_ids, k_stride, v_stride, d_k, d_v, scale, part, d_v,
-   maxes, denoms);
+  Segment(q, kv_heads, group, q_stride, k, v, n_keys, key_ids, segment, k_stride, v_stride, d_k,
+          d_v, scale, part, maxes, denoms);
+}
+
+void AttendSegment(const float* q, int64_t kv_heads, int64_t group, int64_t q_stride,
+                   const uint16_t* k, const uint16_t* v, int64_t n_keys, const int32_t* key_ids,
+                   int64_t segment, int64_t k_stride, int64_t v_stride, int64_t d_k, int64_t d_v,
+                   float scale, float* part, float* maxes, float* denoms) {
+  Segment(q, kv_heads, group, q_stride, k, v, n_keys, key_ids, segment, k_stride, v_stride, d_k,
+          d_v, scale, part, maxes, denoms);
 }
 
 void MergeSegments(const float* parts, int64_t part_stride, const float* maxes,

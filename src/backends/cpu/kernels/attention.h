@@ -26,6 +26,14 @@ void AttendOnlineSoftmaxHeads(const float* q, int64_t kv_heads, int64_t group, i
                               const int32_t* key_ids, int64_t k_stride, int64_t v_stride,
                               int64_t d_k, int64_t d_v, float scale, float* out,
                               int64_t out_stride);
+// The same over rows cached as IEEE f16 (the bits; strides in values): each
+// value is read as the f32 it stands for, and every query gets exactly the bits
+// of the f32 call on rows holding those values.
+void AttendOnlineSoftmaxHeads(const float* q, int64_t kv_heads, int64_t group, int64_t q_stride,
+                              const uint16_t* k, const uint16_t* v, int64_t n_keys,
+                              const int32_t* key_ids, int64_t k_stride, int64_t v_stride,
+                              int64_t d_k, int64_t d_v, float scale, float* out,
+                              int64_t out_stride);
 
 // Long key ranges are taken in segments of kAttentionSegmentKeys keys
 // (segment s: keys s * kAttentionSegmentKeys onwards), each attended on its own
@@ -43,6 +51,10 @@ inline int64_t AttentionSegments(int64_t n_keys) {
 // its running max and denominator at maxes[i] and denoms[i].
 void AttendSegment(const float* q, int64_t kv_heads, int64_t group, int64_t q_stride,
                    const float* k, const float* v, int64_t n_keys, const int32_t* key_ids,
+                   int64_t segment, int64_t k_stride, int64_t v_stride, int64_t d_k, int64_t d_v,
+                   float scale, float* part, float* maxes, float* denoms);
+void AttendSegment(const float* q, int64_t kv_heads, int64_t group, int64_t q_stride,
+                   const uint16_t* k, const uint16_t* v, int64_t n_keys, const int32_t* key_ids,
                    int64_t segment, int64_t k_stride, int64_t v_stride, int64_t d_k, int64_t d_v,
                    float scale, float* part, float* maxes, float* denoms);
 
