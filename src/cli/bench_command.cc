@@ -36,6 +36,7 @@ struct BenchFlags {
   int64_t membw_mib = 1024;
   int membw_passes = 5;
   bool repack_weights = true;
+  DType kv_type = DType::kF32;
 };
 
 Status Validate(const BenchFlags& f) {
@@ -113,6 +114,7 @@ int Bench(BenchFlags f) {
       options.backend = f.backend;
       options.device = f.device;
       options.repack_weights = f.repack_weights;
+      options.kv_type = f.kv_type;
       options.context = max_tokens;
       options.max_step_tokens = std::clamp<int64_t>(max_prompt, 1, f.batch);
       auto engine = LoadEngineOrReport(options);
@@ -192,6 +194,7 @@ CommandFn RegisterBench(CLI::App& cmd) {
       ->delimiter(',')
       ->capture_default_str();
   AddRepackFlag(cmd, f->repack_weights);
+  AddKvTypeOption(cmd, f->kv_type);
   cmd.add_flag("--membw", f->membw,
                "measure read memory bandwidth and print each model's decode roofline");
   cmd.add_option("--membw-mib", f->membw_mib, "bandwidth buffer size in MiB")

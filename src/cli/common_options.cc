@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <random>
+#include <string>
 
 namespace anymoe::cli {
 
@@ -22,6 +23,19 @@ void AddEngineOptions(CLI::App& cmd, EngineOptions& o) {
   cmd.add_flag("--exact", o.exact_matmul,
                "keep activations in f32 in every matmul (slower; closest to the f32 reference)");
   AddRepackFlag(cmd, o.repack_weights);
+  AddKvTypeOption(cmd, o.kv_type);
+}
+
+void AddKvTypeOption(CLI::App& cmd, DType& kv_type) {
+  cmd.add_option_function<std::string>(
+         "--kv-type",
+         [&kv_type](const std::string& name) {
+           kv_type = name == "f16" ? DType::kF16 : DType::kF32;
+         },
+         "KV cache keys and values: f32, or f16 (half the memory and the bytes attention "
+         "reads; cpu backend)")
+      ->check(CLI::IsMember({"f32", "f16"}))
+      ->default_str("f32");
 }
 
 void AddRepackFlag(CLI::App& cmd, bool& repack_weights) {

@@ -16,6 +16,9 @@ void AddEngineOptions(CLI::App& cmd, EngineOptions& options);
 // --no-repack: clears `repack_weights` (see BackendOptions::repack_weights).
 void AddRepackFlag(CLI::App& cmd, bool& repack_weights);
 
+// --kv-type f32|f16: the KV cache's keys and values (EngineOptions::kv_type).
+void AddKvTypeOption(CLI::App& cmd, DType& kv_type);
+
 struct SamplingFlags {
   SamplingParams params;
   std::optional<uint64_t> seed;  // absent: a random seed

@@ -100,6 +100,7 @@ int RunDoctor(EngineOptions options) {
   LoadOptions load;
   load.max_step_tokens = options.max_step_tokens;
   load.context = options.context;
+  load.kv_type = options.kv_type;
   if (auto plan = PlanMemory(engine->file(), load); plan.ok()) {
     std::printf("plan:     weights %s, KV cache %s (%lld tokens), activations %s\n",
                 Mib(plan->weights).c_str(), Mib(plan->kv_cache).c_str(),

@@ -13,6 +13,7 @@ Expected<std::unique_ptr<Model>> DecoderModel::Load(const ModelFile& file, Model
                                                     Backend& backend, const LoadOptions& options) {
   std::unique_ptr<DecoderModel> m(new DecoderModel(std::move(config), backend));
   m->max_step_tokens_ = options.max_step_tokens;
+  m->kv_type_ = options.kv_type;
   RETURN_IF_ERROR(m->Bind(file));
   RETURN_IF_ERROR(m->AllocateActivations());
   return std::unique_ptr<Model>(std::move(m));
@@ -101,7 +102,7 @@ Expected<std::unique_ptr<KvPool>> DecoderModel::NewPool(int64_t tokens) {
   std::vector<LayerCacheSpec> specs;
   for (const Layer& L : layers_) specs.push_back(L.attention->cache_spec());
   const int64_t b = KvPool::kDefaultBlockTokens;
-  return KvPool::Create(backend_, (tokens + b - 1) / b, b, specs);
+  return KvPool::Create(backend_, (tokens + b - 1) / b, b, specs, kv_type_);
 }
 
 Status DecoderModel::PlanStep(std::span<const SequenceStep> steps) {

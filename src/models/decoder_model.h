@@ -45,6 +45,7 @@ class DecoderModel final : public Model {
 
   ModelConfig config_;
   Backend& backend_;
+  DType kv_type_ = DType::kF32;  // of the GQA keys and values in its pools
   Tensor tok_embd_, output_norm_, output_;
   std::vector<Layer> layers_;
   RopeFrequencies rope_freq_;

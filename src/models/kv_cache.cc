@@ -4,27 +4,37 @@ namespace anymoe {
 
 Expected<std::unique_ptr<KvPool>> KvPool::Create(Backend& backend, int64_t num_blocks,
                                                  int64_t block_tokens,
-                                                 const std::vector<LayerCacheSpec>& layers) {
+                                                 const std::vector<LayerCacheSpec>& layers,
+                                                 DType kv_type) {
+  if (kv_type != DType::kF32 && kv_type != DType::kF16) {
+    return Status::Error("KV cache type " + std::string(Name(kv_type)) + " (use f32 or f16)");
+  }
+  if (kv_type == DType::kF16 && backend.kind() != BackendKind::kCpu) {
+    return Status::Error("an f16 KV cache runs on the cpu backend only (" + backend.name() +
+                         ": use --kv-type f32)");
+  }
   std::unique_ptr<KvPool> p(new KvPool());
   p->block_tokens_ = block_tokens;
   const int64_t rows = num_blocks * block_tokens;
-  int64_t floats_per_token = 0;
-  for (const LayerCacheSpec& s : layers) floats_per_token += s.floats_per_token();
-  p->bytes_per_token_ = uint64_t(floats_per_token) * sizeof(float);
+  const uint64_t kv_bytes = kv_type == DType::kF16 ? 2 : 4;
+  for (const LayerCacheSpec& s : layers) {
+    p->bytes_per_token_ += uint64_t(s.kv_heads * (s.k_dim + s.v_dim)) * kv_bytes +
+                           uint64_t(s.latent_dim + s.index_dim) * sizeof(float);
+  }
   ASSIGN_OR_RETURN(p->buffer_, backend.Allocate(p->bytes_per_token_ * uint64_t(rows), "KV cache"));
   uint64_t offset = 0;
-  auto carve = [&](std::initializer_list<int64_t> dims) {
-    Tensor t = Tensor::Of(p->buffer_->base(), DType::kF32, dims);
+  auto carve = [&](DType type, std::initializer_list<int64_t> dims) {
+    Tensor t = Tensor::Of(p->buffer_->base(), type, dims);
     t.offset = offset;
-    offset += uint64_t(t.elements()) * sizeof(float);
+    offset += uint64_t(t.elements()) * (type == DType::kF16 ? 2 : 4);
     return t;
   };
   for (const LayerCacheSpec& s : layers) {
     Layer l;
-    l.k = carve({rows, s.kv_heads, s.k_dim});
-    l.v = carve({rows, s.kv_heads, s.v_dim});
-    l.latent = carve({rows, s.latent_dim});
-    l.index_keys = carve({rows, s.index_dim});
+    l.k = carve(kv_type, {rows, s.kv_heads, s.k_dim});
+    l.v = carve(kv_type, {rows, s.kv_heads, s.v_dim});
+    l.latent = carve(DType::kF32, {rows, s.latent_dim});
+    l.index_keys = carve(DType::kF32, {rows, s.index_dim});
     p->layers_.push_back(l);
   }
   p->block_used_.assign(size_t(num_blocks), false);

@@ -15,24 +15,27 @@
 
 namespace anymoe {
 
-// Floats per token of each cache tensor of one layer (0: none).
+// Values per token of each cache tensor of one layer (0: none).
 struct LayerCacheSpec {
   int64_t kv_heads = 0, k_dim = 0, v_dim = 0;  // GQA
   int64_t latent_dim = 0;                      // MLA
   int64_t index_dim = 0;                       // DSA indexer keys
-  int64_t floats_per_token() const { return kv_heads * (k_dim + v_dim) + latent_dim + index_dim; }
 };
 
 class KvPool {
  public:
   static constexpr int64_t kDefaultBlockTokens = 16;
 
+  // `kv_type`: element type of the GQA keys and values, f32 or f16 (half the
+  // memory and the bytes attention reads; each value rounded to the nearest
+  // f16 when written). MLA latents and DSA indexer keys are f32 either way.
   static Expected<std::unique_ptr<KvPool>> Create(Backend& backend, int64_t num_blocks,
                                                   int64_t block_tokens,
-                                                  const std::vector<LayerCacheSpec>& layers);
+                                                  const std::vector<LayerCacheSpec>& layers,
+                                                  DType kv_type = DType::kF32);
 
   struct Layer {
-    Tensor k, v;        // [rows, kv_heads, dim]
+    Tensor k, v;        // [rows, kv_heads, dim], f32 or f16
     Tensor latent;      // [rows, latent_dim]
     Tensor index_keys;  // [rows, index_dim]
   };

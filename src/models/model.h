@@ -28,6 +28,7 @@ struct LoadOptions {
   int64_t kv_cache_tokens = 0;
   int64_t context = 4096;  // capped by the model's maximum positions
   int64_t sequences = 1;
+  DType kv_type = DType::kF32;  // GQA keys and values in the KV cache: f32 or f16
 };
 
 // Not thread-safe: one thread at a time runs a model (the scheduler's thread

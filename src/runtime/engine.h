@@ -31,6 +31,7 @@ struct EngineOptions {
   int64_t kv_cache_tokens = 0;    // KV tokens to reserve for (0: `sequences` x context)
   int64_t sequences = 1;          // sequences served at once (serve --parallel)
   bool record_ops = false;        // record op x dtype usage (anymoe doctor)
+  DType kv_type = DType::kF32;    // KV cache keys and values: f32 or f16 (cpu backend)
 };
 
 class Engine {

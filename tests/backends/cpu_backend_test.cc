@@ -245,6 +245,61 @@ TEST_F(CpuOps, LongContextAttentionGivesTheSameBitsAloneAndInABatch) {
   for (const auto& out : batched) EXPECT_EQ(out, alone);
 }
 
+// An f16 KV cache: ScatterRows rounds each new f32 row into it (the bits of
+// F32ToF16), and attention over it gives exactly the bits of attention over an
+// f32 cache holding those rounded values, alone and in a batch (a long context:
+// segments over the threads alone, a task per token in the batch).
+TEST_F(CpuOps, F16CacheRoundsRowsAndAttendsLikeAnF32CacheOfTheSameValues) {
+  const int64_t t = 3, n_past = kernels::kAttentionSegmentKeys + 300, n_h = 6, n_kv = 3;
+  const int64_t d_k = 16, d_v = 12, cap = n_past + 8;
+  const auto q = RandomFloats(size_t(t * n_h * d_k), 24);
+  const auto k = RandomFloats(size_t(cap * n_kv * d_k), 25, 0.5f);
+  const auto v = RandomFloats(size_t(cap * n_kv * d_v), 26);
+  std::vector<int32_t> rows(static_cast<size_t>(cap));
+  for (int64_t p = 0; p < cap; ++p) rows[size_t(p)] = int32_t((p * 37 + 7) % cap);  // a permutation
+  // Written through ScatterRows, as a step writes its new rows.
+  std::vector<uint16_t> k16(k.size()), v16(v.size());
+  const Tensor kt16 = Tensor::Of(k16.data(), DType::kF16, {cap, n_kv, d_k});
+  const Tensor vt16 = Tensor::Of(v16.data(), DType::kF16, {cap, n_kv, d_v});
+  backend_.ScatterRows(Tensor::Of(const_cast<float*>(k.data()), DType::kF32, {cap, n_kv * d_k}),
+                       rows, kt16.Reshaped({cap, n_kv * d_k}));
+  backend_.ScatterRows(Tensor::Of(const_cast<float*>(v.data()), DType::kF32, {cap, n_kv * d_v}),
+                       rows, vt16.Reshaped({cap, n_kv * d_v}));
+  std::vector<float> k32(k.size()), v32(v.size());
+  for (int64_t p = 0; p < cap; ++p) {
+    const size_t r = size_t(rows[size_t(p)]);
+    for (int64_t x = 0; x < n_kv * d_k; ++x) {
+      const size_t stored = r * size_t(n_kv * d_k) + size_t(x);
+      ASSERT_EQ(k16[stored], F32ToF16(k[size_t(p * n_kv * d_k + x)]));
+      k32[stored] = F16ToF32(k16[stored]);
+    }
+    for (int64_t x = 0; x < n_kv * d_v; ++x) {
+      const size_t stored = r * size_t(n_kv * d_v) + size_t(x);
+      ASSERT_EQ(v16[stored], F32ToF16(v[size_t(p * n_kv * d_v + x)]));
+      v32[stored] = F16ToF32(v16[stored]);
+    }
+  }
+  const Tensor kt32 = Tensor::Of(k32.data(), DType::kF32, {cap, n_kv, d_k});
+  const Tensor vt32 = Tensor::Of(v32.data(), DType::kF32, {cap, n_kv, d_v});
+  const float scale = 0.25f;
+  auto job = [&](const Tensor& kt, const Tensor& vt, std::vector<float>& out) {
+    return AttentionJob{Tensor::Of(const_cast<float*>(q.data()), DType::kF32, {t, n_h, d_k}), &kt,
+                        &vt, rows, n_past, Tensor::Of(out.data(), DType::kF32, {t, n_h, d_v})};
+  };
+  std::vector<float> from_f32(size_t(t * n_h * d_v)), from_f16(from_f32.size());
+  const AttentionJob f32_job[] = {job(kt32, vt32, from_f32)};
+  const AttentionJob f16_job[] = {job(kt16, vt16, from_f16)};
+  backend_.MultiAttention(f32_job, scale);
+  backend_.MultiAttention(f16_job, scale);
+  EXPECT_EQ(from_f16, from_f32);
+
+  std::vector<std::vector<float>> batched(4, std::vector<float>(from_f16.size()));
+  const AttentionJob four[] = {job(kt16, vt16, batched[0]), job(kt16, vt16, batched[1]),
+                               job(kt16, vt16, batched[2]), job(kt16, vt16, batched[3])};
+  backend_.MultiAttention(four, scale);
+  for (const auto& out : batched) EXPECT_EQ(out, from_f16);
+}
+
 TEST_F(CpuOps, RmsNormSwiGluAddEmbedding) {
   const int64_t n = 37;
   auto x = RandomFloats(size_t(2 * n), 7);

@@ -192,6 +192,22 @@ TEST_F(Cli, PromptLongerThanContext) {
                    {"10 tokens", "context of 8"});
 }
 
+// --kv-type takes f32 or f16; f16 halves the cache on the cpu backend, and a
+// device backend that keeps an f32 cache says so instead of running.
+TEST_F(Cli, KvTypeF16RunsOnTheCpuAndIsRefusedElsewhere) {
+  const auto r = Run({"run", "-m", Golden("llama_tiny"), "--kv-type", "f16", "--prompt-tokens",
+                      "5,6,7", "-n", "4", "--temp", "0"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const auto bad = Run({"run", "-m", Golden("llama_tiny"), "--kv-type", "q8_0", "-p", "hi"});
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("q8_0"), std::string::npos) << bad.err;
+#ifdef ANYMOE_HAVE_OPENCL
+  ExpectCleanError(Run({"run", "-m", Golden("llama_tiny"), "--backend", "opencl", "--kv-type",
+                        "f16", "-p", "hi"}),
+                   {"--kv-type f16", "cpu backend only"});
+#endif
+}
+
 TEST_F(Cli, UnknownChatTemplateListsKnownOnes) {
   ExpectCleanError(
       Run({"run", "-m", Golden("llama_tiny"), "--chat", "-p", "hi", "--chat-template", "vicuna"}),

@@ -1,7 +1,8 @@
 // Batched steps over a shared paged KV pool: several sequences of different
 // lengths in one ForwardBatch give the same logits as each run alone (prefill
-// and decode mixed in one step), blocks return to the pool when a sequence
-// ends, and a full pool is an error that changes nothing.
+// and decode mixed in one step), with an f32 and an f16 cache; blocks return
+// to the pool when a sequence ends, and a full pool is an error that changes
+// nothing.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -12,14 +13,17 @@
 namespace anymoe {
 namespace {
 
-class Batching : public ::testing::TestWithParam<std::string> {
+class Batching : public ::testing::TestWithParam<std::tuple<std::string, DType>> {
  protected:
   void SetUp() override {
-    auto file = OpenModelFile(std::string(ANYMOE_GOLDEN_DIR) + "/" + GetParam());
+    const auto& [name, kv_type] = GetParam();
+    auto file = OpenModelFile(std::string(ANYMOE_GOLDEN_DIR) + "/" + name);
     ASSERT_TRUE(file.ok()) << file.status().message();
     file_ = std::move(file).value();
     backend_ = std::move(CreateBackend("cpu", BackendOptions{.num_threads = 2})).value();
-    model_ = std::move(LoadModel(file_, *backend_, LoadOptions{.max_step_tokens = 64})).value();
+    model_ = std::move(LoadModel(file_, *backend_,
+                                 LoadOptions{.max_step_tokens = 64, .kv_type = kv_type}))
+                 .value();
   }
 
   std::vector<float> Read(const Tensor& t) {
@@ -94,12 +98,13 @@ TEST_P(Batching, FullPoolIsAnErrorThatChangesNothing) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, Batching,
-                         ::testing::Values("llama_tiny", "moe/glm4_moe", "moe/glm_moe_dsa",
-                                           "moe/deepseek_v3"),
+                         ::testing::Combine(::testing::Values("llama_tiny", "moe/glm4_moe",
+                                                              "moe/glm_moe_dsa", "moe/deepseek_v3"),
+                                            ::testing::Values(DType::kF32, DType::kF16)),
                          [](const auto& info) {
-                           std::string n = info.param;
+                           std::string n = std::get<0>(info.param);
                            for (char& ch : n) ch = std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
-                           return n;
+                           return n + "_kv_" + std::string(Name(std::get<1>(info.param)));
                          });
 
 }  // namespace

@@ -12,6 +12,7 @@
 
 #include "backends/cpu/indexer.h"
 #include "backends/cpu/kernels/attention.h"
+#include "backends/cpu/kernels/convert.h"
 #include "backends/cpu/kernels/norm.h"
 #include "backends/cpu/kernels/panel_layout.h"
 #include "backends/cpu/kernels/quant_matmul.h"
@@ -228,12 +229,16 @@ void CpuBackend::Attention(const Tensor& q, const Tensor& k_pool, const Tensor& 
 
 namespace {
 
+const float* Floats(const void* p) { return static_cast<const float*>(p); }
+const uint16_t* F16s(const void* p) { return static_cast<const uint16_t*>(p); }  // f16 bits
+
 // The heads [kvh, kvh + heads) of token ti of job j: where its queries,
-// outputs and key range are.
+// outputs and key range are. The cache holds f32 or f16 keys and values.
 struct TokenHeads {
   const float* q;
-  const float* k;
-  const float* v;
+  const void* k;
+  const void* v;
+  bool f16;
   float* out;
   int64_t heads, group, n_keys, k_stride, v_stride, d_k, d_v;
   const int32_t* key_rows;
@@ -246,8 +251,10 @@ struct TokenHeads {
     const int64_t h0 = ti * n_h + kvh * group;  // first query head
     q = j.q.as<const float>() + h0 * d_k;
     out = j.out.as<float>() + h0 * d_v;
-    k = j.k_pool->as<const float>() + kvh * d_k;
-    v = j.v_pool->as<const float>() + kvh * d_v;
+    f16 = j.k_pool->dtype == DType::kF16;
+    const uint64_t value_bytes = f16 ? 2 : 4;
+    k = j.k_pool->as<const uint8_t>() + uint64_t(kvh * d_k) * value_bytes;
+    v = j.v_pool->as<const uint8_t>() + uint64_t(kvh * d_v) * value_bytes;
     n_keys = j.n_past + ti + 1;
     key_rows = j.key_rows.data();
     k_stride = n_kv * d_k;
@@ -255,13 +262,23 @@ struct TokenHeads {
   }
 
   void Attend(float scale) const {
-    kernels::AttendOnlineSoftmaxHeads(q, heads, group, d_k, k, v, n_keys, key_rows, k_stride,
-                                      v_stride, d_k, d_v, scale, out, d_v);
+    if (f16) {
+      return kernels::AttendOnlineSoftmaxHeads(q, heads, group, d_k, F16s(k), F16s(v), n_keys,
+                                               key_rows, k_stride, v_stride, d_k, d_v, scale, out,
+                                               d_v);
+    }
+    kernels::AttendOnlineSoftmaxHeads(q, heads, group, d_k, Floats(k), Floats(v), n_keys, key_rows,
+                                      k_stride, v_stride, d_k, d_v, scale, out, d_v);
   }
   void Segment(int64_t s, float scale, float* part, float* maxes, float* denoms) const {
-    kernels::AttendSegment(q, heads, group, d_k, k, v, n_keys, key_rows, s, k_stride, v_stride,
-                           d_k, d_v, scale, part, maxes, denoms);
+    if (f16) {
+      return kernels::AttendSegment(q, heads, group, d_k, F16s(k), F16s(v), n_keys, key_rows, s,
+                                    k_stride, v_stride, d_k, d_v, scale, part, maxes, denoms);
+    }
+    kernels::AttendSegment(q, heads, group, d_k, Floats(k), Floats(v), n_keys, key_rows, s,
+                           k_stride, v_stride, d_k, d_v, scale, part, maxes, denoms);
   }
+
 };
 
 // Where the partial results of `segments` segments of a token's n_q queries
@@ -299,6 +316,8 @@ void CpuBackend::MultiAttention(std::span<const AttentionJob> jobs, float scale)
   int64_t tokens = 0;
   for (const AttentionJob& j : jobs) {
     CHECK(j.q.rank == 3 && j.k_pool->rank == 3 && j.v_pool->rank == 3 && j.out.rank == 3);
+    CHECK((j.k_pool->dtype == DType::kF32 || j.k_pool->dtype == DType::kF16) &&
+          j.v_pool->dtype == j.k_pool->dtype);
     const int64_t t = j.q.dim(0), n_h = j.q.dim(1), n_kv = j.k_pool->dim(1);
     CHECK(j.k_pool->dim(2) == j.q.dim(2) && n_h % n_kv == 0 &&
           j.n_past + t <= int64_t(j.key_rows.size()));
@@ -478,6 +497,16 @@ void CpuBackend::Route(const Tensor& logits, const Tensor* selection_bias, const
 
 void CpuBackend::ScatterRows(const Tensor& src, std::span<const int32_t> rows,
                              const Tensor& dst) {
+  if (dst.dtype == DType::kF16 && src.dtype == DType::kF32) {  // into an f16 KV cache
+    const int64_t n = src.cols();
+    CHECK(dst.cols() == n && src.rows() == int64_t(rows.size()));
+    for (size_t i = 0; i < rows.size(); ++i) {
+      CHECK(rows[i] >= 0 && rows[i] < dst.rows());
+      kernels::F32ToF16Row(src.as<const float>() + int64_t(i) * n,
+                           dst.as<uint16_t>() + int64_t(rows[i]) * n, size_t(n));
+    }
+    return;
+  }
   const uint64_t row_bytes = src.row_bytes();
   CHECK(dst.row_bytes() == row_bytes && src.rows() == int64_t(rows.size()));
   for (size_t i = 0; i < rows.size(); ++i) {
