@@ -230,6 +230,10 @@ class Backend {
 
   // Waits for queued work (no-op on synchronous backends).
   virtual void Synchronize() = 0;
+  // A hint that the caller turns to host work for a while (sampling, sending
+  // tokens): the backend may hand its worker threads' cores back to the OS
+  // until the next op.
+  virtual void Idle() {}
 };
 
 struct BackendOptions {

@@ -84,6 +84,10 @@ class FallbackBackend final : public Backend {
     device_->WriteF32(src, dst);
   }
   void Synchronize() override { device_->Synchronize(); }
+  void Idle() override {
+    device_->Idle();
+    cpu_->Idle();
+  }
 
  private:
   class HostCall;  // the copies of one fallback call

@@ -64,7 +64,9 @@ void ThreadPool::WorkerLoop(int thread_index) {
   uint64_t seen = 0;
   for (;;) {
     uint64_t c = claim_.load(std::memory_order_acquire);
-    for (int spin = 0; Generation(c) == seen && spin < kSpinIterations; ++spin) {
+    for (int spin = 0; Generation(c) == seen && spin < kSpinIterations &&
+                       !park_.load(std::memory_order_relaxed);
+         ++spin) {
       CpuRelax();
       c = claim_.load(std::memory_order_acquire);
     }
@@ -85,6 +87,7 @@ void ThreadPool::RunRegion(int64_t first, int64_t num_tasks,
                            FunctionRef<void(int64_t, int)> task) {
   task_ = &task;
   first_task_ = first;
+  park_.store(false, std::memory_order_relaxed);
   done_.store(0, std::memory_order_relaxed);
   const uint64_t generation = ++generation_;
   // seq_cst store then load: either a worker about to sleep sees the new

@@ -38,6 +38,12 @@ class ThreadPool {
   void ParallelRange(int64_t n, int64_t grain,
                      FunctionRef<void(int64_t begin, int64_t end, int thread)> fn);
 
+  // A hint that no region comes for a while (the caller turns to other work):
+  // workers sleep now instead of spinning, leaving their cores to other
+  // threads. The next region wakes them; until they are up, the caller runs
+  // its tasks itself.
+  void Park() { park_.store(true, std::memory_order_relaxed); }
+
  private:
   void RunRegion(int64_t first, int64_t num_tasks, FunctionRef<void(int64_t, int)> task);
   void WorkerLoop(int thread_index);
@@ -57,6 +63,7 @@ class ThreadPool {
   int64_t first_task_ = 0;   // region's offset into the caller's task range
   const FunctionRef<void(int64_t, int)>* task_ = nullptr;
   std::atomic<bool> stop_{false};
+  std::atomic<bool> park_{false};
 };
 
 }  // namespace anymoe

@@ -177,6 +177,10 @@ class Scheduler::Impl {
       budget -= n;
     }
     auto logits = model_.ForwardBatch(steps_);
+    // Sampling and handing tokens to the HTTP threads run on this thread
+    // alone: the backend's idle workers give their cores to those threads
+    // instead of spinning until the next step.
+    model_.backend().Idle();
     if (!logits.ok()) {
       for (auto& a : running_) Fail(a, logits.status().message());
       std::erase(running_, nullptr);

@@ -84,5 +84,27 @@ TEST(ThreadPoolTest, WakesAfterIdle) {
   EXPECT_GT(workers_seen.load(), 0);
 }
 
+// Park sends spinning workers to sleep at once; the next regions still run
+// every task, and the workers come back for them.
+TEST(ThreadPoolTest, ParkedWorkersComeBackForTheNextRegion) {
+  ThreadPool pool(3);
+  for (int round = 0; round < 200; ++round) {
+    pool.Park();
+    if (round % 50 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    std::vector<std::atomic<int>> hits(37);
+    pool.ParallelFor(37, [&](int64_t i, int) { hits[size_t(i)].fetch_add(1); });
+    for (auto& h : hits) ASSERT_EQ(h.load(), 1) << "round " << round;
+  }
+  pool.Park();
+  std::atomic<int> workers_seen{0};
+  for (int attempt = 0; attempt < 50 && workers_seen.load() == 0; ++attempt) {
+    pool.ParallelFor(64, [&](int64_t, int thread) {
+      if (thread != 0) workers_seen.fetch_add(1);
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    });
+  }
+  EXPECT_GT(workers_seen.load(), 0);
+}
+
 }  // namespace
 }  // namespace anymoe

@@ -67,6 +67,7 @@ class CpuBackend final : public Backend {
   void ReadF32(const Tensor& src, std::span<float> dst) override;
   void WriteF32(std::span<const float> src, const Tensor& dst) override;
   void Synchronize() override {}
+  void Idle() override { pool_.Park(); }
 
  private:
   // Per-thread f32 scratch, grown on first use and then reused (no per-token allocation).
