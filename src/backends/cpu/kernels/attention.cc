@@ -4,7 +4,6 @@
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
 #include "hwy/contrib/math/math-inl.h"
-#include "backends/cpu/kernels/dot-inl.h"
 
 #include <algorithm>
 #include <cmath>
@@ -94,10 +93,9 @@ HWY_INLINE void SumOfLanes4(D d, V s0, V s1, V s2, V s3, float out[4]) {
 #endif
 }
 
-// scores[b] = scale * q . k[key(b)] for b < n: four keys at a time, so that
-// their four reductions overlap instead of each waiting for the last (the last
-// group repeats its final key as needed: a key's score never depends on where
-// it falls in a group).
+// out[j] = scale * q . k_j for four keys: their four reductions overlap
+// instead of each waiting for the last, and each key's arithmetic is the same
+// whichever of the four it is.
 template <typename T>
 HWY_INLINE void FourScores(const float* q, const T* k0, const T* k1, const T* k2, const T* k3,
                            int64_t d_k, float scale, float out[4]) {
