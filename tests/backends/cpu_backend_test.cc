@@ -5,6 +5,7 @@
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/kernels/attention.h"
 #include "backends/cpu/kernels/quant_matmul.h"
+#include "backends/cpu/row_ops.h"
 
 #include <gtest/gtest.h>
 
@@ -298,6 +299,31 @@ TEST_F(CpuOps, F16CacheRoundsRowsAndAttendsLikeAnF32CacheOfTheSameValues) {
                                job(kt16, vt16, batched[2]), job(kt16, vt16, batched[3])};
   backend_.MultiAttention(four, scale);
   for (const auto& out : batched) EXPECT_EQ(out, from_f16);
+}
+
+// Rope keeps the cosines and sines of the last positions for the next call
+// (every layer of a step): a call with other positions, another table or
+// another attention factor recomputes them, and each gives RopeToken's bits.
+TEST_F(CpuOps, RopeAnglesFollowPositionsAndTable) {
+  const int64_t t = 3, heads = 2, d = 8;
+  const std::vector<float> freqs_a = {1.0f, 0.1f, 0.01f, 0.001f};
+  const std::vector<float> freqs_b = {0.5f, 0.05f, 0.005f, 0.0005f};
+  RopeTable a{.inv_freq = freqs_a, .rotary_dims = 8};
+  RopeTable b{.inv_freq = freqs_b, .rotary_dims = 8};
+  RopeTable a_scaled = a;
+  a_scaled.attention_factor = 1.5f;
+  const std::vector<int32_t> p1 = {0, 5, 9}, p2 = {1, 5, 9};
+  const auto x = RandomFloats(size_t(t * heads * d), 31);
+  for (const auto& [table, positions] :
+       std::vector<std::pair<const RopeTable*, const std::vector<int32_t>*>>{
+           {&a, &p1}, {&a, &p1}, {&a, &p2}, {&b, &p2}, {&a_scaled, &p2}, {&a, &p1}}) {
+    std::vector<float> ours = x, ref = x;
+    backend_.Rope(Tensor::Of(ours.data(), DType::kF32, {t, heads, d}), *positions, *table);
+    for (int64_t i = 0; i < t; ++i) {
+      cpu::RopeToken(ref.data() + i * heads * d, heads, d, (*positions)[size_t(i)], *table);
+    }
+    EXPECT_EQ(ours, ref);
+  }
 }
 
 TEST_F(CpuOps, RmsNormSwiGluAddEmbedding) {

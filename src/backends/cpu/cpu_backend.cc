@@ -208,14 +208,35 @@ void CpuBackend::MultiGroupedMatmul(const Tensor& x,
       [this](uint64_t n) { return SharedScratch(n); }, exact_matmul_, x, projections, offsets);
 }
 
+void CpuBackend::UpdateRopeAngles(std::span<const int32_t> positions, const RopeTable& rope) {
+  const size_t half = size_t(rope.rotary_dims / 2);
+  CHECK(rope.inv_freq.size() >= half);
+  const auto freqs = rope.inv_freq.first(half);
+  const bool same = rope_factor_ == rope.attention_factor &&
+                    std::equal(freqs.begin(), freqs.end(), rope_freqs_.begin(), rope_freqs_.end()) &&
+                    std::equal(positions.begin(), positions.end(), rope_positions_.begin(),
+                               rope_positions_.end());
+  if (same) return;
+  rope_positions_.assign(positions.begin(), positions.end());
+  rope_freqs_.assign(freqs.begin(), freqs.end());
+  rope_factor_ = rope.attention_factor;
+  rope_cos_.resize(positions.size() * half);
+  rope_sin_.resize(positions.size() * half);
+  for (size_t t = 0; t < positions.size(); ++t) {
+    cpu::RopeAngles(positions[t], rope, rope_cos_.data() + t * half, rope_sin_.data() + t * half);
+  }
+}
+
 void CpuBackend::Rope(const Tensor& x, std::span<const int32_t> positions,
                       const RopeTable& rope) {
   CHECK(x.rank == 3 && x.dim(0) == int64_t(positions.size()));
-  const int64_t heads = x.dim(1), head_dim = x.dim(2);
+  const int64_t heads = x.dim(1), head_dim = x.dim(2), half = rope.rotary_dims / 2;
+  UpdateRopeAngles(positions, rope);
   float* xp = x.as<float>();
   ForRows(x.dim(0), heads * head_dim, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
-      cpu::RopeToken(xp + t * heads * head_dim, heads, head_dim, positions[size_t(t)], rope);
+      cpu::RopeRotate(xp + t * heads * head_dim, heads, head_dim, rope,
+                      rope_cos_.data() + t * half, rope_sin_.data() + t * half);
     }
   });
 }

@@ -80,6 +80,11 @@ class CpuBackend final : public Backend {
   void ForRows(int64_t rows, int64_t elements_per_row, FunctionRef<void(int64_t, int64_t)> fn);
   // Packs w into an owned panel-layout copy and points w.panels at it.
   Status StorePanels(const std::string& name, Tensor& w);
+  // The RoPE cosines and sines of `positions` ([T, rotary_dims / 2] each),
+  // computed when the positions or the table differ from the last call: every
+  // layer of a step rotates the same positions (q and k), and sin/cos of each
+  // was ~2% of a batched decode step.
+  void UpdateRopeAngles(std::span<const int32_t> positions, const RopeTable& rope);
 
   ThreadPool pool_;
   const bool exact_matmul_;
@@ -87,6 +92,10 @@ class CpuBackend final : public Backend {
   std::vector<std::vector<float>> scratch_;
   std::vector<float> shared_scratch_;  // quantised activations of the current matmul
   std::vector<float> attention_partials_;  // segments of few-token attention, until merged
+  std::vector<int32_t> rope_positions_;  // the positions rope_cos_ / rope_sin_ are for,
+  std::vector<float> rope_freqs_;        // and the table's frequencies and factor
+  float rope_factor_ = 0.0f;
+  std::vector<float> rope_cos_, rope_sin_;
   std::vector<std::unique_ptr<Buffer>> owned_;  // weights converted at load
   cpu::HugePageArena panels_;                    // weights stored as panels at load
 };

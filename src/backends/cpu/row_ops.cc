@@ -7,18 +7,28 @@
 
 namespace anymoe::cpu {
 
-void RopeToken(float* x, int64_t heads, int64_t head_dim, int32_t position,
-               const RopeTable& rope) {
-  constexpr int kMaxHalf = 512;
-  const int half = rope.rotary_dims / 2;
-  CHECK(half <= kMaxHalf && rope.rotary_offset + rope.rotary_dims <= head_dim);
-  float cos_t[kMaxHalf], sin_t[kMaxHalf];
-  for (int i = 0; i < half; ++i) {
+void RopeAngles(int32_t position, const RopeTable& rope, float* cos_t, float* sin_t) {
+  for (int i = 0; i < rope.rotary_dims / 2; ++i) {
     // Same order of operations as the reference: angle in f32, then cos/sin.
-    const float angle = float(position) * rope.inv_freq[i];
+    const float angle = float(position) * rope.inv_freq[size_t(i)];
     cos_t[i] = std::cos(angle) * rope.attention_factor;
     sin_t[i] = std::sin(angle) * rope.attention_factor;
   }
+}
+
+void RopeToken(float* x, int64_t heads, int64_t head_dim, int32_t position,
+               const RopeTable& rope) {
+  constexpr int kMaxHalf = 512;
+  CHECK(rope.rotary_dims / 2 <= kMaxHalf);
+  float cos_t[kMaxHalf], sin_t[kMaxHalf];
+  RopeAngles(position, rope, cos_t, sin_t);
+  RopeRotate(x, heads, head_dim, rope, cos_t, sin_t);
+}
+
+void RopeRotate(float* x, int64_t heads, int64_t head_dim, const RopeTable& rope,
+                const float* cos_t, const float* sin_t) {
+  const int half = rope.rotary_dims / 2;
+  CHECK(rope.rotary_offset + rope.rotary_dims <= head_dim);
   for (int64_t h = 0; h < heads; ++h) {
     float* z = x + h * head_dim + rope.rotary_offset;
     for (int i = 0; i < half; ++i) {
