@@ -154,7 +154,9 @@ void BM_RmsNorm(benchmark::State& state) {
   const auto w = testing::UniformFloats(size_t(n), 2);
   std::vector<float> out(size_t(rows * n));
   for (auto _ : state) {
-    for (int64_t r = 0; r < rows; ++r) RmsNormRow(x.data() + r * n, w.data(), 1e-5f, n, out.data() + r * n);
+    for (int64_t r = 0; r < rows; ++r) {
+      RmsNormRow(x.data() + r * n, w.data(), 1e-5f, n, out.data() + r * n);
+    }
     benchmark::DoNotOptimize(out.data());
   }
   state.SetItemsProcessed(int64_t(state.iterations()) * rows * n);

@@ -70,10 +70,8 @@ TEST(ThreadPoolTest, CallerDoesNotWaitForAStalledWorker) {
   EXPECT_EQ(ran.load(), 64);
 }
 
-// Workers go to sleep when idle and wake for the next region.
-TEST(ThreadPoolTest, WakesAfterIdle) {
-  ThreadPool pool(2);
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+// Whether a worker (not the caller) runs a task within 50 regions of 64 slow tasks.
+bool AWorkerJoins(ThreadPool& pool) {
   std::atomic<int> workers_seen{0};
   for (int attempt = 0; attempt < 50 && workers_seen.load() == 0; ++attempt) {
     pool.ParallelFor(64, [&](int64_t, int thread) {
@@ -81,7 +79,14 @@ TEST(ThreadPoolTest, WakesAfterIdle) {
       std::this_thread::sleep_for(std::chrono::microseconds(100));
     });
   }
-  EXPECT_GT(workers_seen.load(), 0);
+  return workers_seen.load() > 0;
+}
+
+// Workers go to sleep when idle and wake for the next region.
+TEST(ThreadPoolTest, WakesAfterIdle) {
+  ThreadPool pool(2);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_TRUE(AWorkerJoins(pool));
 }
 
 // Park sends spinning workers to sleep at once; the next regions still run
@@ -96,14 +101,7 @@ TEST(ThreadPoolTest, ParkedWorkersComeBackForTheNextRegion) {
     for (auto& h : hits) ASSERT_EQ(h.load(), 1) << "round " << round;
   }
   pool.Park();
-  std::atomic<int> workers_seen{0};
-  for (int attempt = 0; attempt < 50 && workers_seen.load() == 0; ++attempt) {
-    pool.ParallelFor(64, [&](int64_t, int thread) {
-      if (thread != 0) workers_seen.fetch_add(1);
-      std::this_thread::sleep_for(std::chrono::microseconds(100));
-    });
-  }
-  EXPECT_GT(workers_seen.load(), 0);
+  EXPECT_TRUE(AWorkerJoins(pool));
 }
 
 }  // namespace

@@ -212,10 +212,9 @@ void CpuBackend::UpdateRopeAngles(std::span<const int32_t> positions, const Rope
   const size_t half = size_t(rope.rotary_dims / 2);
   CHECK(rope.inv_freq.size() >= half);
   const auto freqs = rope.inv_freq.first(half);
-  const bool same = rope_factor_ == rope.attention_factor &&
-                    std::equal(freqs.begin(), freqs.end(), rope_freqs_.begin(), rope_freqs_.end()) &&
-                    std::equal(positions.begin(), positions.end(), rope_positions_.begin(),
-                               rope_positions_.end());
+  auto equal = [](auto a, const auto& b) { return std::equal(a.begin(), a.end(), b.begin(), b.end()); };
+  const bool same = rope_factor_ == rope.attention_factor && equal(freqs, rope_freqs_) &&
+                    equal(positions, rope_positions_);
   if (same) return;
   rope_positions_.assign(positions.begin(), positions.end());
   rope_freqs_.assign(freqs.begin(), freqs.end());
@@ -299,7 +298,6 @@ struct TokenHeads {
     kernels::AttendSegment(q, heads, group, d_k, Floats(k), Floats(v), n_keys, key_rows, s,
                            k_stride, v_stride, d_k, d_v, scale, part, maxes, denoms);
   }
-
 };
 
 // Where the partial results of `segments` segments of a token's n_q queries

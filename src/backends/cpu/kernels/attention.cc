@@ -192,7 +192,9 @@ HWY_INLINE void BlockValues(const float* p, const T* v, const int32_t* key_ids, 
   }
   for (; c + lanes <= d_v; c += lanes) {
     auto a = hn::LoadU(d, out + c);
-    for (int64_t b = 0; b < n; ++b) a = hn::MulAdd(hn::Set(d, p[b]), LoadAsF32(d, value_row(b) + c), a);
+    for (int64_t b = 0; b < n; ++b) {
+      a = hn::MulAdd(hn::Set(d, p[b]), LoadAsF32(d, value_row(b) + c), a);
+    }
     hn::StoreU(a, d, out + c);
   }
   for (; c < d_v; ++c) {
@@ -294,6 +296,8 @@ void AttendOnlineSoftmax(const float* q, int64_t kv_heads, int64_t group, int64_
   }
 }
 
+// HWY_EXPORT takes plain functions: the two instantiations, one per element
+// type of the cached rows.
 void AttendF32Impl(const float* q, int64_t kv_heads, int64_t group, int64_t q_stride,
                    const float* k, const float* v, int64_t n_keys, const int32_t* key_ids,
                    int64_t k_stride, int64_t v_stride, int64_t d_k, int64_t d_v, float scale,
@@ -370,23 +374,15 @@ HWY_EXPORT(SiluMulImpl);
 
 namespace {
 
-// The kernel for the cached rows' element type: float or f16 bits.
-void Attend(const float* q, int64_t kv_heads, int64_t group, int64_t q_stride, const float* k,
-            const float* v, int64_t n_keys, const int32_t* key_ids, int64_t k_stride,
-            int64_t v_stride, int64_t d_k, int64_t d_v, float scale, float* out,
-            int64_t out_stride, float* maxes, float* denoms) {
-  HWY_DYNAMIC_DISPATCH(AttendF32Impl)
-  (q, kv_heads, group, q_stride, k, v, n_keys, key_ids, k_stride, v_stride, d_k, d_v, scale, out,
-   out_stride, maxes, denoms);
-}
-
-void Attend(const float* q, int64_t kv_heads, int64_t group, int64_t q_stride, const uint16_t* k,
-            const uint16_t* v, int64_t n_keys, const int32_t* key_ids, int64_t k_stride,
-            int64_t v_stride, int64_t d_k, int64_t d_v, float scale, float* out,
-            int64_t out_stride, float* maxes, float* denoms) {
-  HWY_DYNAMIC_DISPATCH(AttendF16Impl)
-  (q, kv_heads, group, q_stride, k, v, n_keys, key_ids, k_stride, v_stride, d_k, d_v, scale, out,
-   out_stride, maxes, denoms);
+// The kernel for the cached rows' element type T (float or f16 bits), with
+// AttendF32Impl's arguments.
+template <typename T, typename... Args>
+void Attend(Args... args) {
+  if constexpr (std::is_same_v<T, float>) {
+    HWY_DYNAMIC_DISPATCH(AttendF32Impl)(args...);
+  } else {
+    HWY_DYNAMIC_DISPATCH(AttendF16Impl)(args...);
+  }
 }
 
 template <typename T>
@@ -403,8 +399,8 @@ void Segment(const float* q, int64_t kv_heads, int64_t group, int64_t q_stride, 
     k += j0 * k_stride;
     v += j0 * v_stride;
   }
-  Attend(q, kv_heads, group, q_stride, k, v, n, key_ids, k_stride, v_stride, d_k, d_v, scale, part,
-         d_v, maxes, denoms);
+  Attend<T>(q, kv_heads, group, q_stride, k, v, n, key_ids, k_stride, v_stride, d_k, d_v, scale,
+            part, d_v, maxes, denoms);
 }
 
 }  // namespace
@@ -421,8 +417,8 @@ void AttendOnlineSoftmaxHeads(const float* q, int64_t kv_heads, int64_t group, i
                               const int32_t* key_ids, int64_t k_stride, int64_t v_stride,
                               int64_t d_k, int64_t d_v, float scale, float* out,
                               int64_t out_stride) {
-  Attend(q, kv_heads, group, q_stride, k, v, n_keys, key_ids, k_stride, v_stride, d_k, d_v, scale,
-         out, out_stride, nullptr, nullptr);
+  Attend<float>(q, kv_heads, group, q_stride, k, v, n_keys, key_ids, k_stride, v_stride, d_k, d_v,
+                scale, out, out_stride, nullptr, nullptr);
 }
 
 void AttendOnlineSoftmaxHeads(const float* q, int64_t kv_heads, int64_t group, int64_t q_stride,
@@ -430,8 +426,8 @@ void AttendOnlineSoftmaxHeads(const float* q, int64_t kv_heads, int64_t group, i
                               const int32_t* key_ids, int64_t k_stride, int64_t v_stride,
                               int64_t d_k, int64_t d_v, float scale, float* out,
                               int64_t out_stride) {
-  Attend(q, kv_heads, group, q_stride, k, v, n_keys, key_ids, k_stride, v_stride, d_k, d_v, scale,
-         out, out_stride, nullptr, nullptr);
+  Attend<uint16_t>(q, kv_heads, group, q_stride, k, v, n_keys, key_ids, k_stride, v_stride, d_k,
+                   d_v, scale, out, out_stride, nullptr, nullptr);
 }
 
 void AttendSegment(const float* q, int64_t kv_heads, int64_t group, int64_t q_stride,
