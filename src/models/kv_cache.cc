@@ -2,31 +2,35 @@
 
 namespace anymoe {
 
+Status CheckKvType(const Backend& backend, DType kv_type) {
+  if (kv_type != DType::kF32 && kv_type != DType::kF16) {
+    return Status::Error("--kv-type " + std::string(Name(kv_type)) + ": use f32 or f16");
+  }
+  if (kv_type == DType::kF16 && backend.kind() != BackendKind::kCpu) {
+    return Status::Error("--kv-type f16 runs on the cpu backend only (" + backend.name() +
+                         " keeps an f32 KV cache)");
+  }
+  return Status::Ok();
+}
+
 Expected<std::unique_ptr<KvPool>> KvPool::Create(Backend& backend, int64_t num_blocks,
                                                  int64_t block_tokens,
                                                  const std::vector<LayerCacheSpec>& layers,
                                                  DType kv_type) {
-  if (kv_type != DType::kF32 && kv_type != DType::kF16) {
-    return Status::Error("KV cache type " + std::string(Name(kv_type)) + " (use f32 or f16)");
-  }
-  if (kv_type == DType::kF16 && backend.kind() != BackendKind::kCpu) {
-    return Status::Error("an f16 KV cache runs on the cpu backend only (" + backend.name() +
-                         ": use --kv-type f32)");
-  }
+  RETURN_IF_ERROR(CheckKvType(backend, kv_type));
   std::unique_ptr<KvPool> p(new KvPool());
   p->block_tokens_ = block_tokens;
   const int64_t rows = num_blocks * block_tokens;
-  const uint64_t kv_bytes = kv_type == DType::kF16 ? 2 : 4;
   for (const LayerCacheSpec& s : layers) {
-    p->bytes_per_token_ += uint64_t(s.kv_heads * (s.k_dim + s.v_dim)) * kv_bytes +
-                           uint64_t(s.latent_dim + s.index_dim) * sizeof(float);
+    p->bytes_per_token_ += BytesFor(kv_type, uint64_t(s.kv_heads * (s.k_dim + s.v_dim))).value() +
+                           BytesFor(DType::kF32, uint64_t(s.latent_dim + s.index_dim)).value();
   }
   ASSIGN_OR_RETURN(p->buffer_, backend.Allocate(p->bytes_per_token_ * uint64_t(rows), "KV cache"));
   uint64_t offset = 0;
   auto carve = [&](DType type, std::initializer_list<int64_t> dims) {
     Tensor t = Tensor::Of(p->buffer_->base(), type, dims);
     t.offset = offset;
-    offset += uint64_t(t.elements()) * (type == DType::kF16 ? 2 : 4);
+    offset += BytesFor(type, uint64_t(t.elements())).value();
     return t;
   };
   for (const LayerCacheSpec& s : layers) {

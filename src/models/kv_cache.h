@@ -22,6 +22,10 @@ struct LayerCacheSpec {
   int64_t index_dim = 0;                       // DSA indexer keys
 };
 
+// Whether `backend` keeps a KV cache of `kv_type`: f32 everywhere, f16 on the
+// CPU backend only (device backends refuse it); the error names --kv-type.
+Status CheckKvType(const Backend& backend, DType kv_type);
+
 class KvPool {
  public:
   static constexpr int64_t kDefaultBlockTokens = 16;

@@ -8,6 +8,7 @@
 
 #include "formats/gguf.h"
 #include "formats/hf_config.h"
+#include "models/kv_cache.h"
 
 namespace anymoe {
 namespace {
@@ -63,10 +64,7 @@ Expected<std::unique_ptr<Engine>> Engine::Load(const EngineOptions& options) {
   load.kv_cache_tokens = options.kv_cache_tokens;
   load.sequences = options.sequences;
   load.kv_type = options.kv_type;
-  if (load.kv_type == DType::kF16 && e->backend_->kind() != BackendKind::kCpu) {
-    return Status::Error("--kv-type f16 runs on the cpu backend only (" + e->backend_->name() +
-                         " keeps an f32 KV cache)");
-  }
+  RETURN_IF_ERROR(CheckKvType(*e->backend_, load.kv_type));  // at load, not at the first cache
   ASSIGN_OR_RETURN(e->model_, LoadModel(e->file_, *e->backend_, load));
   if (e->model_->config().vocab_size < int64_t(e->tokenizer_->vocab_size())) {
     return Status::Error(options.model_path + ": tokenizer has " +

@@ -212,7 +212,9 @@ void CpuBackend::UpdateRopeAngles(std::span<const int32_t> positions, const Rope
   const size_t half = size_t(rope.rotary_dims / 2);
   CHECK(rope.inv_freq.size() >= half);
   const auto freqs = rope.inv_freq.first(half);
-  auto equal = [](auto a, const auto& b) { return std::equal(a.begin(), a.end(), b.begin(), b.end()); };
+  auto equal = [](auto a, const auto& b) {
+    return std::equal(a.begin(), a.end(), b.begin(), b.end());
+  };
   const bool same = rope_factor_ == rope.attention_factor && equal(freqs, rope_freqs_) &&
                     equal(positions, rope_positions_);
   if (same) return;
@@ -249,16 +251,13 @@ void CpuBackend::Attention(const Tensor& q, const Tensor& k_pool, const Tensor& 
 
 namespace {
 
-const float* Floats(const void* p) { return static_cast<const float*>(p); }
-const uint16_t* F16s(const void* p) { return static_cast<const uint16_t*>(p); }  // f16 bits
-
 // The heads [kvh, kvh + heads) of token ti of job j: where its queries,
 // outputs and key range are. The cache holds f32 or f16 keys and values.
 struct TokenHeads {
   const float* q;
-  const void* k;
-  const void* v;
-  bool f16;
+  const Tensor* k_pool;
+  const Tensor* v_pool;
+  int64_t k0, v0;  // the first kv head's offset in a row, in values
   float* out;
   int64_t heads, group, n_keys, k_stride, v_stride, d_k, d_v;
   const int32_t* key_rows;
@@ -271,10 +270,10 @@ struct TokenHeads {
     const int64_t h0 = ti * n_h + kvh * group;  // first query head
     q = j.q.as<const float>() + h0 * d_k;
     out = j.out.as<float>() + h0 * d_v;
-    f16 = j.k_pool->dtype == DType::kF16;
-    const uint64_t value_bytes = f16 ? 2 : 4;
-    k = j.k_pool->as<const uint8_t>() + uint64_t(kvh * d_k) * value_bytes;
-    v = j.v_pool->as<const uint8_t>() + uint64_t(kvh * d_v) * value_bytes;
+    k_pool = j.k_pool;
+    v_pool = j.v_pool;
+    k0 = kvh * d_k;
+    v0 = kvh * d_v;
     n_keys = j.n_past + ti + 1;
     key_rows = j.key_rows.data();
     k_stride = n_kv * d_k;
@@ -282,21 +281,27 @@ struct TokenHeads {
   }
 
   void Attend(float scale) const {
-    if (f16) {
-      return kernels::AttendOnlineSoftmaxHeads(q, heads, group, d_k, F16s(k), F16s(v), n_keys,
-                                               key_rows, k_stride, v_stride, d_k, d_v, scale, out,
-                                               d_v);
-    }
-    kernels::AttendOnlineSoftmaxHeads(q, heads, group, d_k, Floats(k), Floats(v), n_keys, key_rows,
-                                      k_stride, v_stride, d_k, d_v, scale, out, d_v);
+    WithRows([&](auto k, auto v) {
+      kernels::AttendOnlineSoftmaxHeads(q, heads, group, d_k, k, v, n_keys, key_rows, k_stride,
+                                        v_stride, d_k, d_v, scale, out, d_v);
+    });
   }
   void Segment(int64_t s, float scale, float* part, float* maxes, float* denoms) const {
-    if (f16) {
-      return kernels::AttendSegment(q, heads, group, d_k, F16s(k), F16s(v), n_keys, key_rows, s,
-                                    k_stride, v_stride, d_k, d_v, scale, part, maxes, denoms);
+    WithRows([&](auto k, auto v) {
+      kernels::AttendSegment(q, heads, group, d_k, k, v, n_keys, key_rows, s, k_stride, v_stride,
+                             d_k, d_v, scale, part, maxes, denoms);
+    });
+  }
+
+ private:
+  // f(k, v) with the first kv head's keys and values typed as stored: f32, or
+  // f16 bits.
+  template <class F>
+  void WithRows(const F& f) const {
+    if (k_pool->dtype == DType::kF16) {
+      return f(k_pool->as<const uint16_t>() + k0, v_pool->as<const uint16_t>() + v0);
     }
-    kernels::AttendSegment(q, heads, group, d_k, Floats(k), Floats(v), n_keys, key_rows, s,
-                           k_stride, v_stride, d_k, d_v, scale, part, maxes, denoms);
+    f(k_pool->as<const float>() + k0, v_pool->as<const float>() + v0);
   }
 };
 
