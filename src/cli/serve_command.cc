@@ -156,6 +156,7 @@ int Serve(ServeFlags& f) {
   sched.max_queue = f.queue;
   sched.context = engine->context();
   sched.kv_cache_tokens = f.kv_tokens;
+  sched.between_steps = [&server] { server.AwaitResponseWrites(); };
   auto scheduler = Scheduler::Create(*engine, sched);
   if (!scheduler.ok()) return ReportError(scheduler.status());
   std::unique_ptr<CompletionService> service = SchedulerService(std::move(scheduler).value());

@@ -129,7 +129,10 @@ class Scheduler::Impl {
         Admit();
       }
       DropCancelled();
-      if (!running_.empty()) Step();
+      if (!running_.empty()) {
+        Step();
+        if (opt_.between_steps) opt_.between_steps();
+      }
       PublishStats();
     }
   }

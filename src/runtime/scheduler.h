@@ -26,6 +26,10 @@ struct SchedulerOptions {
   int max_queue = 64;          // waiting requests beyond which Submit fails
   int64_t context = 4096;      // tokens per sequence (prompt + generated)
   int64_t kv_cache_tokens = 0; // total KV cache, in tokens (0: max_parallel * context)
+  // Called on the scheduler thread after each step, once its events went out
+  // and before the next forward pass: the server waits there, briefly, for its
+  // HTTP threads to write those events (see OpenAiServer::AwaitResponseWrites).
+  std::function<void()> between_steps;
 };
 // A request is admitted only when the KV pool can hold its prompt and all the
 // tokens it may generate (up to the context), so a running request never runs

@@ -66,13 +66,14 @@ ApiError SubmitError(const std::string& message) {
 // handler returned).
 struct Generation {
   Generation(const Tokenizer& tokenizer, std::string id, std::string model, bool chat,
-             bool logprobs, bool usage_in_stream)
+             bool logprobs, bool usage_in_stream, RequestTracker& unwritten)
       : formatter(tokenizer, std::move(id), int64_t(std::time(nullptr)), std::move(model), chat,
-                  logprobs, usage_in_stream) {}
+                  logprobs, usage_in_stream),
+        channel(std::make_shared<EventChannel>(&unwritten)) {}
 
   OpenAiFormatter formatter;
   CompletionRequest params;
-  std::shared_ptr<EventChannel> channel = std::make_shared<EventChannel>();
+  std::shared_ptr<EventChannel> channel;
   std::shared_ptr<RequestHandle> handle;
   Clock::time_point start = Clock::now();
   int64_t prompt_tokens = 0;
@@ -245,7 +246,7 @@ void CompletionEndpoint::Handle(const ServingModel& model, bool chat, const http
 
   auto g = std::make_shared<Generation>(engine.tokenizer(), RandomId(chat ? "chatcmpl-" : "cmpl-"),
                                         options_.model_name, chat, params.logprobs,
-                                        params.stream && params.include_usage);
+                                        params.stream && params.include_usage, unwritten_);
   g->prompt_tokens = n_prompt;
 
   Request request;
@@ -274,6 +275,7 @@ void CompletionEndpoint::Handle(const ServingModel& model, bool chat, const http
   // Runs once the response is over, written or not: a request whose client
   // went away is cancelled here at the latest.
   auto release = [g, this](bool /*success*/) {
+    g->channel->Close();
     if (!g->ended) {
       g->client_gone = true;
       g->handle->Cancel();

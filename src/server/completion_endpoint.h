@@ -18,9 +18,12 @@ namespace anymoe {
 
 class CompletionEndpoint {
  public:
-  // All three must outlive every response this endpoint starts.
-  CompletionEndpoint(const ServerOptions& options, ServerMetrics& metrics, RequestTracker& tracker)
-      : options_(options), metrics_(metrics), tracker_(tracker) {}
+  // All four must outlive every response this endpoint starts. `tracker`
+  // counts the responses in flight, `unwritten` those with events handed over
+  // by the scheduler and not yet written.
+  CompletionEndpoint(const ServerOptions& options, ServerMetrics& metrics, RequestTracker& tracker,
+                     RequestTracker& unwritten)
+      : options_(options), metrics_(metrics), tracker_(tracker), unwritten_(unwritten) {}
 
   void Handle(const ServingModel& model, bool chat, const httplib::Request& req,
               httplib::Response& res);
@@ -29,6 +32,7 @@ class CompletionEndpoint {
   const ServerOptions& options_;
   ServerMetrics& metrics_;
   RequestTracker& tracker_;
+  RequestTracker& unwritten_;
 };
 
 }  // namespace anymoe

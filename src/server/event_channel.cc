@@ -7,18 +7,34 @@ void EventChannel::Push(const RequestEvent& event) {
     std::lock_guard<std::mutex> lock(mu_);
     queue_.push_back({event, std::chrono::steady_clock::now()});
     if (event.kind != RequestEvent::Kind::kToken) ended_ = true;
+    if (unwritten_ != nullptr && !counted_) {
+      unwritten_->Enter();
+      counted_ = true;
+    }
   }
   cv_.notify_one();
 }
 
 bool EventChannel::Take(std::chrono::milliseconds timeout, std::deque<TimedEvent>* out) {
   std::unique_lock<std::mutex> lock(mu_);
+  if (queue_.empty()) Uncount();
   cv_.wait_for(lock, timeout, [&] { return !queue_.empty(); });
   while (!queue_.empty()) {
     out->push_back(std::move(queue_.front()));
     queue_.pop_front();
   }
   return ended_;
+}
+
+void EventChannel::Close() {
+  std::lock_guard<std::mutex> lock(mu_);
+  Uncount();
+}
+
+void EventChannel::Uncount() {
+  if (!counted_) return;
+  unwritten_->Leave();
+  counted_ = false;
 }
 
 }  // namespace anymoe

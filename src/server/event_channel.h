@@ -10,6 +10,7 @@
 #include <mutex>
 
 #include "runtime/scheduler.h"
+#include "server/request_tracker.h"
 
 namespace anymoe {
 
@@ -20,19 +21,35 @@ struct TimedEvent {
 
 class EventChannel {
  public:
+  // With `unwritten`, the channel is counted there from the push of an event
+  // until its HTTP thread has written it: the next Take that finds nothing
+  // queued, or Close.
+  explicit EventChannel(RequestTracker* unwritten = nullptr) : unwritten_(unwritten) {}
+  ~EventChannel() { Close(); }
+  EventChannel(const EventChannel&) = delete;
+  EventChannel& operator=(const EventChannel&) = delete;
+
   // Scheduler thread.
   void Push(const RequestEvent& event);
 
   // HTTP thread: moves every queued event into `out` (appending), waiting up to
   // `timeout` for the first. Returns true when the last event (kDone/kError) has
-  // been taken, now or before.
+  // been taken, now or before. Called again, it takes the events taken before
+  // as written.
   bool Take(std::chrono::milliseconds timeout, std::deque<TimedEvent>* out);
 
+  // HTTP thread: nothing more will be written (the response is over).
+  void Close();
+
  private:
+  void Uncount();  // with mu_ held
+
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<TimedEvent> queue_;
   bool ended_ = false;  // a kDone/kError was pushed
+  RequestTracker* unwritten_;
+  bool counted_ = false;  // entered in unwritten_
 };
 
 }  // namespace anymoe

@@ -120,7 +120,7 @@ bool IsLoopbackHost(const std::string& host) {
 OpenAiServer::OpenAiServer(ServerOptions options)
     : options_(std::move(options)), http_(std::make_unique<httplib::Server>()) {
   loopback_ = IsLoopbackHost(options_.host);
-  completions_ = std::make_unique<CompletionEndpoint>(options_, metrics_, tracker_);
+  completions_ = std::make_unique<CompletionEndpoint>(options_, metrics_, tracker_, unwritten_);
   const size_t threads = options_.http_threads > 0 ? size_t(options_.http_threads) : 80;
   http_->new_task_queue = [threads] { return new HttpTaskQueue(threads, threads); };
   http_->set_payload_max_length(options_.max_body_bytes);
@@ -385,6 +385,10 @@ void OpenAiServer::Drain(std::chrono::steady_clock::time_point deadline) {
   // Every request has its last event now; give the writers a moment to flush.
   tracker_.WaitIdle(std::max(deadline, std::chrono::steady_clock::now()) + std::chrono::seconds(2));
   Stop();
+}
+
+void OpenAiServer::AwaitResponseWrites(std::chrono::microseconds limit) {
+  unwritten_.WaitIdle(std::chrono::steady_clock::now() + limit);
 }
 
 void OpenAiServer::Stop() {

@@ -66,6 +66,17 @@ class OpenAiServer {
   // Generation requests between arrival and the end of their response.
   int in_flight() const { return tracker_.count(); }
 
+  // For SchedulerOptions::between_steps: waits until the HTTP threads have
+  // written every event handed to them, or for `limit` at most. On a machine
+  // with as many busy threads as cores, writes left to run during the next
+  // forward pass preempt the backend's threads there, and a preempted thread
+  // stalls the whole parallel region it is part of; written between steps,
+  // they take cores that would otherwise wait. The limit bounds what a client
+  // that stopped reading can cost the others per step.
+  void AwaitResponseWrites(std::chrono::microseconds limit = std::chrono::microseconds(1000));
+  // Responses holding events not yet written.
+  int unwritten() const { return unwritten_.count(); }
+
  private:
   using Handler = std::function<void(const httplib::Request&, httplib::Response&)>;
 
@@ -97,6 +108,7 @@ class OpenAiServer {
   std::atomic<bool> ready_{false};
   std::atomic<bool> draining_{false};
   RequestTracker tracker_;
+  RequestTracker unwritten_;
   ServerMetrics metrics_;
 };
 

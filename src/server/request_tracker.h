@@ -1,5 +1,7 @@
-// Counts generation requests between arrival and the last byte of their
-// response, so a drain can wait until every response has been flushed.
+// Counts things in flight so that a thread can wait until none is left:
+// generation requests between arrival and the last byte of their response (a
+// drain waits until every response has been flushed), or responses with events
+// not yet written (the scheduler waits for those writes between steps).
 #pragma once
 
 #include <chrono>

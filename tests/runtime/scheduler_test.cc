@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <future>
 #include <mutex>
@@ -98,6 +99,45 @@ TEST_P(SchedulerTest, BatchedRequestsEqualLoneGeneration) {
     EXPECT_EQ(results[size_t(i)]->reason, StopReason::kMaxTokens);
   }
   EXPECT_EQ(BlocksUsedOnceIdle(*sched), 0);
+}
+
+// The between-steps hook runs on the scheduler thread after each step's
+// events and before the next step: every token is followed by a call.
+TEST_P(SchedulerTest, BetweenStepsFollowsEachStepsEvents) {
+  std::mutex mu;
+  std::string log;  // 'T' per token event, 'B' per hook call
+  std::thread::id hook_thread, event_thread;
+  SchedulerOptions options{.max_parallel = 2, .context = 256};
+  options.between_steps = [&] {
+    std::lock_guard<std::mutex> lock(mu);
+    log += 'B';
+    hook_thread = std::this_thread::get_id();
+  };
+  auto sched = std::move(Scheduler::Create(*engine_, options)).value();
+  Collected a, b;
+  for (Collected* c : {&a, &b}) {
+    Request r = MakeRequest(Prompt(c == &a ? 1 : 2), 6, c);
+    r.on_event = [&, inner = r.on_event](const RequestEvent& ev) {
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        if (ev.kind == RequestEvent::Kind::kToken) log += 'T';
+        event_thread = std::this_thread::get_id();
+      }
+      inner(ev);
+    };
+    ASSERT_TRUE(sched->Submit(std::move(r)).ok());
+  }
+  for (Collected* c : {&a, &b}) {
+    ASSERT_EQ(c->done.get_future().wait_for(60s), std::future_status::ready);
+  }
+  sched->Shutdown(std::chrono::steady_clock::now() + 5s);  // the last hook call has returned
+  std::lock_guard<std::mutex> lock(mu);
+  EXPECT_EQ(std::count(log.begin(), log.end(), 'T'), 12);
+  EXPECT_EQ(log.back(), 'B') << log;
+  // A step emits one or two tokens (two requests), then the hook runs.
+  EXPECT_EQ(log.find("TTT"), std::string::npos) << log;
+  EXPECT_EQ(log.find("BB"), std::string::npos) << log;  // no step without tokens here
+  EXPECT_EQ(hook_thread, event_thread);
 }
 
 TEST_P(SchedulerTest, FullQueueIsRefused) {

@@ -65,6 +65,8 @@ class ServerTest : public ::testing::Test {
     server_->Start();
     engine_ = &SharedEngine(model);
     if (sched.context > engine_->context()) sched.context = engine_->context();
+    // As `anymoe serve` sets it.
+    if (!sched.between_steps) sched.between_steps = [this] { server_->AwaitResponseWrites(); };
     context_ = sched.context;
     auto s = Scheduler::Create(*engine_, sched);
     ASSERT_TRUE(s.ok()) << s.status().message();
@@ -75,8 +77,8 @@ class ServerTest : public ::testing::Test {
 
   void TearDown() override {
     if (server_) server_->Stop();
+    service_.reset();  // joins the scheduler thread, whose between-steps hook calls server_
     server_.reset();
-    service_.reset();
   }
 
   std::unique_ptr<httplib::Client> Client() const {

@@ -3,8 +3,10 @@
 // streamed and whole responses agree; usage counts; logprobs shapes; stop
 // strings; the chat template; a full queue gives 503; a client that leaves
 // mid-stream frees its slot and the server keeps serving; failures inside the
-// scheduler become 500 / an error event.
+// scheduler become 500 / an error event; every event is written before the
+// next step.
 #include <algorithm>
+#include <atomic>
 #include <future>
 
 #include "runtime/generator.h"
@@ -121,6 +123,42 @@ TEST_F(ServerGeneration, StreamedAndWholeResponsesAgree) {
       EXPECT_EQ(streamed.usage, whole["usage"]);
     }
   }
+}
+
+// Between steps the scheduler waits for the HTTP threads to write what the
+// step produced, so that no write runs during the next forward pass.
+TEST_F(ServerGeneration, EveryEventIsWrittenBeforeTheNextStep) {
+  std::atomic<int> steps{0}, pending_before{0}, pending_after{0};
+  SchedulerOptions sched;
+  sched.between_steps = [&] {
+    if (server_->unwritten() > 0) ++pending_before;
+    server_->AwaitResponseWrites(std::chrono::seconds(5));  // generous: sanitizer builds
+    if (server_->unwritten() > 0) ++pending_after;  // only this thread pushes events
+    ++steps;
+  };
+  StartServer({}, sched);
+  std::vector<std::thread> clients;
+  for (int i = 0; i < 4; ++i) {
+    clients.emplace_back([&, i] {
+      const json request = {{"prompt", "count " + std::to_string(i)}, {"max_tokens", 12},
+                            {"ignore_eos", true}};
+      if (i % 2 == 0) {
+        EXPECT_TRUE(Stream("/v1/completions", request).done);
+      } else {
+        auto res = PostJson("/v1/completions", request);
+        ASSERT_TRUE(res);
+        EXPECT_EQ(res->status, 200);
+      }
+    });
+  }
+  for (std::thread& c : clients) c.join();
+  EXPECT_GE(steps.load(), 10);  // 12 tokens each, batched together
+  // Each step hands its tokens over just before the wait: some were still
+  // being written when it began (a wake-up and a socket write take longer
+  // than getting from the last event to here), none once it returned.
+  EXPECT_GT(pending_before.load(), 0);
+  EXPECT_EQ(pending_after.load(), 0);
+  EXPECT_TRUE(Eventually([&] { return server_->unwritten() == 0; }));
 }
 
 TEST_F(ServerGeneration, UsageCountsPromptAndGeneratedTokens) {
@@ -348,7 +386,8 @@ TEST_F(ServerGeneration, ClientLeavingMidStreamFreesTheSlot) {
   EXPECT_TRUE(Eventually(
       [&] {
         const SchedulerStats s = service_->stats();
-        return s.running == 0 && s.kv_blocks_used == 0 && server_->in_flight() == 0;
+        return s.running == 0 && s.kv_blocks_used == 0 && server_->in_flight() == 0 &&
+               server_->unwritten() == 0;
       },
       std::chrono::milliseconds(1000)));
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(1500));
@@ -371,8 +410,10 @@ TEST_F(ServerGeneration, ClientLeavingMidStreamFreesTheSlot) {
   EXPECT_FALSE(gone);
   client.reset();
   EXPECT_TRUE(
-      Eventually([&] { return service_->stats().running == 0 && server_->in_flight() == 0; },
-                 std::chrono::milliseconds(1500)));
+      Eventually([&] {
+        return service_->stats().running == 0 && server_->in_flight() == 0 &&
+               server_->unwritten() == 0;
+      }, std::chrono::milliseconds(1500)));
 }
 
 TEST_F(ServerGeneration, ClientLeavingWhileQueuedIsNeverRun) {
