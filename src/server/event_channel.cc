@@ -7,7 +7,7 @@ void EventChannel::Push(const RequestEvent& event) {
     std::lock_guard<std::mutex> lock(mu_);
     queue_.push_back({event, std::chrono::steady_clock::now()});
     if (event.kind != RequestEvent::Kind::kToken) ended_ = true;
-    if (unwritten_ != nullptr && !counted_) {
+    if (unwritten_ != nullptr && !counted_ && !closed_) {
       unwritten_->Enter();
       counted_ = true;
     }
@@ -28,6 +28,7 @@ bool EventChannel::Take(std::chrono::milliseconds timeout, std::deque<TimedEvent
 
 void EventChannel::Close() {
   std::lock_guard<std::mutex> lock(mu_);
+  closed_ = true;
   Uncount();
 }
 

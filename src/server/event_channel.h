@@ -38,7 +38,8 @@ class EventChannel {
   // as written.
   bool Take(std::chrono::milliseconds timeout, std::deque<TimedEvent>* out);
 
-  // HTTP thread: nothing more will be written (the response is over).
+  // HTTP thread: nothing more will be written (the response is over, or its
+  // client left); events pushed from now on are not counted.
   void Close();
 
  private:
@@ -50,6 +51,7 @@ class EventChannel {
   bool ended_ = false;  // a kDone/kError was pushed
   RequestTracker* unwritten_;
   bool counted_ = false;  // entered in unwritten_
+  bool closed_ = false;
 };
 
 }  // namespace anymoe
