@@ -29,7 +29,7 @@ struct SchedulerOptions {
   // Called on the scheduler thread after each step, once its events went out
   // and before the next forward pass: the server waits there, briefly, for its
   // HTTP threads to write those events (see OpenAiServer::AwaitResponseWrites).
-  std::function<void()> between_steps;
+  std::function<void()> between_steps = nullptr;
 };
 // A request is admitted only when the KV pool can hold its prompt and all the
 // tokens it may generate (up to the context), so a running request never runs

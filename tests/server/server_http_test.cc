@@ -26,7 +26,9 @@ void ExpectError(const httplib::Result& res, int status, const std::string& para
   EXPECT_TRUE(e["type"].is_string());
   EXPECT_TRUE(e.contains("param"));
   EXPECT_TRUE(e.contains("code"));
-  if (!param.empty()) EXPECT_EQ(e["param"], param) << res->body;
+  if (!param.empty()) {
+    EXPECT_EQ(e["param"], param) << res->body;
+  }
   if (!needle.empty()) {
     EXPECT_NE(e["message"].get<std::string>().find(needle), std::string::npos) << res->body;
   }
