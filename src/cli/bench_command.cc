@@ -36,7 +36,7 @@ struct BenchFlags {
   int64_t membw_mib = 1024;
   int membw_passes = 5;
   bool repack_weights = true;
-  DType kv_type = DType::kF32;
+  std::optional<DType> kv_type;  // empty: the backend's default
 };
 
 Status Validate(const BenchFlags& f) {

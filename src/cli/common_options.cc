@@ -26,16 +26,20 @@ void AddEngineOptions(CLI::App& cmd, EngineOptions& o) {
   AddKvTypeOption(cmd, o.kv_type);
 }
 
-void AddKvTypeOption(CLI::App& cmd, DType& kv_type) {
+void AddKvTypeOption(CLI::App& cmd, std::optional<DType>& kv_type) {
   cmd.add_option_function<std::string>(
          "--kv-type",
          [&kv_type](const std::string& name) {
-           kv_type = name == "f16" ? DType::kF16 : DType::kF32;
+           if (name == "auto") {
+             kv_type.reset();
+           } else {
+             kv_type = name == "f16" ? DType::kF16 : DType::kF32;
+           }
          },
-         "KV cache keys and values: f32, or f16 (half the memory and the bytes attention "
-         "reads; cpu backend)")
-      ->check(CLI::IsMember({"f32", "f16"}))
-      ->default_str("f32");
+         "KV cache keys and values: f16 (half the memory and the bytes attention reads; "
+         "cpu backend), f32, or auto: f16 on the cpu backend, f32 on the others")
+      ->check(CLI::IsMember({"auto", "f32", "f16"}))
+      ->default_str("auto");
 }
 
 void AddRepackFlag(CLI::App& cmd, bool& repack_weights) {

@@ -16,8 +16,9 @@ void AddEngineOptions(CLI::App& cmd, EngineOptions& options);
 // --no-repack: clears `repack_weights` (see BackendOptions::repack_weights).
 void AddRepackFlag(CLI::App& cmd, bool& repack_weights);
 
-// --kv-type f32|f16: the KV cache's keys and values (EngineOptions::kv_type).
-void AddKvTypeOption(CLI::App& cmd, DType& kv_type);
+// --kv-type auto|f32|f16: the KV cache's keys and values (EngineOptions::kv_type;
+// auto leaves it empty: the backend's default).
+void AddKvTypeOption(CLI::App& cmd, std::optional<DType>& kv_type);
 
 struct SamplingFlags {
   SamplingParams params;

@@ -162,8 +162,9 @@ int Serve(ServeFlags& f) {
   std::unique_ptr<CompletionService> service = SchedulerService(std::move(scheduler).value());
   server.SetReady({engine.get(), service.get(), sched.context});
   signals.SetDraining();
-  std::fprintf(stderr, "anymoe: ready: %s, context %lld, %d parallel, queue %d\n",
-               so.model_name.c_str(), static_cast<long long>(sched.context), f.parallel, f.queue);
+  std::fprintf(stderr, "anymoe: ready: %s, context %lld, %d parallel, queue %d, %s KV cache\n",
+               so.model_name.c_str(), static_cast<long long>(sched.context), f.parallel, f.queue,
+               std::string(Name(engine->kv_type())).c_str());
 
   signals.Wait();
   const auto timeout = std::chrono::duration_cast<std::chrono::steady_clock::duration>(

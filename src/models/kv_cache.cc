@@ -13,6 +13,10 @@ Status CheckKvType(const Backend& backend, DType kv_type) {
   return Status::Ok();
 }
 
+DType DefaultKvType(const Backend& backend) {
+  return backend.kind() == BackendKind::kCpu ? DType::kF16 : DType::kF32;
+}
+
 Expected<std::unique_ptr<KvPool>> KvPool::Create(Backend& backend, int64_t num_blocks,
                                                  int64_t block_tokens,
                                                  const std::vector<LayerCacheSpec>& layers,

@@ -26,6 +26,12 @@ struct LayerCacheSpec {
 // CPU backend only (device backends refuse it); the error names --kv-type.
 Status CheckKvType(const Backend& backend, DType kv_type);
 
+// The KV type a backend gets unless one is asked for: f16 on the cpu backend
+// (as llama.cpp defaults to: half the memory, and decode attention there is
+// bound by the bytes it reads), f32 on the device backends, which keep no f16
+// cache.
+DType DefaultKvType(const Backend& backend);
+
 class KvPool {
  public:
   static constexpr int64_t kDefaultBlockTokens = 16;

@@ -63,8 +63,9 @@ Expected<std::unique_ptr<Engine>> Engine::Load(const EngineOptions& options) {
   load.context = options.context;
   load.kv_cache_tokens = options.kv_cache_tokens;
   load.sequences = options.sequences;
-  load.kv_type = options.kv_type;
+  load.kv_type = options.kv_type.value_or(DefaultKvType(*e->backend_));
   RETURN_IF_ERROR(CheckKvType(*e->backend_, load.kv_type));  // at load, not at the first cache
+  e->kv_type_ = load.kv_type;
   ASSIGN_OR_RETURN(e->model_, LoadModel(e->file_, *e->backend_, load));
   if (e->model_->config().vocab_size < int64_t(e->tokenizer_->vocab_size())) {
     return Status::Error(options.model_path + ": tokenizer has " +

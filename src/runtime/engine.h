@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -31,7 +32,9 @@ struct EngineOptions {
   int64_t kv_cache_tokens = 0;    // KV tokens to reserve for (0: `sequences` x context)
   int64_t sequences = 1;          // sequences served at once (serve --parallel)
   bool record_ops = false;        // record op x dtype usage (anymoe doctor)
-  DType kv_type = DType::kF32;    // KV cache keys and values: f32 or f16 (cpu backend)
+  // KV cache keys and values: f32 or f16 (cpu backend); empty: the backend's
+  // DefaultKvType (f16 on the cpu backend).
+  std::optional<DType> kv_type;
 };
 
 class Engine {
@@ -43,6 +46,9 @@ class Engine {
   const ModelFile& file() const { return file_; }
   Backend& backend() { return model_->backend(); }
   int64_t context() const { return context_; }
+  // Element type of the KV cache's GQA keys and values (EngineOptions::kv_type
+  // resolved for the backend).
+  DType kv_type() const { return kv_type_; }
 
   // Text to ids, with BOS when the model wants it and special tokens parsed.
   std::vector<int32_t> Encode(std::string_view text) const;
@@ -65,6 +71,7 @@ class Engine {
   std::unique_ptr<Tokenizer> tokenizer_;
   Expected<ChatTemplateKind> chat_kind_ = Status::Error("no chat template");
   int64_t context_ = 0;
+  DType kv_type_ = DType::kF32;
 };
 
 // Loads just the tokenizer of a model file (GGUF metadata or tokenizer.json).

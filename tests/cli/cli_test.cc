@@ -53,6 +53,39 @@ class Cli : public testing::TempDirTest {
     return r;
   }
 
+  // `anymoe run` greedy against transformers' generate on the tiny llama: the
+  // same 16 ids, and each step's logits within `tolerance` (--logits-out).
+  // Returns the largest logit difference.
+  float ExpectGreedyRunMatchesTransformers(const std::vector<std::string>& extra_args,
+                                           float tolerance) {
+    const auto meta = nlohmann::json::parse(ReadFile(Golden("llama_tiny/golden.json")));
+    const std::string logits = Path("logits.npy");
+    std::vector<std::string> args = {
+        "run", "-m", Golden("llama_tiny"), "--prompt-tokens",
+        cli::FormatTokenList(meta["prompt_ids"].get<std::vector<int32_t>>()), "-n", "16", "--temp",
+        "0", "--ignore-eos", "--print-tokens", "--logits-out", logits, "-t", "2"};
+    args.insert(args.end(), extra_args.begin(), extra_args.end());
+    const auto r = Run(args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("tokens: " +
+                         cli::FormatTokenList(meta["greedy_ids"].get<std::vector<int32_t>>())),
+              std::string::npos)
+        << r.out;
+    EXPECT_NE(r.err.find("generated: 16 tokens"), std::string::npos) << r.err;
+    auto ours = ReadNpy(logits);
+    EXPECT_TRUE(ours.ok()) << ours.status().message();
+    if (!ours.ok()) return INFINITY;
+    EXPECT_EQ(ours->shape, (std::vector<int64_t>{16, 512}));
+    const auto want = ReadNpy(Golden("llama_tiny/decode_logits.npy"))->F32().value();
+    const auto got = ours->F32().value();
+    float diff = 0;
+    for (size_t i = 0; i < want.size() && i < got.size(); ++i) {
+      diff = std::max(diff, std::fabs(want[i] - got[i]));
+    }
+    EXPECT_LT(diff, tolerance);
+    return diff;
+  }
+
   // A failing run: non-zero exit (not a signal), and one line on stderr that
   // contains every needle.
   void ExpectCleanError(const RunResult& r, const std::vector<std::string>& needles) {
@@ -74,27 +107,19 @@ class Cli : public testing::TempDirTest {
   }
 };
 
+// With an f32 KV cache the CLI path is the reference arithmetic.
 TEST_F(Cli, GreedyIdsAndLogitsMatchTransformers) {
-  const auto meta = nlohmann::json::parse(ReadFile(Golden("llama_tiny/golden.json")));
-  const std::string logits = Path("logits.npy");
-  const auto r = Run({"run", "-m", Golden("llama_tiny"), "--prompt-tokens",
-                      cli::FormatTokenList(meta["prompt_ids"].get<std::vector<int32_t>>()),
-                      "-n", "16", "--temp", "0", "--ignore-eos", "--print-tokens",
-                      "--logits-out", logits, "-t", "2"});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("tokens: " +
-                       cli::FormatTokenList(meta["greedy_ids"].get<std::vector<int32_t>>())),
-            std::string::npos)
-      << r.out;
-  EXPECT_NE(r.err.find("generated: 16 tokens"), std::string::npos) << r.err;
-  auto ours = ReadNpy(logits);
-  ASSERT_TRUE(ours.ok()) << ours.status().message();
-  EXPECT_EQ(ours->shape, (std::vector<int64_t>{16, 512}));
-  const auto want = ReadNpy(Golden("llama_tiny/decode_logits.npy"))->F32().value();
-  const auto got = ours->F32().value();
-  float diff = 0;
-  for (size_t i = 0; i < want.size(); ++i) diff = std::max(diff, std::fabs(want[i] - got[i]));
-  EXPECT_LT(diff, 1e-4f);
+  ExpectGreedyRunMatchesTransformers({"--kv-type", "f32"}, 1e-4f);
+}
+
+// The default cache on the cpu backend is f16 (as llama.cpp's): the same ids,
+// every logit within the f16 bound of the model tests (llama_golden_test), and
+// measurably off the f32 path, so the default is what is in effect.
+TEST_F(Cli, DefaultF16CacheStaysWithinItsBoundOfTransformers) {
+  const float by_default = ExpectGreedyRunMatchesTransformers({}, 2e-2f);
+  EXPECT_GT(by_default, 1e-4f);
+  EXPECT_EQ(ExpectGreedyRunMatchesTransformers({"--kv-type", "auto"}, 2e-2f), by_default);
+  EXPECT_EQ(ExpectGreedyRunMatchesTransformers({"--kv-type", "f16"}, 2e-2f), by_default);
 }
 
 TEST_F(Cli, SameSeedSameTextDifferentSeedDifferentText) {
@@ -192,8 +217,8 @@ TEST_F(Cli, PromptLongerThanContext) {
                    {"10 tokens", "context of 8"});
 }
 
-// --kv-type takes f32 or f16; f16 halves the cache on the cpu backend, and a
-// device backend that keeps an f32 cache says so instead of running.
+// --kv-type takes auto, f32 or f16; f16 halves the cache on the cpu backend,
+// and a device backend that keeps an f32 cache says so instead of running.
 TEST_F(Cli, KvTypeF16RunsOnTheCpuAndIsRefusedElsewhere) {
   const auto r = Run({"run", "-m", Golden("llama_tiny"), "--kv-type", "f16", "--prompt-tokens",
                       "5,6,7", "-n", "4", "--temp", "0"});
