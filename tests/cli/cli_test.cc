@@ -41,7 +41,10 @@ class Cli : public testing::TempDirTest {
  protected:
   RunResult Run(const std::vector<std::string>& args, const std::string& input = "") {
     std::string cmd = ANYMOE_BINARY;
-    for (const auto& a : args) cmd += " " + Quote(a);
+    for (const auto& a : args) {
+      cmd += ' ';  // not " " + Quote(a): GCC 12 warns about it (-Wrestrict, a false positive)
+      cmd += Quote(a);
+    }
     const std::string out = Path("stdout"), err = Path("stderr"), in = Path("stdin");
     WriteText("stdin", input);
     cmd += " >" + out + " 2>" + err + " <" + in;

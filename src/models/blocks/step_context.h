@@ -54,8 +54,8 @@ struct StepContext {
   Workspace& ws;
   int64_t layer = 0;
   int64_t t = 0;  // rows in this step, all sequences together
-  std::span<const Segment> segments;
-  std::span<const int32_t> positions;  // [t]: each row's position in its sequence
+  std::span<const Segment> segments = {};
+  std::span<const int32_t> positions = {};  // [t]: each row's position in its sequence
   DsaSelection* dsa = nullptr;
   const ForwardObserver* observer = nullptr;
 };
