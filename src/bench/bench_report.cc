@@ -100,7 +100,7 @@ std::string JsonReport(std::span<const BenchResult> results, const std::string& 
     o["build_number"] = 0;
     o["cpu_info"] = cpu_info;
     o["gpu_info"] = "";
-    o["backends"] = "CPU";
+    o["backends"] = r.backend == "cuda" ? "CUDA" : r.backend == "opencl" ? "OpenCL" : "CPU";
     o["model_filename"] = r.model.filename;
     o["model_type"] = r.model.type;
     o["model_size"] = r.model.size_bytes;
@@ -108,8 +108,8 @@ std::string JsonReport(std::span<const BenchResult> results, const std::string& 
     o["n_batch"] = r.batch;
     o["n_ubatch"] = r.batch;
     o["n_threads"] = r.threads;
-    o["type_k"] = "f32";  // anymoe's KV cache is f32
-    o["type_v"] = "f32";
+    o["type_k"] = r.kv_type;
+    o["type_v"] = r.kv_type;
     o["n_gpu_layers"] = 0;
     o["n_prompt"] = r.test.n_prompt;
     o["n_gen"] = r.test.n_gen;

@@ -8,8 +8,9 @@ std::string BenchTest::Name() const {
   const std::string depth = n_depth > 0 ? " @ d" + std::to_string(n_depth) : "";
   if (n_gen == 0) return "pp" + std::to_string(n_prompt) + depth;
   if (n_prompt == 0) {
-    return "tg" + std::to_string(n_gen) + (n_parallel > 1 ? "x" + std::to_string(n_parallel) : "") +
-           depth;
+    std::string name = "tg" + std::to_string(n_gen);
+    if (n_parallel > 1) name += 'x' + std::to_string(n_parallel);
+    return name + depth;
   }
   return "pp" + std::to_string(n_prompt) + "+tg" + std::to_string(n_gen) + depth;
 }

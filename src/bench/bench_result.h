@@ -40,6 +40,7 @@ struct RooflineFigures {
 struct BenchResult {
   ModelDescription model;
   std::string backend = "cpu";
+  std::string kv_type = "f16";  // the KV cache's keys and values (Engine::kv_type)
   int threads = 0;
   int64_t batch = 0;  // tokens per prefill step
   BenchTest test;

@@ -137,6 +137,8 @@ int Bench(BenchFlags f) {
                      test.Name().c_str());
         BenchResult r;
         r.model = model;
+        r.backend = f.backend;
+        r.kv_type = std::string(Name(engine->kv_type()));
         r.threads = threads;
         r.batch = engine->model().max_step_tokens();
         r.test = test;

@@ -43,6 +43,8 @@ TEST(BenchResult, TestNamesAndTokensPerSecond) {
 TEST(JsonReport, HasLlamaBenchFieldsAndTypes) {
   std::vector<BenchResult> results = {Result({128, 0}, {1000000000, 500000000}),
                                       Result({0, 64}, {2000000000, 2000000000, 2000000000})};
+  results[1].kv_type = "f32";
+  results[1].backend = "cuda";
   results[1].roofline = RooflineFigures{
       .bandwidth_gbs = 10,
       .bytes = {.other = 100000000, .embedding = 0, .embedding_row = 0, .routed_experts = 0}};
@@ -65,6 +67,12 @@ TEST(JsonReport, HasLlamaBenchFieldsAndTypes) {
   EXPECT_TRUE(pp["avg_ts"].is_number_float());
   EXPECT_EQ(pp["backend"], "cpu");
   EXPECT_EQ(pp["backends"], "CPU");
+  EXPECT_EQ(pp["type_k"], "f16");  // the cpu default
+  EXPECT_EQ(pp["type_v"], "f16");
+  EXPECT_EQ(json[1]["type_k"], "f32");
+  EXPECT_EQ(json[1]["type_v"], "f32");
+  EXPECT_EQ(json[1]["backend"], "cuda");
+  EXPECT_EQ(json[1]["backends"], "CUDA");
   EXPECT_EQ(pp["cpu_info"], "Some CPU");
   EXPECT_EQ(pp["model_filename"], "m.gguf");
   EXPECT_EQ(pp["n_prompt"], 128);

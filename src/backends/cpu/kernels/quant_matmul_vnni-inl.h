@@ -99,7 +99,7 @@ HWY_INLINE void Tile(const uint8_t* w, const uint8_t* rows_end, size_t row_bytes
   constexpr size_t kBytesPerStep = NW * Block::kSuperBytes / Block::kBlocksPerSuper;
   constexpr int kPrefetchLines = int((kBytesPerStep + 63) / 64) + 1;
   const uint8_t* prefetch = w + 2 * NW * row_bytes;
-  typename Block::Super super[NW];
+  typename Block::Super super[NW] = {};  // loaded at b = 0; zeroed so GCC sees it set
   for (int64_t b = 0; b < nb; ++b) {
     if (b % Block::kBlocksPerSuper == 0) {
       for (int j = 0; j < NW; ++j) super[j].Load(w + size_t(j) * row_bytes, b);
