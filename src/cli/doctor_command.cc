@@ -7,7 +7,6 @@
 #include "backends/fallback_backend.h"
 #include "cli/commands.h"
 #include "cli/common_options.h"
-#include "models/kv_cache.h"
 #include "models/memory_plan.h"
 
 namespace anymoe::cli {
@@ -101,7 +100,7 @@ int RunDoctor(EngineOptions options) {
   LoadOptions load;
   load.max_step_tokens = options.max_step_tokens;
   load.context = options.context;
-  load.kv_type = options.kv_type.value_or(DefaultKvType(engine->backend()));
+  load.kv_type = engine->kv_type();
   if (auto plan = PlanMemory(engine->file(), load); plan.ok()) {
     std::printf("plan:     weights %s, KV cache %s (%lld tokens), activations %s\n",
                 Mib(plan->weights).c_str(), Mib(plan->kv_cache).c_str(),
