@@ -126,10 +126,14 @@ INSTANTIATE_TEST_SUITE_P(
 // One MultiMatmul over projections of different weight types (as a q4_k file
 // mixes in q8_0 / q6_k tensors) shares the quantised activations between
 // them; each output still has the bits of its own Matmul, for decode and
-// batched step sizes.
-TEST(CpuMultiMatmul, MixedWeightTypesGiveEachProjectionItsOwnMatmulsBits) {
+// batched step sizes. With 24 rows each, tasks of 32 rows run across the
+// projections' boundaries; with 20 (not whole groups of 8) each projection
+// keeps its own tasks.
+class CpuMultiMatmul : public ::testing::TestWithParam<int64_t> {};
+
+TEST_P(CpuMultiMatmul, MixedWeightTypesGiveEachProjectionItsOwnMatmulsBits) {
   CpuBackend backend{2};
-  const int64_t in = 256, rows = 24;
+  const int64_t in = 256, rows = GetParam();
   const std::vector<DType> types = {DType::kQ4_0, DType::kQ8_0, DType::kF16, DType::kQ4_1,
                                     DType::kQ6_K};
   std::vector<std::vector<uint8_t>> bytes;
@@ -160,6 +164,9 @@ TEST(CpuMultiMatmul, MixedWeightTypesGiveEachProjectionItsOwnMatmulsBits) {
     }
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Rows, CpuMultiMatmul, ::testing::Values(int64_t(24), int64_t(20)),
+                         [](const auto& info) { return "rows" + std::to_string(info.param); });
 
 // out[t, n_h, d_v] against a double-precision reference: query token i sees
 // positions 0..n_past + i, position p at pool row rows[p].
