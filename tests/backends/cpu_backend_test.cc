@@ -126,9 +126,10 @@ INSTANTIATE_TEST_SUITE_P(
 // One MultiMatmul over projections of different weight types (as a q4_k file
 // mixes in q8_0 / q6_k tensors) shares the quantised activations between
 // them; each output still has the bits of its own Matmul, for decode and
-// batched step sizes. With 24 rows each, tasks of 32 rows run across the
-// projections' boundaries; with 20 (not whole groups of 8) each projection
-// keeps its own tasks.
+// batched step sizes. Tasks run across the projections' boundaries: with 24
+// rows each, tasks of 32 rows; with 20 (each projection padded to 24 in the
+// task space, as the kernels start on whole groups of 8), tasks that end in a
+// projection's last, partial group.
 class CpuMultiMatmul : public ::testing::TestWithParam<int64_t> {};
 
 TEST_P(CpuMultiMatmul, MixedWeightTypesGiveEachProjectionItsOwnMatmulsBits) {

@@ -87,10 +87,8 @@ void QuantMultiMatmul(ThreadPool& pool, FunctionRef<float*(uint64_t)> shared, co
   // At most two activation forms: int8 blocks (one layout for every quantised
   // type) and f32 for f16/bf16 weights.
   DType quantised = DType::kF32, half = DType::kF32;
-  int64_t total_rows = 0;
   for (const Projection& p : projections) {
     (IsHalf(p.weight->dtype) ? half : quantised) = p.weight->dtype;
-    total_rows += p.weight->rows();
   }
   const size_t q_bytes =
       quantised == DType::kF32 ? 0 : RoundUp64(kernels::QuantizedActivationBytes(quantised, t, in));
@@ -106,40 +104,26 @@ void QuantMultiMatmul(ThreadPool& pool, FunctionRef<float*(uint64_t)> shared, co
   // may finish one projection and start the next. Tiles within each
   // projection instead left QKV (576 + 192 + 192 rows on SmolLM2) with tasks
   // of 240, 240, 96, 192 and 192 rows, and its regions waited ~7 % of their
-  // time at the end against ~4 % for the even ones. The kernels take whole
-  // groups of 8 rows, so a projection of another row count keeps its own tiles.
+  // time at the end against ~4 % for the even ones. Each projection starts on
+  // a whole group of 8 rows, as the kernels take them.
   std::array<int64_t, kMaxProjections + 1> first_row{};
-  bool whole_groups = true;
   for (size_t p = 0; p < projections.size(); ++p) {
-    first_row[p + 1] = first_row[p] + projections[p].weight->rows();
-    whole_groups = whole_groups && projections[p].weight->rows() % 8 == 0;
+    first_row[p + 1] = first_row[p] + (projections[p].weight->rows() + 7) / 8 * 8;
   }
-  const int64_t tile = TileRows(total_rows, 8, total_rows, pool.num_threads());
-  auto run_rows = [&](size_t p, int64_t n0, int64_t n1) {
-    const Tensor& w = *projections[p].weight;
-    const Tensor& y = projections[p].out;
-    IntegerRows(w, IsHalf(w.dtype) ? buffer + q_bytes : buffer, t, n0, n1, y.as<float>(), y.cols());
-  };
-  if (whole_groups) {
-    pool.ParallelFor((total_rows + tile - 1) / tile, [&](int64_t task, int) {
-      const int64_t r0 = task * tile, r1 = std::min(total_rows, r0 + tile);
-      for (size_t p = 0; p < projections.size(); ++p) {
-        const int64_t n0 = std::max(r0, first_row[p]), n1 = std::min(r1, first_row[p + 1]);
-        if (n0 < n1) run_rows(p, n0 - first_row[p], n1 - first_row[p]);
-      }
-    });
-  } else {
-    std::array<int64_t, kMaxProjections + 1> first_task{};
+  const int64_t span = first_row[projections.size()];
+  const int64_t tile = TileRows(span, 8, span, pool.num_threads());
+  pool.ParallelFor((span + tile - 1) / tile, [&](int64_t task, int) {
+    const int64_t r0 = task * tile, r1 = std::min(span, r0 + tile);
     for (size_t p = 0; p < projections.size(); ++p) {
-      first_task[p + 1] = first_task[p] + (projections[p].weight->rows() + tile - 1) / tile;
+      const Tensor& w = *projections[p].weight;
+      const Tensor& y = projections[p].out;
+      const int64_t n0 = std::max(r0, first_row[p]) - first_row[p];
+      const int64_t n1 = std::min(r1 - first_row[p], w.rows());
+      if (n0 >= n1) continue;
+      IntegerRows(w, IsHalf(w.dtype) ? buffer + q_bytes : buffer, t, n0, n1, y.as<float>(),
+                  y.cols());
     }
-    pool.ParallelFor(first_task[projections.size()], [&](int64_t task, int) {
-      size_t p = 0;
-      while (task >= first_task[p + 1]) ++p;
-      const int64_t n0 = (task - first_task[p]) * tile;
-      run_rows(p, n0, std::min(projections[p].weight->rows(), n0 + tile));
-    });
-  }
+  });
   for (const Projection& p : projections) AddBias(p.bias, t, p.out.cols(), p.out.as<float>());
 }
 
