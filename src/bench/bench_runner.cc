@@ -81,12 +81,12 @@ Status BenchRunner::EnsureCaches(int64_t count, int64_t tokens) {
                          " sequences together but a step takes at most " +
                          std::to_string(engine_.model().max_step_tokens()) + " tokens (--batch)");
   }
-  if (int64_t(caches_.size()) < count) caches_.resize(size_t(count));
-  for (int64_t s = 0; s < count; ++s) {
-    auto& cache = caches_[size_t(s)];
-    if (cache == nullptr || cache->capacity() < tokens) {
-      ASSIGN_OR_RETURN(cache, engine_.model().NewCache(tokens));
-    }
+  // Each cache as long as the engine's context, made once: a device backend
+  // reserved sequences x context at load, and a longer cache made for a later
+  // test while the shorter one still held its bytes would not fit there.
+  while (int64_t(caches_.size()) < count) {
+    ASSIGN_OR_RETURN(std::unique_ptr<KvCache> cache, engine_.model().NewCache(engine_.context()));
+    caches_.push_back(std::move(cache));
   }
   return Status::Ok();
 }

@@ -85,10 +85,11 @@ int Bench(BenchFlags f) {
   if (f.threads.empty()) f.threads = {int(std::max(1u, std::thread::hardware_concurrency()))};
   const bool markdown = f.output == "md";
   const std::vector<BenchTest> tests = Tests(f);
-  int64_t max_prompt = 0, max_tokens = 1;
+  int64_t max_prompt = 0, max_tokens = 1, max_parallel = 1;
   for (const BenchTest& t : tests) {
     max_prompt = std::max({max_prompt, t.n_prompt, t.n_depth, t.n_parallel});
     max_tokens = std::max(max_tokens, t.n_depth + t.n_prompt + t.n_gen);
+    max_parallel = std::max(max_parallel, t.n_parallel);
   }
 
   std::vector<MembwResult> bandwidths;
@@ -116,6 +117,7 @@ int Bench(BenchFlags f) {
       options.repack_weights = f.repack_weights;
       options.kv_type = f.kv_type;
       options.context = max_tokens;
+      options.sequences = max_parallel;  // a device backend reserves their caches at load
       options.max_step_tokens = std::clamp<int64_t>(max_prompt, 1, f.batch);
       auto engine = LoadEngineOrReport(options);
       if (!engine) return 1;

@@ -86,7 +86,8 @@ Expected<std::unique_ptr<Model>> LoadModel(const ModelFile& file, Backend& backe
 // LoadModel without the memory plan (what the planner itself runs).
 Expected<std::unique_ptr<Model>> LoadModelUnplanned(const ModelFile& file, Backend& backend,
                                                     const LoadOptions& options);
-// The KV cache size `options` plans for on `model`.
+// The KV cache size `options` plans for on `model`: `sequences` contexts of
+// whole blocks, unless `kv_cache_tokens` names it.
 int64_t KvCacheTokens(const Model& model, const LoadOptions& options);
 
 }  // namespace anymoe

@@ -34,7 +34,11 @@ Expected<std::unique_ptr<Model>> LoadModel(const ModelFile& file, Backend& backe
 
 int64_t KvCacheTokens(const Model& model, const LoadOptions& options) {
   if (options.kv_cache_tokens > 0) return options.kv_cache_tokens;
-  return options.sequences * std::min(options.context, model.config().max_position_embeddings);
+  // Whole blocks per sequence: a cache of its own (NewCache) takes its
+  // context rounded up to blocks, and the plan must hold `sequences` of them.
+  const int64_t b = KvPool::kDefaultBlockTokens;
+  const int64_t context = std::min(options.context, model.config().max_position_embeddings);
+  return options.sequences * ((context + b - 1) / b * b);
 }
 
 }  // namespace anymoe

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "backends/backend.h"
 #include "testing/test_files.h"
 
 namespace anymoe {
@@ -100,6 +101,28 @@ TEST_F(BenchCli, ParallelDecodesSeveralSequencesPerStep) {
   ASSERT_EQ(md.exit_code, 0) << md.err;
   EXPECT_NE(md.out.find("tg4x3 |"), std::string::npos) << md.out;
 }
+
+// A device backend reserves its memory once, at load, for what the tests
+// will hold: one cache per sequence decoded together, each as long as the
+// longest test. pp512 after pp128 and tg64x8 both ran out of it on an H200.
+class BenchOnDevice : public BenchCli, public ::testing::WithParamInterface<std::string> {};
+
+TEST_P(BenchOnDevice, EveryTestFitsTheMemoryReservedAtLoad) {
+  if (!CreateBackend(GetParam(), BackendOptions{.num_threads = 1}).ok())
+    GTEST_SKIP() << GetParam() << " unavailable";
+  const auto r = Bench({"-m", Golden("llama_tiny"), "--backend", GetParam(), "-p", "16,64", "-n",
+                        "8", "--parallel", "1,4", "-d", "0,8", "-r", "1", "-o", "json", "-t", "1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto json = nlohmann::json::parse(r.out);
+  ASSERT_EQ(json.size(), 8u) << r.out;  // pp16, pp64, tg8, tg8x4 at depths 0 and 8
+  for (const auto& o : json) {
+    EXPECT_EQ(o["backend"], GetParam());
+    EXPECT_GT(o["avg_ts"].get<double>(), 0.0);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, BenchOnDevice, ::testing::Values("opencl", "cuda"),
+                         [](const auto& info) { return info.param; });
 
 // -d fills every cache with that many tokens before each test (untimed), one
 // set of tests per depth, named and reported as llama-bench does.
