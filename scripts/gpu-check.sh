@@ -1,124 +1,190 @@
 #!/usr/bin/env bash
 # The CUDA backend's check on a machine with an NVIDIA GPU (sm_80 or newer),
 # the CUDA toolkit, CMake and Ninja, and no network: builds with CUDA, prints
-# `anymoe doctor`, runs the conformance suite (every golden model on cuda
-# against the CPU backend, op-level tests, fallback and device-memory tests),
-# then `anymoe bench` on SmolLM2 and on the MoE bench file. $OUT (default
-# ./gpu-check-out) gets at most 7 files, as the device tool returns at most 8:
-# summary.txt (every step's exit code and time, the conformance rows, the
-# bench tables and decode roofline), conformance.txt, doctor.txt, the bench
-# JSONs, and logs.tar.gz with every log.
+# `anymoe doctor`, runs every CUDA test of the conformance suite (every golden
+# model on cuda against the CPU backend, op-level tests, fallback and
+# device-memory tests), each in its own process so that one kernel fault
+# cannot hide the others' results, then `anymoe bench` on SmolLM2 and on the
+# MoE bench file, and `anymoe serve` under `anymoe bench-serve`. $OUT (default ./gpu-check-out) gets at most 7 files, as the
+# device tool returns at most 8: summary.txt (every step's exit code and time,
+# the test results, the bench tables and decode roofline), conformance.txt,
+# doctor.txt, the bench JSONs, and logs.tar.gz with every log.
 #
 #   OUT=/tmp/out scripts/gpu-check.sh
-#   SMOLLM2=path.gguf MOE_BENCH=path.gguf scripts/gpu-check.sh   # other model files
+#   CUDA_ARCHS=90 scripts/gpu-check.sh      # build for the GPU at hand only
 #   SKIP_BENCH=1 / SKIP_CONFORMANCE=1 to shorten a rerun
 #
-# The bench GGUFs are git-ignored (docs/benchmarks.md says how to make them)
-# and larger than the 64 MiB working tree the device tool sends: a missing
-# MoE file is generated with tools/gen_moe_bench_gguf.py (f16) when python3
-# there has gguf, numpy and tokenizers; a file still missing is reported and
-# skipped, and the tiny golden MoE model is benched so the step yields figures.
+# Where the build's Debian libraries are missing and .gpudeps/ holds them
+# (scripts/gpu-deps.sh download), they are unpacked under /tmp first. Model
+# files are git-ignored and larger than what the device tool sends: a missing
+# one is made from its skeleton in .gpudeps/ (tools/gguf_random_like.py: the
+# file's header and tensor table with random weights, the same speed), else
+# skipped and said so.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 OUT=${OUT:-$ROOT/gpu-check-out}
 BUILD=${BUILD_DIR:-$ROOT/build-cuda}
 JOBS=${JOBS:-$(nproc)}
-SMOLLM2=${SMOLLM2:-$ROOT/models/SmolLM2-135M-Instruct.Q4_1.gguf}
-MOE_BENCH=${MOE_BENCH:-$ROOT/models/bench/glm45air-mini-Q4_0.gguf}
+DEPS=$ROOT/.gpudeps
 PEAK_GBS=${PEAK_GBS:-4800}  # H200 HBM3e; the decode roofline is against this
 mkdir -p "$OUT"
 LOGS=$(mktemp -d)  # every log; packed into $OUT/logs.tar.gz at exit
-SUMMARY=$LOGS/summary.txt
+SUMMARY=$OUT/summary.txt  # written as it goes: a run cut short still says how far it got
 : > "$SUMMARY"
 finish() {
-  cp "$SUMMARY" "$OUT/"
-  for f in conformance.txt doctor.txt bench_smollm2.json bench_moe.json; do
+  cp "$SUMMARY" "$LOGS/"
+  for f in conformance.txt doctor.txt bench_smollm2_q4_1.json bench_smollm2_q8_0.json bench_moe_q8_0.json; do
     [[ -f $LOGS/$f ]] && cp "$LOGS/$f" "$OUT/"
   done
   tar czf "$OUT/logs.tar.gz" -C "$LOGS" .
 }
 trap finish EXIT
+trap 'say "stopped by a signal"; exit 143' TERM INT
 say() { echo "$*" | tee -a "$SUMMARY"; }
-timed() {  # timed NAME LOGFILE CMD...: runs CMD, logs it, records exit code and seconds
-  local name=$1 log=$2
-  shift 2
+timed() {  # timed NAME LOGFILE SECONDS CMD...: runs CMD under a time limit, logs it, records exit code and time
+  local name=$1 log=$2 limit=$3
+  shift 3
   local t0=$SECONDS
-  "$@" > "$log" 2>&1
+  timeout -k 5 "$limit" "$@" > "$log" 2>&1
   local rc=$?
   say "$name: exit $rc in $((SECONDS - t0)) s (log: $(basename "$log"))"
   return $rc
 }
+PYTHON=(env -u LD_LIBRARY_PATH python3)  # the carried libraries are for anymoe only
 
 say "gpu-check $(git rev-parse --short HEAD 2>/dev/null || echo '?') on $(hostname) at $(date -u +%FT%TZ)"
-{ nvidia-smi; echo; nvcc --version; echo; cmake --version; } > "$LOGS/machine.txt" 2>&1
+{ nvidia-smi; echo; nvcc --version; echo; cmake --version; cat /etc/os-release; } > "$LOGS/machine.txt" 2>&1
 say "GPU: $(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null || echo 'nvidia-smi failed')"
 
+# 0. Libraries: the system's if pkg-config finds them, else the carried .debs.
+if ! pkg-config --exists libhwy openblas cpp-httplib libutf8proc 2>/dev/null && compgen -G "$DEPS/*.deb" > /dev/null; then
+  timed deps "$LOGS/deps.log" 120 scripts/gpu-deps.sh unpack "$DEPS" /tmp/anymoe-deps || exit 1
+  # shellcheck disable=SC1091
+  source /tmp/anymoe-deps/env.sh
+fi
+
 # 1. Build: CUDA on (sm_80 + sm_90, or CUDA_ARCHS), OpenCL off (not needed here).
-if ! timed configure "$LOGS/configure.log" cmake -S . -B "$BUILD" -G Ninja \
+if ! timed configure "$LOGS/configure.log" 300 cmake -S . -B "$BUILD" -G Ninja \
     -DCMAKE_BUILD_TYPE=Release -DANYMOE_CUDA=ON -DANYMOE_OPENCL=OFF -DANYMOE_BUILD_BENCH=OFF \
     ${CUDA_ARCHS:+-DCMAKE_CUDA_ARCHITECTURES=$CUDA_ARCHS}; then
-  say "configure failed: see configure.log"
+  tail -30 "$LOGS/configure.log" >> "$SUMMARY"
   exit 1
 fi
-if ! timed build "$LOGS/build.log" cmake --build "$BUILD" -j "$JOBS" \
+if ! timed build "$LOGS/build.log" 900 cmake --build "$BUILD" -j "$JOBS" \
     --target anymoe conformance_tests cli_tests; then
-  say "build failed: see build.log"
+  grep -E -m 20 -B 2 -A 8 'error' "$LOGS/build.log" >> "$SUMMARY"
   exit 1
 fi
 ANYMOE=$BUILD/src/anymoe
 
 # 2. The operator table on the device.
-timed doctor "$LOGS/doctor.txt" \
-  "$ANYMOE" doctor -m tests/golden/moe/glm_moe_dsa --backend cuda
-if [[ -f $SMOLLM2 ]]; then
-  timed doctor-smollm2 "$LOGS/doctor_smollm2.txt" "$ANYMOE" doctor -m "$SMOLLM2" --backend cuda
-fi
+timed doctor "$LOGS/doctor.txt" 60 "$ANYMOE" doctor -m tests/golden/moe/glm_moe_dsa --backend cuda
+head -5 "$LOGS/doctor.txt" | tee -a "$SUMMARY"
 
-# 3. Conformance: all golden models on cuda vs the CPU, op-level tests, CUDA tests.
+# 3. Every CUDA test, each in its own process (a kernel fault poisons its
+# context), then the CLI's device test.
 if [[ -z ${SKIP_CONFORMANCE:-} ]]; then
-  timed conformance "$LOGS/conformance.txt" "$BUILD/tests/conformance_tests"
-  grep -E '^\[ cuda|^\[  (PASSED|FAILED|SKIPPED) |FAILED  \]' "$LOGS/conformance.txt" \
-    | tee -a "$SUMMARY"
-  timed doctor-cli-test "$LOGS/cli_doctor.txt" "$BUILD/tests/cli_tests" --gtest_filter='DoctorCuda.*'
+  mapfile -t tests < <("$BUILD/tests/conformance_tests" --gtest_list_tests |
+    awk '/^[^ ]/ { suite = $1 } /^  / { print suite $1 }' | grep -iE 'cuda|DeviceMemory')
+  : > "$LOGS/conformance.txt"
+  passed=0 failed=()
+  for t in "${tests[@]}"; do
+    timeout -k 5 60 "$BUILD/tests/conformance_tests" --gtest_filter="$t" >> "$LOGS/conformance.txt" 2>&1
+    rc=$?
+    if grep -q "^\[  PASSED  \] 1 test" <(tail -5 "$LOGS/conformance.txt") && [[ $rc == 0 ]]; then
+      passed=$((passed + 1))
+    else
+      failed+=("$t (exit $rc)")
+    fi
+  done
+  say "conformance: ${#tests[@]} CUDA tests, $passed passed, ${#failed[@]} failed or skipped"
+  for f in "${failed[@]}"; do say "  not passed: $f"; done
+  grep -E -A 3 '^\[ cuda|Failure|error' "$LOGS/conformance.txt" | head -80 | tee -a "$SUMMARY"
+  # The first two failures again under compute-sanitizer: a kernel's bad
+  # address or race is named there, with the kernel and the thread.
+  for f in "${failed[@]:0:2}"; do
+    t=${f% (exit*}
+    timed "memcheck $t" "$LOGS/memcheck_${t//\//_}.log" 150 compute-sanitizer --tool memcheck \
+      --print-limit 10 "$BUILD/tests/conformance_tests" --gtest_filter="$t"
+    grep -E -m 12 'Invalid|Error|at 0x|by thread|ERROR SUMMARY' "$LOGS/memcheck_${t//\//_}.log" | tee -a "$SUMMARY"
+  done
+  timed cli-device-tests "$LOGS/cli_device.txt" 120 "$BUILD/tests/cli_tests" \
+    --gtest_filter='DoctorCuda.*:*BenchOnDevice*'
+  grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$LOGS/cli_device.txt" | tee -a "$SUMMARY"
 fi
 
-# 4. anymoe bench: pp128/pp512 and tg64, JSON with decode bytes per token.
+# 4. anymoe bench: pp128/pp512, tg64 at 1 and 8 sequences, JSON with decode bytes per token.
+model_file() {  # model_file NAME SKELETON: the bench file, made from its skeleton when missing
+  local name=$1 skel=$DEPS/$2 file=$ROOT/models/bench/$1
+  if [[ ! -f $file && -f $skel ]]; then
+    mkdir -p "$ROOT/models/bench"
+    timed "make $name (random weights, from $2)" "$LOGS/make_$name.log" 300 \
+      "${PYTHON[@]}" tools/gguf_random_like.py fill "$skel" "$file" > /dev/null
+  fi
+  echo "$file"
+}
 bench() {  # bench NAME MODEL
   local name=$1 model=$2
   if [[ ! -e $model ]]; then
     say "bench $name: $model missing (git-ignored; see docs/benchmarks.md), skipped"
     return
   fi
-  bench_json() {  # JSON alone on stdout; progress and warnings to .err
-    "$ANYMOE" bench -m "$model" --backend cuda -p 128,512 -n 64 -r 5 -o json --membw \
-      2> "$LOGS/bench_$name.err"
-  }
-  timed "bench $name" "$LOGS/bench_$name.json" bench_json
-  "$ANYMOE" bench -m "$model" --backend cuda -p 128,512 -n 64 -r 3 -o md > "$LOGS/bench_$name.md" 2>&1
+  local args=(bench -m "$model" --backend cuda -p 128,512 -n 64 --parallel 1,8)
+  timed "bench $name" "$LOGS/bench_$name.json" 240 \
+    bash -c '"$@" -r 5 -o json --membw 2> "'"$LOGS/bench_$name.err"'"' _ "$ANYMOE" "${args[@]}"
+  timeout 240 "$ANYMOE" "${args[@]}" -r 3 -o md > "$LOGS/bench_$name.md" 2>&1
   cat "$LOGS/bench_$name.md" >> "$SUMMARY"
-  if command -v python3 >/dev/null; then
-    python3 - "$LOGS/bench_$name.json" "$PEAK_GBS" <<'PY' | tee -a "$SUMMARY"
+  "${PYTHON[@]}" - "$LOGS/bench_$name.json" "$PEAK_GBS" <<'PY' | tee -a "$SUMMARY"
 import json, sys
-rows = json.load(open(sys.argv[1]))
+try:
+    rows = json.load(open(sys.argv[1]))
+except (OSError, ValueError) as e:
+    sys.exit(f"  no JSON: {e}")
 peak = float(sys.argv[2]) * 1e9
 for r in rows:
     if r.get("n_gen", 0) > 0 and r.get("decode_bytes_per_token"):
         bound = peak / r["decode_bytes_per_token"]
-        print(f"  tg{r['n_gen']}: {r['avg_ts']:.1f} t/s = {100 * r['avg_ts'] / bound:.1f}% of "
-              f"the {sys.argv[2]} GB/s decode roofline ({bound:.0f} t/s, "
-              f"{r['decode_bytes_per_token'] / 1e6:.1f} MB/token)")
+        print(f"  tg{r['n_gen']} x{r.get('n_parallel', 1)}: {r['avg_ts']:.1f} t/s; one sequence's "
+              f"{sys.argv[2]} GB/s decode roofline is {bound:.0f} t/s "
+              f"({r['decode_bytes_per_token'] / 1e6:.1f} MB/token)")
 PY
+}
+# 5. anymoe serve on the device under bench-serve's load: 8 warm-up requests,
+# then 50 at concurrency 1 and 200 at concurrency 8 (input 90, output 64).
+serve_bench() {  # serve_bench NAME MODEL
+  local name=$1 model=$2 port=18080
+  [[ -e $model ]] || { say "serve $name: $model missing, skipped"; return; }
+  "$ANYMOE" serve -m "$model" --backend cuda --parallel 8 -c 2048 --port $port \
+    > "$LOGS/serve_$name.log" 2>&1 &
+  local pid=$! up=""
+  for _ in $(seq 120); do
+    "${PYTHON[@]}" -c "import urllib.request as u; u.urlopen('http://127.0.0.1:$port/health', timeout=1)" \
+      2> /dev/null && { up=1; break; }
+    sleep 0.5
+  done
+  if [[ -z $up ]]; then
+    say "serve $name: not healthy within 60 s"; tail -5 "$LOGS/serve_$name.log" >> "$SUMMARY"
+    kill "$pid"; return
   fi
+  local load=(bench-serve --url "http://127.0.0.1:$port" --qps inf --input-len 90 --output-len 64
+              --ignore-eos --seed 1)
+  timeout 120 "$ANYMOE" "${load[@]}" --num-prompts 8 --concurrency 8 > /dev/null 2>&1
+  for c in 1 8; do
+    timed "bench-serve $name c$c" "$LOGS/serve_${name}_c$c.txt" 180 \
+      "$ANYMOE" "${load[@]}" --num-prompts $((c == 1 ? 50 : 200)) --concurrency $c
+    cat "$LOGS/serve_${name}_c$c.txt" >> "$SUMMARY"
+  done
+  kill -TERM "$pid"
+  wait "$pid"
+  say "serve $name: SIGTERM, exit $?"
 }
 if [[ -z ${SKIP_BENCH:-} ]]; then
-  if [[ ! -f $MOE_BENCH ]] && python3 -c 'import gguf, numpy, tokenizers' 2>/dev/null; then
-    MOE_BENCH=$ROOT/models/bench/glm45air-mini-f16.gguf
-    mkdir -p "$ROOT/models/bench"
-    timed gen-moe-bench "$LOGS/gen_moe_bench.log" python3 tools/gen_moe_bench_gguf.py --out "$MOE_BENCH"
-  fi
-  bench smollm2 "$SMOLLM2"
-  bench moe "$MOE_BENCH"
-  [[ -e $MOE_BENCH ]] || bench golden_glm_moe_dsa "$ROOT/tests/golden/moe/glm_moe_dsa"
+  default_model=$ROOT/models/SmolLM2-135M-Instruct.Q4_1.gguf  # make run's
+  [[ -f $default_model ]] || default_model=$(model_file SmolLM2-135M-Instruct.Q4_1.gguf smollm2-q4_1.skel)
+  bench smollm2_q4_1 "${SMOLLM2:-$default_model}"
+  bench smollm2_q8_0 "$(model_file SmolLM2-135M-Instruct.Q8_0.gguf smollm2-q8_0.skel)"
+  bench moe_q8_0 "${MOE_BENCH:-$(model_file glm45air-mini-Q8_0.gguf glm45air-mini-q8_0.skel)}"
+  serve_bench smollm2_q8_0 "$(model_file SmolLM2-135M-Instruct.Q8_0.gguf smollm2-q8_0.skel)"
 fi
 say "done; results in $OUT (all logs in logs.tar.gz)"
