@@ -2,7 +2,8 @@
 // registers, weights read once for up to kMatvecTokens tokens), the grouped
 // expert matvec, the weight tile dequantiser of the dense-GEMM path, the
 // per-head projection and the embedding lookup. Mirrors kernels/matmul.cl of
-// the OpenCL backend with one warp (not one work-group) per output row.
+// the OpenCL backend in what it computes, with one warp (not one work-group)
+// per output row and eight lanes per quantised block.
 #include "backends/cuda/kernels/common.cuh"
 
 namespace anymoe::cuda::kernels {
@@ -10,45 +11,71 @@ namespace {
 
 constexpr int kRowsPerBlock = 8;  // warps per block, one output row each
 
+// Eight lanes share a 32-weight block, four weights each, so that a warp reads
+// four whole consecutive blocks per step and each x row in 512 consecutive
+// bytes: every load of the warp touches four cache lines (a lane per block
+// touched 32). Block starts are 2-byte aligned (34-, 18- and 20-byte blocks),
+// so quants are read in 16-bit words.
+constexpr int kLanesPerBlock = 8;
+
+// The four weights (before the block scale) this lane takes from block `b`,
+// and the offsets within the block of the x values they multiply.
+struct LaneQuants {
+  float w[4];
+  int at[4];
+};
+
+__device__ __forceinline__ LaneQuants QuantsOfLane(const char* b, int dtype, int sub) {
+  LaneQuants q;
+  if (dtype == kQ8_0) {  // weights 4 sub .. 4 sub + 3
+    const uint16_t* p = reinterpret_cast<const uint16_t*>(b + 2 + 4 * sub);
+    const uint16_t lo = p[0], hi = p[1];
+    q.w[0] = float(static_cast<int8_t>(lo & 0xff));
+    q.w[1] = float(static_cast<int8_t>(lo >> 8));
+    q.w[2] = float(static_cast<int8_t>(hi & 0xff));
+    q.w[3] = float(static_cast<int8_t>(hi >> 8));
+#pragma unroll
+    for (int i = 0; i < 4; ++i) q.at[i] = 4 * sub + i;
+  } else {  // bytes 2 sub, 2 sub + 1: low nibbles weights 2 sub + {0, 1}, high ones + 16
+    const uint16_t p =
+        *reinterpret_cast<const uint16_t*>(b + (dtype == kQ4_0 ? 2 : 4) + 2 * sub);
+    const int bias = dtype == kQ4_0 ? 8 : 0;
+    q.w[0] = float(int(p & 15) - bias);
+    q.w[1] = float(int((p >> 8) & 15) - bias);
+    q.w[2] = float(int((p >> 4) & 15) - bias);
+    q.w[3] = float(int(p >> 12) - bias);
+    q.at[0] = 2 * sub;
+    q.at[1] = 2 * sub + 1;
+    q.at[2] = 2 * sub + 16;
+    q.at[3] = 2 * sub + 17;
+  }
+  return q;
+}
+
 // This lane's share of the dots of weight row `row` with x[t, 0..k) for
 // t < tokens (x rows k floats apart), added to acc[t].
 __device__ void LaneDots(const char* row, int dtype, const float* x, int tokens, int k,
                          float (&acc)[kMatvecTokens]) {
   const int lane = threadIdx.x % kWarp;
   if (dtype == kQ8_0 || dtype == kQ4_0 || dtype == kQ4_1) {
-    const int bb = BlockBytes(dtype);
-    for (int blk = lane; blk < k / 32; blk += kWarp) {
+    const int bb = BlockBytes(dtype), sub = lane % kLanesPerBlock;
+    for (int blk = lane / kLanesPerBlock; blk < k / 32; blk += kWarp / kLanesPerBlock) {
       const char* b = row + int64_t(bb) * blk;
-      const float d = HalfAt(b);
-      float s[kMatvecTokens] = {}, xsum[kMatvecTokens] = {};
-      if (dtype == kQ8_0) {
-        const int8_t* q = reinterpret_cast<const int8_t*>(b + 2);
-#pragma unroll 4
-        for (int i = 0; i < 32; ++i) {
-          const float qi = float(q[i]);
+      const float d = HalfAt(b), m = dtype == kQ4_1 ? HalfAt(b + 2) : 0.0f;
+      const LaneQuants q = QuantsOfLane(b, dtype, sub);
 #pragma unroll
-          for (int t = 0; t < kMatvecTokens; ++t) {
-            if (t < tokens) s[t] += qi * x[int64_t(t) * k + 32 * blk + i];
-          }
-        }
-      } else {
-        const uint8_t* q = reinterpret_cast<const uint8_t*>(b + (dtype == kQ4_0 ? 2 : 4));
-        const int bias = dtype == kQ4_0 ? 8 : 0;
-#pragma unroll 4
-        for (int i = 0; i < 16; ++i) {
-          const float lo = float((q[i] & 15) - bias), hi = float((q[i] >> 4) - bias);
+      for (int t = 0; t < kMatvecTokens; ++t) {
+        if (t >= tokens) break;
+        const float* xb = x + int64_t(t) * k + 32 * blk;
+        float s = 0.0f, xsum = 0.0f;
 #pragma unroll
-          for (int t = 0; t < kMatvecTokens; ++t) {
-            if (t >= tokens) continue;
-            const float* xb = x + int64_t(t) * k + 32 * blk;
-            s[t] += lo * xb[i] + hi * xb[i + 16];
-            if (dtype == kQ4_1) xsum[t] += xb[i] + xb[i + 16];
-          }
+        for (int i = 0; i < 4; ++i) {
+          const float xi = xb[q.at[i]];
+          s += q.w[i] * xi;
+          xsum += xi;
         }
+        acc[t] += d * s + m * xsum;
       }
-      const float m = dtype == kQ4_1 ? HalfAt(b + 2) : 0.0f;
-#pragma unroll
-      for (int t = 0; t < kMatvecTokens; ++t) acc[t] += d * s[t] + m * xsum[t];
     }
   } else {
     for (int j = lane; j < k; j += kWarp) {
