@@ -99,7 +99,7 @@ std::string JsonReport(std::span<const BenchResult> results, const std::string& 
     o["build_commit"] = "unknown";
     o["build_number"] = 0;
     o["cpu_info"] = cpu_info;
-    o["gpu_info"] = "";
+    o["gpu_info"] = r.device;
     o["backends"] = r.backend == "cuda" ? "CUDA" : r.backend == "opencl" ? "OpenCL" : "CPU";
     o["model_filename"] = r.model.filename;
     o["model_type"] = r.model.type;
@@ -110,7 +110,7 @@ std::string JsonReport(std::span<const BenchResult> results, const std::string& 
     o["n_threads"] = r.threads;
     o["type_k"] = r.kv_type;
     o["type_v"] = r.kv_type;
-    o["n_gpu_layers"] = 0;
+    o["n_gpu_layers"] = r.device_layers;
     o["n_prompt"] = r.test.n_prompt;
     o["n_gen"] = r.test.n_gen;
     o["n_parallel"] = r.test.n_parallel;

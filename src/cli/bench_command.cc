@@ -140,6 +140,10 @@ int Bench(BenchFlags f) {
         BenchResult r;
         r.model = model;
         r.backend = f.backend;
+        if (f.backend != "cpu") {  // llama-bench's fields for a run offloaded to a GPU
+          r.device = engine->backend().device().name;
+          r.device_layers = engine->model().config().num_layers;
+        }
         r.kv_type = std::string(Name(engine->kv_type()));
         r.threads = threads;
         r.batch = engine->model().max_step_tokens();

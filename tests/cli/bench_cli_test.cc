@@ -62,6 +62,8 @@ TEST_F(BenchCli, JsonHasOneObjectPerTest) {
     EXPECT_EQ(o["samples_ts"].size(), 2u);
     EXPECT_EQ(o["n_threads"], 1);
     EXPECT_EQ(o["backend"], "cpu");
+    EXPECT_EQ(o["gpu_info"], "");
+    EXPECT_EQ(o["n_gpu_layers"], 0);
     EXPECT_EQ(o["model_filename"], Golden("llama_tiny"));
     EXPECT_GT(o["model_size"].get<int64_t>(), 0);
     EXPECT_GT(o["model_n_params"].get<int64_t>(), 0);
@@ -118,6 +120,8 @@ TEST_P(BenchOnDevice, EveryTestFitsTheMemoryReservedAtLoad) {
   for (const auto& o : json) {
     EXPECT_EQ(o["backend"], GetParam());
     EXPECT_GT(o["avg_ts"].get<double>(), 0.0);
+    EXPECT_NE(o["gpu_info"], "");             // the device's name, as llama-bench gives it
+    EXPECT_EQ(o["n_gpu_layers"], 2) << o;     // llama_tiny's layers, all on the device
   }
 }
 
