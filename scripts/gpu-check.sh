@@ -5,14 +5,15 @@
 # model on cuda against the CPU backend, op-level tests, fallback and
 # device-memory tests), each in its own process so that one kernel fault
 # cannot hide the others' results, then `anymoe bench` on SmolLM2 and on the
-# MoE bench file, and `anymoe serve` under `anymoe bench-serve`. $OUT (default ./gpu-check-out) gets at most 7 files, as the
+# MoE bench file, `anymoe serve` under `anymoe bench-serve`, and an `ncu`
+# breakdown of one 8-sequence decode step (tools/ncu_step_summary.py). $OUT (default ./gpu-check-out) gets at most 7 files, as the
 # device tool returns at most 8: summary.txt (every step's exit code and time,
 # the test results, the bench tables and decode roofline), conformance.txt,
 # doctor.txt, the bench JSONs, and logs.tar.gz with every log.
 #
 #   OUT=/tmp/out scripts/gpu-check.sh
 #   CUDA_ARCHS=90 scripts/gpu-check.sh      # build for the GPU at hand only
-#   SKIP_BENCH=1 / SKIP_CONFORMANCE=1 to shorten a rerun
+#   SKIP_BENCH=1 / SKIP_CONFORMANCE=1 / SKIP_PROFILE=1 to shorten a rerun
 #
 # Where the build's Debian libraries are missing and .gpudeps/ holds them
 # (scripts/gpu-deps.sh download), they are unpacked under /tmp first. Model
@@ -183,6 +184,16 @@ serve_bench() {  # serve_bench NAME MODEL
   wait "$pid"
   say "serve $name: SIGTERM, exit $?"
 }
+# 6. Where a decode step's kernel time goes: ncu, one metric (each kernel's
+# duration), a bench of two 8-sequence steps after the warm-up one.
+profile() {  # profile MODEL
+  local ncu
+  ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null | head -1)
+  [[ -n $ncu && -e $1 ]] || { say "profile: ncu or $1 missing, skipped"; return; }
+  timed "ncu profile" "$LOGS/ncu.csv" 180 "$ncu" --metrics gpu__time_duration.sum --csv \
+    --launch-count 4000 "$ANYMOE" bench -m "$1" --backend cuda -p 0 -n 2 --parallel 8 -r 1
+  "${PYTHON[@]}" tools/ncu_step_summary.py "$LOGS/ncu.csv" --steps 1 2>&1 | head -24 | tee -a "$SUMMARY"
+}
 if [[ -z ${SKIP_BENCH:-} ]]; then
   default_model=$ROOT/models/SmolLM2-135M-Instruct.Q4_1.gguf  # make run's
   [[ -f $default_model ]] || default_model=$(model_file SmolLM2-135M-Instruct.Q4_1.gguf smollm2-q4_1.skel)
@@ -190,5 +201,6 @@ if [[ -z ${SKIP_BENCH:-} ]]; then
   bench smollm2_q8_0 "$(model_file SmolLM2-135M-Instruct.Q8_0.gguf smollm2-q8_0.skel)"
   bench moe_q8_0 "${MOE_BENCH:-$(model_file glm45air-mini-Q8_0.gguf glm45air-mini-q8_0.skel)}"
   serve_bench smollm2_q8_0 "$(model_file SmolLM2-135M-Instruct.Q8_0.gguf smollm2-q8_0.skel)"
+  [[ -z ${SKIP_PROFILE:-} ]] && profile "$(model_file SmolLM2-135M-Instruct.Q8_0.gguf smollm2-q8_0.skel)"
 fi
 say "done; results in $OUT (all logs in logs.tar.gz)"
