@@ -40,8 +40,8 @@ struct RooflineFigures {
 struct BenchResult {
   ModelDescription model;
   std::string backend = "cpu";
-  std::string device;          // a device backend's device name ("" on the cpu backend)
-  int64_t device_layers = 0;   // layers that run on that device (all of them; 0 on the cpu)
+  std::string device;           // a device backend's device name ("" on the cpu backend)
+  int64_t device_layers = 0;    // layers that run on that device (all of them; 0 on the cpu)
   std::string kv_type = "f16";  // the KV cache's keys and values (Engine::kv_type)
   int threads = 0;
   int64_t batch = 0;  // tokens per prefill step

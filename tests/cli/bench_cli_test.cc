@@ -120,8 +120,8 @@ TEST_P(BenchOnDevice, EveryTestFitsTheMemoryReservedAtLoad) {
   for (const auto& o : json) {
     EXPECT_EQ(o["backend"], GetParam());
     EXPECT_GT(o["avg_ts"].get<double>(), 0.0);
-    EXPECT_NE(o["gpu_info"], "");             // the device's name, as llama-bench gives it
-    EXPECT_EQ(o["n_gpu_layers"], 2) << o;     // llama_tiny's layers, all on the device
+    EXPECT_NE(o["gpu_info"], "");          // the device's name, as llama-bench gives it
+    EXPECT_EQ(o["n_gpu_layers"], 2) << o;  // llama_tiny's layers, all on the device
   }
 }
 

@@ -37,8 +37,7 @@ __device__ __forceinline__ LaneQuants QuantsOfLane(const char* b, int dtype, int
 #pragma unroll
     for (int i = 0; i < 4; ++i) q.at[i] = 4 * sub + i;
   } else {  // bytes 2 sub, 2 sub + 1: low nibbles weights 2 sub + {0, 1}, high ones + 16
-    const uint16_t p =
-        *reinterpret_cast<const uint16_t*>(b + (dtype == kQ4_0 ? 2 : 4) + 2 * sub);
+    const uint16_t p = *reinterpret_cast<const uint16_t*>(b + (dtype == kQ4_0 ? 2 : 4) + 2 * sub);
     const int bias = dtype == kQ4_0 ? 8 : 0;
     q.w[0] = float(int(p & 15) - bias);
     q.w[1] = float(int((p >> 8) & 15) - bias);
