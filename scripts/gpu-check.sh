@@ -185,7 +185,8 @@ serve_bench() {  # serve_bench NAME MODEL
   say "serve $name: SIGTERM, exit $?"
 }
 # 6. Where a decode step's kernel time goes: ncu, one metric (each kernel's
-# duration), a bench of two 8-sequence steps after the warm-up one.
+# duration), a bench of two 8-sequence steps after the warm-up one; then the
+# time of each backend op (anymoe bench --op-profile).
 profile() {  # profile MODEL
   local ncu
   ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null | head -1)
@@ -193,6 +194,10 @@ profile() {  # profile MODEL
   timed "ncu profile" "$LOGS/ncu.csv" 180 "$ncu" --metrics gpu__time_duration.sum --csv \
     --launch-count 4000 "$ANYMOE" bench -m "$1" --backend cuda -p 0 -n 2 --parallel 8 -r 1
   "${PYTHON[@]}" tools/ncu_step_summary.py "$LOGS/ncu.csv" --steps 1 2>&1 | head -24 | tee -a "$SUMMARY"
+  # The same by backend op, each waited for (anymoe bench --op-profile).
+  timed "op profile" "$LOGS/op_profile.md" 120 "$ANYMOE" bench -m "$1" --backend cuda -p 128 \
+    -n 16 --parallel 1,8 -r 2 --op-profile
+  grep -E '^ops of|^\| [A-Z]' "$LOGS/op_profile.md" | tee -a "$SUMMARY"
 }
 if [[ -z ${SKIP_BENCH:-} ]]; then
   default_model=$ROOT/models/SmolLM2-135M-Instruct.Q4_1.gguf  # make run's

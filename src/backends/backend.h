@@ -249,6 +249,10 @@ struct BackendOptions {
   // Record every op x dtype the model calls (for `anymoe doctor`); wraps even
   // the CPU backend in FallbackBackend.
   bool record_ops = false;
+  // Time every op to its completion (FallbackBackend::times, `anymoe bench
+  // --op-profile`); implies record_ops. Device backends are synchronised after
+  // each op, so timed runs are slower.
+  bool time_ops = false;
   // Keep activations in f32 for every matmul. Off (the default), small steps of
   // quantised weights round activations to int8 per block of 32 for integer
   // dot products, as llama.cpp does: faster, and further from the f32 reference.

@@ -51,7 +51,7 @@ Expected<std::unique_ptr<Backend>> WithFallback(std::unique_ptr<Backend> device,
   BackendOptions cpu = options;
   cpu.exact_matmul = device->kind() != BackendKind::kCpu || options.exact_matmul;
   return std::unique_ptr<Backend>(
-      new FallbackBackend(std::move(device), NewCpu(cpu), std::move(disabled)));
+      new FallbackBackend(std::move(device), NewCpu(cpu), std::move(disabled), options.time_ops));
 }
 
 }  // namespace
@@ -78,7 +78,7 @@ Expected<std::unique_ptr<Backend>> CreateBackend(const std::string& name,
                                                  const BackendOptions& options) {
   if (name == "cpu") {
     // The CPU runs every op itself; wrapped only to record what a model calls.
-    if (options.record_ops) return WithFallback(NewCpu(options), options);
+    if (options.record_ops || options.time_ops) return WithFallback(NewCpu(options), options);
     return NewCpu(options);
   }
 #ifdef ANYMOE_HAVE_OPENCL

@@ -1,5 +1,6 @@
 #include "backends/fallback_backend.h"
 
+#include <chrono>
 #include <cstdio>
 #include <functional>
 
@@ -50,6 +51,32 @@ class FallbackBackend::HostCall {
   std::vector<std::pair<Tensor, Tensor>> outputs_;  // (device, host)
 };
 
+// One op call: recorded (and its place decided) when made; with time_ops,
+// timed from here until the op has completed, its fallback copies included.
+class FallbackBackend::OpScope {
+ public:
+  OpScope(FallbackBackend& fb, Op op, DType dtype)
+      : native(fb.OnDevice(op, dtype)), fb_(fb), op_(size_t(op)), dtype_(size_t(dtype)) {
+    if (fb_.time_ops_) start_ = Clock::now();
+  }
+  ~OpScope() {
+    if (!fb_.time_ops_) return;
+    fb_.device_->Synchronize();
+    fb_.seconds_[op_][dtype_] += std::chrono::duration<double>(Clock::now() - start_).count();
+    ++fb_.timed_calls_[op_][dtype_];
+  }
+  OpScope(const OpScope&) = delete;
+  OpScope& operator=(const OpScope&) = delete;
+
+  const bool native;  // runs on the device
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  FallbackBackend& fb_;
+  size_t op_, dtype_;
+  Clock::time_point start_;
+};
+
 namespace {
 
 // Unregisters a buffer's mirror when the buffer goes (its handle may be reused).
@@ -69,8 +96,8 @@ class ForgetfulBuffer final : public Buffer {
 }  // namespace
 
 FallbackBackend::FallbackBackend(std::unique_ptr<Backend> device, std::unique_ptr<Backend> cpu,
-                                 std::vector<Op> disabled)
-    : device_(std::move(device)), cpu_(std::move(cpu)) {
+                                 std::vector<Op> disabled, bool time_ops)
+    : device_(std::move(device)), cpu_(std::move(cpu)), time_ops_(time_ops) {
   for (Op op : disabled) disabled_[size_t(op)] = true;
 }
 
@@ -103,6 +130,22 @@ std::vector<FallbackBackend::Usage> FallbackBackend::usage() const {
   return out;
 }
 
+std::vector<FallbackBackend::OpTime> FallbackBackend::times() const {
+  std::vector<OpTime> out;
+  for (int o = 0; o < kNumOps; ++o) {
+    for (int d = 0; d < kDTypes; ++d) {
+      const uint64_t calls = timed_calls_[size_t(o)][size_t(d)];
+      if (calls > 0) out.push_back(OpTime{Op(o), DType(d), calls, seconds_[size_t(o)][size_t(d)]});
+    }
+  }
+  return out;
+}
+
+void FallbackBackend::ResetTimes() {
+  timed_calls_ = {};
+  seconds_ = {};
+}
+
 Expected<std::unique_ptr<Buffer>> FallbackBackend::Allocate(uint64_t bytes,
                                                             const std::string& what) {
   ASSIGN_OR_RETURN(auto buf, device_->Allocate(bytes, what));
@@ -128,13 +171,15 @@ Expected<Tensor> FallbackBackend::PrepareWeight(const TensorInfo& info) {
 
 void FallbackBackend::Embedding(const Tensor& table, std::span<const int32_t> ids,
                                 const Tensor& out) {
-  if (OnDevice(Op::kEmbedding, table.dtype)) return device_->Embedding(table, ids, out);
+  const OpScope op(*this, Op::kEmbedding, table.dtype);
+  if (op.native) return device_->Embedding(table, ids, out);
   HostCall h(*this);
   cpu_->Embedding(h.In(table), ids, h.Out(out));
 }
 
 void FallbackBackend::RmsNorm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out) {
-  if (OnDevice(Op::kRmsNorm, DType::kF32)) return device_->RmsNorm(x, weight, eps, out);
+  const OpScope op(*this, Op::kRmsNorm, DType::kF32);
+  if (op.native) return device_->RmsNorm(x, weight, eps, out);
   HostCall h(*this);
   const Tensor hx = h.In(x), hw = h.In(weight);
   cpu_->RmsNorm(hx, hw, eps, h.Out(out));
@@ -142,7 +187,8 @@ void FallbackBackend::RmsNorm(const Tensor& x, const Tensor& weight, float eps, 
 
 void FallbackBackend::Matmul(const Tensor& x, const Tensor& w, const Tensor* bias,
                              const Tensor& y) {
-  if (OnDevice(Op::kMatmul, w.dtype)) return device_->Matmul(x, w, bias, y);
+  const OpScope op(*this, Op::kMatmul, w.dtype);
+  if (op.native) return device_->Matmul(x, w, bias, y);
   HostCall h(*this);
   const Tensor hx = h.In(x), hw = h.In(w);
   const Tensor hb = bias ? h.In(*bias) : Tensor{};
@@ -151,6 +197,7 @@ void FallbackBackend::Matmul(const Tensor& x, const Tensor& w, const Tensor* bia
 
 void FallbackBackend::MultiMatmul(const Tensor& x, std::span<const Projection> projections) {
   // The device's fused form when it runs every projection; else one at a time.
+  if (projections.empty()) return;
   bool all_native = true;
   for (const Projection& p : projections)
     all_native = all_native && Native(Op::kMatmul, p.weight->dtype);
@@ -158,13 +205,16 @@ void FallbackBackend::MultiMatmul(const Tensor& x, std::span<const Projection> p
     for (const Projection& p : projections) Matmul(x, *p.weight, p.bias, p.out);
     return;
   }
-  for (const Projection& p : projections) OnDevice(Op::kMatmul, p.weight->dtype);
+  for (size_t i = 1; i < projections.size(); ++i)
+    OnDevice(Op::kMatmul, projections[i].weight->dtype);
+  const OpScope op(*this, Op::kMatmul, projections[0].weight->dtype);
   device_->MultiMatmul(x, projections);
 }
 
 void FallbackBackend::Rope(const Tensor& x, std::span<const int32_t> positions,
                            const RopeTable& rope) {
-  if (OnDevice(Op::kRope, DType::kF32)) return device_->Rope(x, positions, rope);
+  const OpScope op(*this, Op::kRope, DType::kF32);
+  if (op.native) return device_->Rope(x, positions, rope);
   HostCall h(*this);
   cpu_->Rope(h.Out(x), positions, rope);
 }
@@ -172,7 +222,8 @@ void FallbackBackend::Rope(const Tensor& x, std::span<const int32_t> positions,
 void FallbackBackend::Attention(const Tensor& q, const Tensor& k_pool, const Tensor& v_pool,
                                 std::span<const int32_t> key_rows, int64_t n_past, float scale,
                                 const Tensor& out) {
-  if (OnDevice(Op::kAttention, DType::kF32)) {
+  const OpScope op(*this, Op::kAttention, DType::kF32);
+  if (op.native) {
     return device_->Attention(q, k_pool, v_pool, key_rows, n_past, scale, out);
   }
   HostCall h(*this);
@@ -180,11 +231,26 @@ void FallbackBackend::Attention(const Tensor& q, const Tensor& k_pool, const Ten
   cpu_->Attention(hq, hk, hv, key_rows, n_past, scale, h.Out(out));
 }
 
+void FallbackBackend::MultiAttention(std::span<const AttentionJob> jobs, float scale) {
+  // The device's fused form when it runs attention; else each job's fallback.
+  if (jobs.empty()) return;
+  if (!Native(Op::kAttention, DType::kF32)) {
+    for (const AttentionJob& j : jobs) {
+      Attention(j.q, *j.k_pool, *j.v_pool, j.key_rows, j.n_past, scale, j.out);
+    }
+    return;
+  }
+  for (size_t i = 1; i < jobs.size(); ++i) OnDevice(Op::kAttention, DType::kF32);
+  const OpScope op(*this, Op::kAttention, DType::kF32);
+  device_->MultiAttention(jobs, scale);
+}
+
 void FallbackBackend::LatentAttention(const Tensor& q, const Tensor& pool, int64_t latent_dim,
                                       std::span<const int32_t> key_rows, int64_t n_past,
                                       float scale, const KeySelection* selection,
                                       const Tensor& out) {
-  if (OnDevice(Op::kLatentAttention, DType::kF32)) {
+  const OpScope op(*this, Op::kLatentAttention, DType::kF32);
+  if (op.native) {
     return device_->LatentAttention(q, pool, latent_dim, key_rows, n_past, scale, selection, out);
   }
   HostCall h(*this);
@@ -194,7 +260,8 @@ void FallbackBackend::LatentAttention(const Tensor& q, const Tensor& pool, int64
 
 void FallbackBackend::HeadMatmul(const Tensor& x, int64_t x_stride, const Tensor& w,
                                  const Tensor& y, int64_t y_stride) {
-  if (OnDevice(Op::kHeadMatmul, DType::kF32)) {
+  const OpScope op(*this, Op::kHeadMatmul, DType::kF32);
+  if (op.native) {
     return device_->HeadMatmul(x, x_stride, w, y, y_stride);
   }
   HostCall h(*this);
@@ -204,7 +271,8 @@ void FallbackBackend::HeadMatmul(const Tensor& x, int64_t x_stride, const Tensor
 
 void FallbackBackend::CopyColumns(const Tensor& src, int64_t src_col, const Tensor& dst,
                                   int64_t dst_col, int64_t n) {
-  if (OnDevice(Op::kCopyColumns, DType::kF32)) {
+  const OpScope op(*this, Op::kCopyColumns, DType::kF32);
+  if (op.native) {
     return device_->CopyColumns(src, src_col, dst, dst_col, n);
   }
   HostCall h(*this);
@@ -216,7 +284,8 @@ void FallbackBackend::IndexerTopK(const Tensor& q, const Tensor& pool, const Ten
                                   std::span<const int32_t> key_rows, int64_t n_past, float scale,
                                   int64_t topk, std::span<int32_t> selection,
                                   std::span<int32_t> counts) {
-  if (OnDevice(Op::kIndexerTopK, DType::kF32)) {
+  const OpScope op(*this, Op::kIndexerTopK, DType::kF32);
+  if (op.native) {
     return device_->IndexerTopK(q, pool, head_weights, key_rows, n_past, scale, topk, selection,
                                 counts);
   }
@@ -227,7 +296,8 @@ void FallbackBackend::IndexerTopK(const Tensor& q, const Tensor& pool, const Ten
 
 void FallbackBackend::LayerNorm(const Tensor& x, const Tensor& weight, const Tensor& bias,
                                 float eps, const Tensor& out) {
-  if (OnDevice(Op::kLayerNorm, DType::kF32)) return device_->LayerNorm(x, weight, bias, eps, out);
+  const OpScope op(*this, Op::kLayerNorm, DType::kF32);
+  if (op.native) return device_->LayerNorm(x, weight, bias, eps, out);
   HostCall h(*this);
   const Tensor hx = h.In(x), hw = h.In(weight), hb = h.In(bias);
   cpu_->LayerNorm(hx, hw, hb, eps, h.Out(out));
@@ -236,7 +306,8 @@ void FallbackBackend::LayerNorm(const Tensor& x, const Tensor& weight, const Ten
 void FallbackBackend::Route(const Tensor& logits, const Tensor* selection_bias,
                             const RouterSpec& spec, std::span<int32_t> ids,
                             std::span<float> weights) {
-  if (OnDevice(Op::kRoute, DType::kF32)) {
+  const OpScope op(*this, Op::kRoute, DType::kF32);
+  if (op.native) {
     return device_->Route(logits, selection_bias, spec, ids, weights);
   }
   HostCall h(*this);
@@ -246,7 +317,8 @@ void FallbackBackend::Route(const Tensor& logits, const Tensor* selection_bias,
 
 void FallbackBackend::GroupedMatmul(const Tensor& x, std::span<const Tensor> weights,
                                     std::span<const int32_t> offsets, const Tensor& y) {
-  if (OnDevice(Op::kGroupedMatmul, weights.empty() ? DType::kF32 : weights[0].dtype)) {
+  const OpScope op(*this, Op::kGroupedMatmul, weights.empty() ? DType::kF32 : weights[0].dtype);
+  if (op.native) {
     return device_->GroupedMatmul(x, weights, offsets, y);
   }
   HostCall h(*this);
@@ -257,9 +329,31 @@ void FallbackBackend::GroupedMatmul(const Tensor& x, std::span<const Tensor> wei
   cpu_->GroupedMatmul(hx, hw, offsets, h.Out(y));
 }
 
+void FallbackBackend::MultiGroupedMatmul(const Tensor& x,
+                                         std::span<const GroupedProjection> projections,
+                                         std::span<const int32_t> offsets) {
+  // The device's fused form when it runs every weight set; else one at a time.
+  auto dtype = [](const GroupedProjection& p) {
+    return p.weights.empty() ? DType::kF32 : p.weights[0].dtype;
+  };
+  if (projections.empty()) return;
+  bool all_native = true;
+  for (const GroupedProjection& p : projections)
+    all_native = all_native && Native(Op::kGroupedMatmul, dtype(p));
+  if (!all_native) {
+    for (const GroupedProjection& p : projections) GroupedMatmul(x, p.weights, offsets, p.out);
+    return;
+  }
+  for (size_t i = 1; i < projections.size(); ++i)
+    OnDevice(Op::kGroupedMatmul, dtype(projections[i]));
+  const OpScope op(*this, Op::kGroupedMatmul, dtype(projections[0]));
+  device_->MultiGroupedMatmul(x, projections, offsets);
+}
+
 void FallbackBackend::ScatterRows(const Tensor& src, std::span<const int32_t> rows,
                                   const Tensor& dst) {
-  if (OnDevice(Op::kScatterRows, DType::kF32)) return device_->ScatterRows(src, rows, dst);
+  const OpScope op(*this, Op::kScatterRows, DType::kF32);
+  if (op.native) return device_->ScatterRows(src, rows, dst);
   HostCall h(*this);
   const Tensor hs = h.In(src);
   cpu_->ScatterRows(hs, rows, h.Out(dst));
@@ -267,7 +361,8 @@ void FallbackBackend::ScatterRows(const Tensor& src, std::span<const int32_t> ro
 
 void FallbackBackend::GatherRows(const Tensor& src, std::span<const int32_t> rows,
                                  const Tensor& dst) {
-  if (OnDevice(Op::kGatherRows, DType::kF32)) return device_->GatherRows(src, rows, dst);
+  const OpScope op(*this, Op::kGatherRows, DType::kF32);
+  if (op.native) return device_->GatherRows(src, rows, dst);
   HostCall h(*this);
   const Tensor hs = h.In(src);
   cpu_->GatherRows(hs, rows, h.Out(dst));
@@ -275,7 +370,8 @@ void FallbackBackend::GatherRows(const Tensor& src, std::span<const int32_t> row
 
 void FallbackBackend::ScatterAddRows(const Tensor& src, std::span<const int32_t> rows,
                                      std::span<const float> scales, const Tensor& dst) {
-  if (OnDevice(Op::kScatterAddRows, DType::kF32)) {
+  const OpScope op(*this, Op::kScatterAddRows, DType::kF32);
+  if (op.native) {
     return device_->ScatterAddRows(src, rows, scales, dst);
   }
   HostCall h(*this);
@@ -284,27 +380,31 @@ void FallbackBackend::ScatterAddRows(const Tensor& src, std::span<const int32_t>
 }
 
 void FallbackBackend::Zero(const Tensor& t) {
-  if (OnDevice(Op::kZero, DType::kF32)) return device_->Zero(t);
+  const OpScope op(*this, Op::kZero, DType::kF32);
+  if (op.native) return device_->Zero(t);
   HostCall h(*this);
   cpu_->Zero(h.Out(t));
 }
 
 void FallbackBackend::SwiGlu(const Tensor& gate, const Tensor& up, const Tensor& out) {
-  if (OnDevice(Op::kSwiGlu, DType::kF32)) return device_->SwiGlu(gate, up, out);
+  const OpScope op(*this, Op::kSwiGlu, DType::kF32);
+  if (op.native) return device_->SwiGlu(gate, up, out);
   HostCall h(*this);
   const Tensor hg = h.In(gate), hu = h.In(up);
   cpu_->SwiGlu(hg, hu, h.Out(out));
 }
 
 void FallbackBackend::Add(const Tensor& a, const Tensor& b, const Tensor& out) {
-  if (OnDevice(Op::kAdd, DType::kF32)) return device_->Add(a, b, out);
+  const OpScope op(*this, Op::kAdd, DType::kF32);
+  if (op.native) return device_->Add(a, b, out);
   HostCall h(*this);
   const Tensor ha = h.In(a), hb = h.In(b);
   cpu_->Add(ha, hb, h.Out(out));
 }
 
 void FallbackBackend::Copy(const Tensor& src, const Tensor& dst) {
-  if (OnDevice(Op::kCopy, src.dtype)) return device_->Copy(src, dst);
+  const OpScope op(*this, Op::kCopy, src.dtype);
+  if (op.native) return device_->Copy(src, dst);
   HostCall h(*this);
   const Tensor hs = h.In(src);
   cpu_->Copy(hs, h.Out(dst));

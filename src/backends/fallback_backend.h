@@ -19,8 +19,10 @@ namespace anymoe {
 class FallbackBackend final : public Backend {
  public:
   // `disabled`: ops forced onto the CPU even where the device supports them.
+  // `time_ops`: time every op to its completion (the device is synchronised
+  // after each, so a timed run is slower than an untimed one).
   FallbackBackend(std::unique_ptr<Backend> device, std::unique_ptr<Backend> cpu,
-                  std::vector<Op> disabled);
+                  std::vector<Op> disabled, bool time_ops = false);
 
   Backend& device_backend() { return *device_; }
   // Whether (op, dtype) runs on the device.
@@ -34,6 +36,18 @@ class FallbackBackend final : public Backend {
   };
   // Every op x dtype called since load, in op order.
   std::vector<Usage> usage() const;
+
+  struct OpTime {
+    Op op;
+    DType dtype;
+    uint64_t calls;
+    double seconds;  // wall time from the call to the op's completion
+  };
+  // With time_ops: every op x dtype called since ResetTimes, in op order. A
+  // fused call (MultiMatmul, MultiAttention, MultiGroupedMatmul) counts as
+  // one call of its op.
+  std::vector<OpTime> times() const;
+  void ResetTimes();
 
   BackendKind kind() const override { return device_->kind(); }
   std::string name() const override { return device_->name(); }
@@ -51,6 +65,9 @@ class FallbackBackend final : public Backend {
   void RmsNorm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out) override;
   void Matmul(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& y) override;
   void MultiMatmul(const Tensor& x, std::span<const Projection> projections) override;
+  void MultiAttention(std::span<const AttentionJob> jobs, float scale) override;
+  void MultiGroupedMatmul(const Tensor& x, std::span<const GroupedProjection> projections,
+                          std::span<const int32_t> offsets) override;
   void Rope(const Tensor& x, std::span<const int32_t> positions, const RopeTable& rope) override;
   void Attention(const Tensor& q, const Tensor& k_pool, const Tensor& v_pool,
                  std::span<const int32_t> key_rows, int64_t n_past, float scale,
@@ -92,6 +109,8 @@ class FallbackBackend final : public Backend {
  private:
   class HostCall;  // the copies of one fallback call
   friend class HostCall;
+  class OpScope;  // records one op call, and times it with time_ops
+  friend class OpScope;
   struct Mirror {
     uint64_t bytes = 0;
     std::vector<float> host;  // made on first fallback use of the buffer
@@ -106,6 +125,9 @@ class FallbackBackend final : public Backend {
   static constexpr int kDTypes = 16;
   std::array<std::array<uint64_t, kDTypes>, kNumOps> calls_{};
   std::array<std::array<bool, kDTypes>, kNumOps> reported_{};
+  bool time_ops_ = false;
+  std::array<std::array<uint64_t, kDTypes>, kNumOps> timed_calls_{};
+  std::array<std::array<double, kDTypes>, kNumOps> seconds_{};
   std::unordered_map<void*, Tensor> weights_;  // device weight base -> host tensor
   std::unordered_map<void*, Mirror> mirrors_;  // device buffer base -> host copy
 };

@@ -90,6 +90,28 @@ std::string MarkdownRoofline(std::span<const MembwResult> bandwidths,
   return out + rows;
 }
 
+std::string MarkdownOpProfile(const BenchResult& r) {
+  std::vector<double> ns(r.samples_ns.begin(), r.samples_ns.end());
+  const double run_ms = Mean(ns) / 1e6;
+  double ops_ms = 0;
+  for (const OpProfileEntry& e : r.op_profile) ops_ms += e.ms;
+  char line[256];
+  std::snprintf(line, sizeof(line),
+                "ops of %s, %s, per run: %.3f ms in ops of %.3f ms (%.1f %%)\n\n",
+                r.model.type.c_str(), r.test.Name().c_str(), ops_ms, run_ms,
+                run_ms > 0 ? 100 * ops_ms / run_ms : 0.0);
+  std::string out = line;
+  out +=
+      "| op               | dtype |      calls |         ms | % of run |\n"
+      "| ---------------- | ----- | ---------: | ---------: | -------: |\n";
+  for (const OpProfileEntry& e : r.op_profile) {
+    std::snprintf(line, sizeof(line), "| %-16s | %-5s | %10.1f | %10.3f | %8.1f |\n", e.op.c_str(),
+                  e.dtype.c_str(), e.calls, e.ms, run_ms > 0 ? 100 * e.ms / run_ms : 0.0);
+    out += line;
+  }
+  return out;
+}
+
 std::string JsonReport(std::span<const BenchResult> results, const std::string& cpu_info) {
   nlohmann::ordered_json array = nlohmann::ordered_json::array();
   for (const BenchResult& r : results) {
@@ -123,6 +145,13 @@ std::string JsonReport(std::span<const BenchResult> results, const std::string& 
     o["samples_ns"] = r.samples_ns;
     o["samples_ts"] = ts;
     o["backend"] = r.backend;
+    if (!r.op_profile.empty()) {
+      nlohmann::ordered_json ops = nlohmann::ordered_json::array();
+      for (const OpProfileEntry& e : r.op_profile) {
+        ops.push_back({{"op", e.op}, {"dtype", e.dtype}, {"calls", e.calls}, {"ms", e.ms}});
+      }
+      o["op_profile"] = ops;  // per timed run
+    }
     if (r.roofline) {
       const Roofline roof = r.roofline->roofline();
       o["membw_gbs"] = roof.bandwidth_gbs;

@@ -37,6 +37,15 @@ struct RooflineFigures {
   Roofline roofline() const { return {bandwidth_gbs, bytes.per_token()}; }
 };
 
+// One op x weight dtype of a result's timed runs (`anymoe bench --op-profile`),
+// per run: how often it was called and its wall time to completion.
+struct OpProfileEntry {
+  std::string op;     // "Matmul", "Attention", ... (the Backend method)
+  std::string dtype;  // the weight's for matmuls and embeddings, else "f32"
+  double calls = 0;
+  double ms = 0;
+};
+
 struct BenchResult {
   ModelDescription model;
   std::string backend = "cpu";
@@ -49,6 +58,7 @@ struct BenchResult {
   std::string test_time;             // RFC 3339 UTC, when the test started
   std::vector<uint64_t> samples_ns;  // wall time of each repetition
   std::optional<RooflineFigures> roofline;
+  std::vector<OpProfileEntry> op_profile;  // with --op-profile; by time, largest first
 
   int64_t tokens() const { return test.n_prompt + test.n_gen * test.n_parallel; }
   std::vector<double> samples_ts() const;  // tokens / seconds per repetition

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <map>
 
+#include "backends/fallback_backend.h"
 #include "formats/gguf.h"
 #include "models/model_stats.h"
 
@@ -151,20 +152,35 @@ Expected<std::vector<uint64_t>> BenchRunner::Measure(const BenchTest& test, int 
   // Outside the timed runs.
   RETURN_IF_ERROR(EnsureCaches(test.n_parallel, test.n_depth + test.n_prompt + test.n_gen));
   // Warm-up as llama-bench does it: the whole prompt, or one generated token.
-  const BenchTest warm_up = test.n_prompt > 0
-                                ? BenchTest{test.n_prompt, 0, 1, test.n_depth}
-                                : BenchTest{0, 1, test.n_parallel, test.n_depth};
+  const BenchTest warm_up = test.n_prompt > 0 ? BenchTest{test.n_prompt, 0, 1, test.n_depth}
+                                              : BenchTest{0, 1, test.n_parallel, test.n_depth};
   RETURN_IF_ERROR(Reset(warm_up));
   RETURN_IF_ERROR(RunOnce(warm_up));
   std::vector<uint64_t> samples;
+  auto* timer = dynamic_cast<FallbackBackend*>(&engine_.backend());  // null on a bare CPU backend
+  std::map<std::pair<Op, DType>, std::pair<uint64_t, double>> ops;   // calls, seconds
   for (int r = 0; r < repetitions; ++r) {
     RETURN_IF_ERROR(Reset(test));  // untimed, as llama-bench fills its depth
+    if (timer != nullptr) timer->ResetTimes();
     const auto start = std::chrono::steady_clock::now();
     RETURN_IF_ERROR(RunOnce(test));
     const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
         std::chrono::steady_clock::now() - start);
     samples.push_back(uint64_t(ns.count()));
+    if (timer == nullptr) continue;
+    for (const FallbackBackend::OpTime& t : timer->times()) {
+      auto& [calls, seconds] = ops[{t.op, t.dtype}];
+      calls += t.calls;
+      seconds += t.seconds;
+    }
   }
+  op_profile_.clear();
+  for (const auto& [key, value] : ops) {
+    op_profile_.push_back({std::string(OpName(key.first)), std::string(Name(key.second)),
+                           double(value.first) / repetitions, 1e3 * value.second / repetitions});
+  }
+  std::sort(op_profile_.begin(), op_profile_.end(),
+            [](const OpProfileEntry& a, const OpProfileEntry& b) { return a.ms > b.ms; });
   return samples;
 }
 

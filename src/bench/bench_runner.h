@@ -6,7 +6,9 @@
 // tokens per generated position, as a serving step is), t/s = s n / time.
 // Each test runs once untimed, then `repetitions` times, each from caches
 // holding n_depth random tokens (llama-bench's -d: filled untimed before each
-// run; 0, the default, is an empty cache).
+// run; 0, the default, is an empty cache). With an engine that times its ops,
+// the timed runs' op times are kept too (the warm-up's and the untimed
+// depth fills' are not).
 #pragma once
 
 #include <cstdint>
@@ -32,6 +34,9 @@ class BenchRunner {
   // warm-up run. Errors when the test does not fit the engine's context or a
   // forward step fails.
   Expected<std::vector<uint64_t>> Measure(const BenchTest& test, int repetitions);
+  // Per timed run of the last Measure: each op's calls and time, when the
+  // engine times its ops (EngineOptions::time_ops); else empty.
+  const std::vector<OpProfileEntry>& op_profile() const { return op_profile_; }
 
  private:
   // `count` caches of at least `tokens` each (allocated only when too few or too small).
@@ -49,6 +54,7 @@ class BenchRunner {
   std::mt19937_64 rng_;
   std::vector<int32_t> tokens_;
   std::vector<Model::SequenceStep> steps_;
+  std::vector<OpProfileEntry> op_profile_;
 };
 
 }  // namespace anymoe

@@ -33,6 +33,7 @@ struct BenchFlags {
   int64_t batch = 512;
   std::vector<int64_t> parallel{1};
   bool membw = false;
+  bool op_profile = false;
   int64_t membw_mib = 1024;
   int membw_passes = 5;
   bool repack_weights = true;
@@ -118,6 +119,7 @@ int Bench(BenchFlags f) {
       options.kv_type = f.kv_type;
       options.context = max_tokens;
       options.sequences = max_parallel;  // a device backend reserves their caches at load
+      options.time_ops = f.op_profile;
       options.max_step_tokens = std::clamp<int64_t>(max_prompt, 1, f.batch);
       auto engine = LoadEngineOrReport(options);
       if (!engine) return 1;
@@ -152,6 +154,7 @@ int Bench(BenchFlags f) {
         auto samples = runner.Measure(test, f.repetitions);
         if (!samples.ok()) return ReportError(samples.status().WithContext(path));
         r.samples_ns = std::move(samples).value();
+        r.op_profile = runner.op_profile();
         // The roofline counts weights only: at depth the KV cache is read too.
         if (decode_bytes && test.n_prompt == 0 && test.n_parallel == 1 && test.n_depth == 0)
           r.roofline = {best_gbs[threads], *decode_bytes};
@@ -164,6 +167,9 @@ int Bench(BenchFlags f) {
     }
   }
   if (markdown && f.membw) std::printf("\n%s", MarkdownRoofline(bandwidths, results).c_str());
+  if (markdown && f.op_profile) {
+    for (const BenchResult& r : results) std::printf("\n%s", MarkdownOpProfile(r).c_str());
+  }
   if (!markdown) std::printf("%s", JsonReport(results, CpuModelName()).c_str());
   return 0;
 }
@@ -205,6 +211,9 @@ CommandFn RegisterBench(CLI::App& cmd) {
   AddKvTypeOption(cmd, f->kv_type);
   cmd.add_flag("--membw", f->membw,
                "measure read memory bandwidth and print each model's decode roofline");
+  cmd.add_flag("--op-profile", f->op_profile,
+               "time every backend op of the timed runs and print, per test, each op's calls "
+               "and time per run (device backends wait for each op: the runs are slower)");
   cmd.add_option("--membw-mib", f->membw_mib, "bandwidth buffer size in MiB")
       ->check(CLI::Range(int64_t(1), int64_t(1) << 20))
       ->capture_default_str();

@@ -57,6 +57,7 @@ Expected<std::unique_ptr<Engine>> Engine::Load(const EngineOptions& options) {
   backend_options.device = options.device;
   backend_options.mem_budget = options.mem_budget;
   backend_options.record_ops = options.record_ops;
+  backend_options.time_ops = options.time_ops;
   ASSIGN_OR_RETURN(e->backend_, CreateBackend(options.backend, backend_options));
   LoadOptions load;
   load.max_step_tokens = options.max_step_tokens;

@@ -32,6 +32,7 @@ struct EngineOptions {
   int64_t kv_cache_tokens = 0;    // KV tokens to reserve for (0: `sequences` x context)
   int64_t sequences = 1;          // sequences served at once (serve --parallel)
   bool record_ops = false;        // record op x dtype usage (anymoe doctor)
+  bool time_ops = false;          // time every op (anymoe bench --op-profile)
   // KV cache keys and values: f32 or f16 (cpu backend); empty: the backend's
   // DefaultKvType (f16 on the cpu backend).
   std::optional<DType> kv_type;

@@ -104,6 +104,40 @@ TEST_F(BenchCli, ParallelDecodesSeveralSequencesPerStep) {
   EXPECT_NE(md.out.find("tg4x3 |"), std::string::npos) << md.out;
 }
 
+// --op-profile: per test, every op's calls and milliseconds per timed run, in
+// the JSON and as a table after the main one; the ops fit in the run's time.
+TEST_F(BenchCli, OpProfileTimesEveryOpOfTheTimedRuns) {
+  const auto r = Bench({"-m", Golden("llama_tiny"), "-p", "8", "-n", "4", "-r", "2", "-o", "json",
+                        "-t", "1", "--op-profile"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto json = nlohmann::json::parse(r.out);
+  ASSERT_EQ(json.size(), 2u) << r.out;
+  for (const auto& o : json) {
+    ASSERT_TRUE(o.contains("op_profile")) << o;
+    double ms = 0, matmul_calls = 0, embedding_calls = 0;
+    for (const auto& e : o["op_profile"]) {
+      EXPECT_GT(e["calls"].get<double>(), 0.0) << e;
+      ms += e["ms"].get<double>();
+      if (e["op"] == "Matmul") matmul_calls += e["calls"].get<double>();
+      if (e["op"] == "Embedding") embedding_calls += e["calls"].get<double>();
+    }
+    EXPECT_GT(matmul_calls, 0.0);
+    // One embedding per forward step: the pp8 run's one step, the tg4 run's four.
+    EXPECT_EQ(embedding_calls, o["n_prompt"] == 8 ? 1.0 : 4.0) << o;
+    EXPECT_GT(ms, 0.0);
+    EXPECT_LE(ms, 1.05 * o["avg_ns"].get<double>() / 1e6) << o;
+  }
+  const auto plain =
+      Bench({"-m", Golden("llama_tiny"), "-p", "8", "-n", "0", "-r", "1", "-o", "json", "-t", "1"});
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  EXPECT_FALSE(nlohmann::json::parse(plain.out)[0].contains("op_profile"));
+  const auto md = Bench(
+      {"-m", Golden("llama_tiny"), "-p", "8", "-n", "0", "-r", "1", "-t", "1", "--op-profile"});
+  ASSERT_EQ(md.exit_code, 0) << md.err;
+  EXPECT_NE(md.out.find("ops of llama"), std::string::npos) << md.out;
+  EXPECT_NE(md.out.find("| Matmul "), std::string::npos) << md.out;
+}
+
 // A device backend reserves its memory once, at load, for what the tests
 // will hold: one cache per sequence decoded together, each as long as the
 // longest test. pp512 after pp128 and tg64x8 both ran out of it on an H200.

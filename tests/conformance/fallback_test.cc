@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "backends/fallback_backend.h"
@@ -85,6 +86,65 @@ INSTANTIATE_TEST_SUITE_P(Models, Fallback,
                            for (char& c : s) c = std::isalnum((unsigned char)c) ? c : '_';
                            return s;
                          });
+
+// Greedy 12 tokens of a golden MoE model on the cpu backend, and the wrapper
+// (null when the backend is not wrapped).
+struct CpuRun {
+  std::vector<int32_t> greedy;
+  std::vector<FallbackBackend::OpTime> times;
+  std::vector<FallbackBackend::OpTime> times_after_reset;
+};
+
+CpuRun GenerateOnCpu(const BackendOptions& o) {
+  const std::string dir = "moe/glm4_moe";  // MultiMatmul, MultiAttention, MultiGroupedMatmul
+  auto backend = CreateBackend("cpu", o);
+  EXPECT_TRUE(backend.ok());
+  auto file = OpenModelFile(Golden(dir));
+  EXPECT_TRUE(file.ok());
+  std::ifstream in(Golden(dir) + "/golden.json");
+  const auto prompt = nlohmann::json::parse(in)["prompt_ids"].get<std::vector<int32_t>>();
+  auto model = LoadModel(*file, **backend, LoadOptions{.max_step_tokens = 64});
+  EXPECT_TRUE(model.ok()) << model.status().message();
+  Generator gen(**model, nullptr);
+  auto seq = gen.NewSequence(int64_t(prompt.size()) + 12);
+  EXPECT_TRUE(seq.ok());
+  GenerateOptions opt;
+  opt.max_new_tokens = 12;
+  opt.sampling = SamplingParams::Greedy();
+  auto r = gen.Generate(*seq, prompt, opt, nullptr);
+  EXPECT_TRUE(r.ok()) << r.status().message();
+  CpuRun run{r->tokens, {}, {}};
+  if (auto* fb = dynamic_cast<FallbackBackend*>(backend->get())) {
+    run.times = fb->times();
+    fb->ResetTimes();
+    run.times_after_reset = fb->times();
+  }
+  return run;
+}
+
+// `anymoe bench --op-profile` times ops through the wrapper: it must run the
+// same arithmetic (the fused calls reach the CPU's fused kernels) and time
+// every op the model calls.
+TEST(FallbackTimes, TimingTheCpuGivesItsTokensAndTimesEveryOp) {
+  const CpuRun bare = GenerateOnCpu(BackendOptions{.num_threads = 2});
+  const CpuRun timed = GenerateOnCpu(BackendOptions{.num_threads = 2, .time_ops = true});
+  const CpuRun recorded = GenerateOnCpu(BackendOptions{.num_threads = 2, .record_ops = true});
+  EXPECT_EQ(timed.greedy, bare.greedy);
+  EXPECT_EQ(recorded.greedy, bare.greedy);
+  EXPECT_TRUE(recorded.times.empty());  // recording alone times nothing
+  std::map<Op, uint64_t> calls;
+  for (const auto& t : timed.times) {
+    EXPECT_GT(t.calls, 0u) << OpName(t.op);
+    EXPECT_GT(t.seconds, 0.0) << OpName(t.op);
+    calls[t.op] += t.calls;
+  }
+  // 12 steps (the prompt, then each generated token but the last fed back),
+  // each with attention in every layer and the fused expert matmuls.
+  for (Op op : {Op::kEmbedding, Op::kMatmul, Op::kAttention, Op::kGroupedMatmul, Op::kRoute})
+    EXPECT_GT(calls[op], 0u) << OpName(op);
+  EXPECT_EQ(calls[Op::kEmbedding], 12u);
+  EXPECT_TRUE(timed.times_after_reset.empty());
+}
 
 TEST(FallbackOptions, UnknownOpNameIsAnError) {
   BackendOptions o;
