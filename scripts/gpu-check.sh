@@ -119,7 +119,8 @@ if [[ -z ${SKIP_CONFORMANCE:-} ]]; then
   grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$LOGS/cli_device.txt" | tee -a "$SUMMARY"
 fi
 
-# 4. anymoe bench: pp128/pp512, tg64 at 1 and 8 sequences, JSON with decode bytes per token.
+# 4. anymoe bench: pp128/pp512, tg64 at 1 and 8 sequences, mean ± sd of 5 runs,
+# JSON with decode bytes per token.
 model_file() {  # model_file NAME SKELETON: the bench file, made from its skeleton when missing
   local name=$1 skel=$DEPS/$2 file=$ROOT/models/bench/$1
   if [[ ! -f $file && -f $skel ]]; then
@@ -135,11 +136,9 @@ bench() {  # bench NAME MODEL
     say "bench $name: $model missing (git-ignored; see docs/benchmarks.md), skipped"
     return
   fi
-  local args=(bench -m "$model" --backend cuda -p 128,512 -n 64 --parallel 1,8)
-  timed "bench $name" "$LOGS/bench_$name.json" 240 \
-    bash -c '"$@" -r 5 -o json --membw 2> "'"$LOGS/bench_$name.err"'"' _ "$ANYMOE" "${args[@]}"
-  timeout 240 "$ANYMOE" "${args[@]}" -r 3 -o md > "$LOGS/bench_$name.md" 2>&1
-  cat "$LOGS/bench_$name.md" >> "$SUMMARY"
+  # One run, in JSON; the summary's table and rooflines are printed from it.
+  timed "bench $name" "$LOGS/bench_$name.json" 240 bash -c '"$@" 2> "'"$LOGS/bench_$name.err"'"' \
+    _ "$ANYMOE" bench -m "$model" --backend cuda -p 128,512 -n 64 --parallel 1,8 -r 5 -o json --membw
   "${PYTHON[@]}" - "$LOGS/bench_$name.json" "$PEAK_GBS" <<'PY' | tee -a "$SUMMARY"
 import json, sys
 try:
@@ -148,11 +147,14 @@ except (OSError, ValueError) as e:
     sys.exit(f"  no JSON: {e}")
 peak = float(sys.argv[2]) * 1e9
 for r in rows:
-    if r.get("n_gen", 0) > 0 and r.get("decode_bytes_per_token"):
+    test = f"pp{r['n_prompt']}" if r["n_prompt"] else f"tg{r['n_gen']}"
+    test += f"x{r['n_parallel']}" if r["n_parallel"] > 1 else ""
+    line = f"  {r['model_type']} {test}: {r['avg_ts']:.1f} ± {r['stddev_ts']:.1f} t/s"
+    if r.get("decode_bytes_per_token"):
         bound = peak / r["decode_bytes_per_token"]
-        print(f"  tg{r['n_gen']} x{r.get('n_parallel', 1)}: {r['avg_ts']:.1f} t/s; one sequence's "
-              f"{sys.argv[2]} GB/s decode roofline is {bound:.0f} t/s "
-              f"({r['decode_bytes_per_token'] / 1e6:.1f} MB/token)")
+        line += (f" = {100 * r['avg_ts'] / bound:.2f} % of the {sys.argv[2]} GB/s decode roofline"
+                 f" ({bound:.0f} t/s, {r['decode_bytes_per_token'] / 1e6:.1f} MB/token)")
+    print(line)
 PY
 }
 # 5. anymoe serve on the device under bench-serve's load: 8 warm-up requests,

@@ -56,8 +56,7 @@ def skeleton(src: Path, out: Path) -> None:
     with open(src, "rb") as f:
         header = f.read(reader.data_offset)
     out.write_bytes(header)
-    table = {"source": src.name, "size": src.stat().st_size, "data_offset": reader.data_offset,
-             "tensors": tensors}
+    table = {"source": src.name, "size": src.stat().st_size, "tensors": tensors}
     Path(str(out) + ".json").write_text(json.dumps(table))
     print(f"{out}: {len(header)} header bytes, {len(tensors)} tensors of {table['size']} bytes")
 

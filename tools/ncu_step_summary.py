@@ -45,7 +45,7 @@ def steps_of(rows: list[dict]) -> list[list[dict]]:
     previous = ""
     for r in rows:
         name = short_name(r["Kernel Name"])
-        if "Embedding" in name and "Embedding" not in previous or not steps:
+        if not steps or ("Embedding" in name and "Embedding" not in previous):
             steps.append([])
         steps[-1].append(r)
         previous = name

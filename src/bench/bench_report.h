@@ -22,12 +22,13 @@ std::string MarkdownRow(const BenchResult& r);
 std::string MarkdownRoofline(std::span<const MembwResult> bandwidths,
                              std::span<const BenchResult> results);
 
-// A JSON array of one object per result, llama-bench's fields first, then
-// "backend" and, on tg results with a roofline, "membw_gbs",
-// "decode_bytes_per_token", "roofline_ts" and "roofline_pct".
 // With --op-profile: the test's ops by time per run, and their share of it.
 std::string MarkdownOpProfile(const BenchResult& r);
 
+// A JSON array of one object per result, llama-bench's fields first, then
+// "backend"; on tg results with a roofline, "membw_gbs",
+// "decode_bytes_per_token", "roofline_ts" and "roofline_pct"; with
+// --op-profile, "op_profile".
 std::string JsonReport(std::span<const BenchResult> results, const std::string& cpu_info);
 
 // "1.23 GiB" / "85.77 MiB" / "2.00 KiB" (binary units).

@@ -39,7 +39,8 @@ class BenchRunner {
   const std::vector<OpProfileEntry>& op_profile() const { return op_profile_; }
 
  private:
-  // `count` caches of at least `tokens` each (allocated only when too few or too small).
+  // At least `count` caches, each as long as the engine's context (made once);
+  // an error when a test of `tokens` tokens does not fit that context.
   Status EnsureCaches(int64_t count, int64_t tokens);
   // Empties the test's caches and fills each with n_depth tokens (untimed).
   Status Reset(const BenchTest& test);

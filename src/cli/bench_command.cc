@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "backends/backend.h"
 #include "bench/bench_report.h"
 #include "bench/bench_runner.h"
 #include "bench/machine.h"
@@ -142,7 +143,7 @@ int Bench(BenchFlags f) {
         BenchResult r;
         r.model = model;
         r.backend = f.backend;
-        if (f.backend != "cpu") {  // llama-bench's fields for a run offloaded to a GPU
+        if (engine->backend().kind() != BackendKind::kCpu) {  // llama-bench's GPU fields
           r.device = engine->backend().device().name;
           r.device_layers = engine->model().config().num_layers;
         }
