@@ -250,11 +250,20 @@ void MatmulRows(const uint8_t* w, size_t row_bytes, const QuantizedActivations& 
 
 // y[r0 + r][0..8) for R activation rows from one stored group of 8 weight rows;
 // block b also prefetches its share of the group at `ahead` (null: none).
+// One row (decode of one sequence) is bound by memory and takes a group in
+// ~0.1 us: its prefetches go to L1. With more rows a group takes several
+// times longer and the prefetched groups would sit in L1 beside the current
+// group and the activations, evicting them: theirs go to L2, from where the
+// hardware's L1 prefetcher brings them. kernel_bench q8_0 cold, one thread,
+// us, all to L1 -> R > 1 to L2: k576_n1536 t8 78-82 -> 61-67, t4 48-49 ->
+// 43-45; k1536_n576 t8 93-94 -> 62-66; k576_n49152 t8 2230-2307 -> 1769-1832.
+// (t1 to L2 instead: k576_n1536 41 -> 47-50, the reason R = 1 keeps L1.)
 template <class Format, int R>
 HWY_INLINE void StoredPanelRows(const uint8_t* group, const uint8_t* ahead,
                                 const QuantizedActivations& x, int64_t r0, float* y, int64_t ldy) {
   const int64_t nb = x.k / 32;
   constexpr size_t kShare = kPanelRows * Format::kBlockBytes;  // a group's bytes per block
+  constexpr auto kPrefetchTo = R == 1 ? _MM_HINT_T0 : _MM_HINT_T1;
   const uint8_t* values = group;
   const uint8_t* scales = values + size_t(nb) * Format::kPanelValueBytes;
   const uint8_t* mins = scales + size_t(nb) * kPanelRows * 2;
@@ -264,7 +273,7 @@ HWY_INLINE void StoredPanelRows(const uint8_t* group, const uint8_t* ahead,
     for (int64_t b = b0; b < std::min(nb, b0 + kChunkBlocks); ++b) {
       if (ahead != nullptr) {
         for (size_t line = 0; line < kShare; line += 64)
-          _mm_prefetch(reinterpret_cast<const char*>(ahead + size_t(b) * kShare + line), _MM_HINT_T0);
+          _mm_prefetch(reinterpret_cast<const char*>(ahead + size_t(b) * kShare + line), kPrefetchTo);
       }
       __m256i q[8];
       Format::PanelValues(values + size_t(b) * Format::kPanelValueBytes, q);
