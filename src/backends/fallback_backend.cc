@@ -195,20 +195,26 @@ void FallbackBackend::Matmul(const Tensor& x, const Tensor& w, const Tensor* bia
   cpu_->Matmul(hx, hw, bias ? &hb : nullptr, h.Out(y));
 }
 
-void FallbackBackend::MultiMatmul(const Tensor& x, std::span<const Projection> projections) {
-  // The device's fused form when it runs every projection; else one at a time.
-  if (projections.empty()) return;
+template <class T, class DTypeOf, class Each, class Whole>
+void FallbackBackend::Fused(Op op, std::span<const T> items, const DTypeOf& dtype_of,
+                            const Each& each, const Whole& whole) {
+  if (items.empty()) return;
   bool all_native = true;
-  for (const Projection& p : projections)
-    all_native = all_native && Native(Op::kMatmul, p.weight->dtype);
+  for (const T& item : items) all_native = all_native && Native(op, dtype_of(item));
   if (!all_native) {
-    for (const Projection& p : projections) Matmul(x, *p.weight, p.bias, p.out);
+    for (const T& item : items) each(item);
     return;
   }
-  for (size_t i = 1; i < projections.size(); ++i)
-    OnDevice(Op::kMatmul, projections[i].weight->dtype);
-  const OpScope op(*this, Op::kMatmul, projections[0].weight->dtype);
-  device_->MultiMatmul(x, projections);
+  for (size_t i = 1; i < items.size(); ++i) OnDevice(op, dtype_of(items[i]));
+  const OpScope scope(*this, op, dtype_of(items[0]));
+  whole();
+}
+
+void FallbackBackend::MultiMatmul(const Tensor& x, std::span<const Projection> projections) {
+  Fused(
+      Op::kMatmul, projections, [](const Projection& p) { return p.weight->dtype; },
+      [&](const Projection& p) { Matmul(x, *p.weight, p.bias, p.out); },
+      [&] { device_->MultiMatmul(x, projections); });
 }
 
 void FallbackBackend::Rope(const Tensor& x, std::span<const int32_t> positions,
@@ -232,17 +238,12 @@ void FallbackBackend::Attention(const Tensor& q, const Tensor& k_pool, const Ten
 }
 
 void FallbackBackend::MultiAttention(std::span<const AttentionJob> jobs, float scale) {
-  // The device's fused form when it runs attention; else each job's fallback.
-  if (jobs.empty()) return;
-  if (!Native(Op::kAttention, DType::kF32)) {
-    for (const AttentionJob& j : jobs) {
-      Attention(j.q, *j.k_pool, *j.v_pool, j.key_rows, j.n_past, scale, j.out);
-    }
-    return;
-  }
-  for (size_t i = 1; i < jobs.size(); ++i) OnDevice(Op::kAttention, DType::kF32);
-  const OpScope op(*this, Op::kAttention, DType::kF32);
-  device_->MultiAttention(jobs, scale);
+  Fused(
+      Op::kAttention, jobs, [](const AttentionJob&) { return DType::kF32; },
+      [&](const AttentionJob& j) {
+        Attention(j.q, *j.k_pool, *j.v_pool, j.key_rows, j.n_past, scale, j.out);
+      },
+      [&] { device_->MultiAttention(jobs, scale); });
 }
 
 void FallbackBackend::LatentAttention(const Tensor& q, const Tensor& pool, int64_t latent_dim,
@@ -332,22 +333,13 @@ void FallbackBackend::GroupedMatmul(const Tensor& x, std::span<const Tensor> wei
 void FallbackBackend::MultiGroupedMatmul(const Tensor& x,
                                          std::span<const GroupedProjection> projections,
                                          std::span<const int32_t> offsets) {
-  // The device's fused form when it runs every weight set; else one at a time.
-  auto dtype = [](const GroupedProjection& p) {
-    return p.weights.empty() ? DType::kF32 : p.weights[0].dtype;
-  };
-  if (projections.empty()) return;
-  bool all_native = true;
-  for (const GroupedProjection& p : projections)
-    all_native = all_native && Native(Op::kGroupedMatmul, dtype(p));
-  if (!all_native) {
-    for (const GroupedProjection& p : projections) GroupedMatmul(x, p.weights, offsets, p.out);
-    return;
-  }
-  for (size_t i = 1; i < projections.size(); ++i)
-    OnDevice(Op::kGroupedMatmul, dtype(projections[i]));
-  const OpScope op(*this, Op::kGroupedMatmul, dtype(projections[0]));
-  device_->MultiGroupedMatmul(x, projections, offsets);
+  Fused(
+      Op::kGroupedMatmul, projections,
+      [](const GroupedProjection& p) {
+        return p.weights.empty() ? DType::kF32 : p.weights[0].dtype;
+      },
+      [&](const GroupedProjection& p) { GroupedMatmul(x, p.weights, offsets, p.out); },
+      [&] { device_->MultiGroupedMatmul(x, projections, offsets); });
 }
 
 void FallbackBackend::ScatterRows(const Tensor& src, std::span<const int32_t> rows,

@@ -118,6 +118,12 @@ class FallbackBackend final : public Backend {
 
   // Records the call; true when it runs on the device.
   bool OnDevice(Op op, DType dtype);
+  // A fused call over `items` of `op`: when the device runs every item's
+  // (op, dtype_of(item)), whole(), recorded per item and timed as one call;
+  // else each(item) for every item, through that op's own fallback.
+  template <class T, class DTypeOf, class Each, class Whole>
+  void Fused(Op op, std::span<const T> items, const DTypeOf& dtype_of, const Each& each,
+             const Whole& whole);
   void Forget(void* base) { mirrors_.erase(base); }
 
   std::unique_ptr<Backend> device_, cpu_;

@@ -95,19 +95,16 @@ std::string MarkdownOpProfile(const BenchResult& r) {
   const double run_ms = Mean(ns) / 1e6;
   double ops_ms = 0;
   for (const OpProfileEntry& e : r.op_profile) ops_ms += e.ms;
-  char line[256];
-  std::snprintf(line, sizeof(line),
-                "ops of %s, %s, per run: %.3f ms in ops of %.3f ms (%.1f %%)\n\n",
-                r.model.type.c_str(), r.test.Name().c_str(), ops_ms, run_ms,
-                run_ms > 0 ? 100 * ops_ms / run_ms : 0.0);
-  std::string out = line;
+  auto percent = [&](double ms) { return run_ms > 0 ? 100 * ms / run_ms : 0.0; };
+  std::string out =
+      Printf("ops of %s, %s, per run: %.3f ms in ops of %.3f ms (%.1f %%)\n\n",
+             r.model.type.c_str(), r.test.Name().c_str(), ops_ms, run_ms, percent(ops_ms));
   out +=
       "| op               | dtype |      calls |         ms | % of run |\n"
       "| ---------------- | ----- | ---------: | ---------: | -------: |\n";
   for (const OpProfileEntry& e : r.op_profile) {
-    std::snprintf(line, sizeof(line), "| %-16s | %-5s | %10.1f | %10.3f | %8.1f |\n", e.op.c_str(),
-                  e.dtype.c_str(), e.calls, e.ms, run_ms > 0 ? 100 * e.ms / run_ms : 0.0);
-    out += line;
+    out += Printf("| %-16s | %-5s | %10.1f | %10.3f | %8.1f |\n", e.op.c_str(), e.dtype.c_str(),
+                  e.calls, e.ms, percent(e.ms));
   }
   return out;
 }
