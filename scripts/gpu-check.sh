@@ -59,7 +59,7 @@ say "gpu-check $(git rev-parse --short HEAD 2>/dev/null || echo '?') on $(hostna
 say "GPU: $(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null || echo 'nvidia-smi failed')"
 
 # 0. Libraries: the system's if pkg-config finds them, else the carried .debs.
-if ! pkg-config --exists libhwy openblas cpp-httplib libutf8proc 2>/dev/null && compgen -G "$DEPS/*.deb" > /dev/null; then
+if ! pkg-config --exists libhwy cpp-httplib libutf8proc 2>/dev/null && compgen -G "$DEPS/*.deb" > /dev/null; then
   timed deps "$LOGS/deps.log" 120 scripts/gpu-deps.sh unpack "$DEPS" /tmp/anymoe-deps || exit 1
   # shellcheck disable=SC1091
   source /tmp/anymoe-deps/env.sh

@@ -12,12 +12,10 @@
 set -euo pipefail
 
 # Headers, pkg-config/CMake files and the shared libraries they need at run
-# time (openblas -> gfortran -> quadmath; cpp-httplib -> ssl, zlib, brotli);
+# time (cpp-httplib -> ssl, zlib, brotli);
 # pkgconf because CMake's pkg_check_modules needs the program.
 PACKAGES=(
   libhwy-dev libhwy1
-  libopenblas-dev libopenblas-pthread-dev libopenblas0-pthread libopenblas0
-  libgfortran5 libquadmath0
   libutf8proc-dev libutf8proc2
   libcpp-httplib-dev libcpp-httplib0.11 libssl-dev libssl3 zlib1g-dev zlib1g
   libbrotli-dev libbrotli1
@@ -43,9 +41,9 @@ unpack() {
   cat > "$dest/env.sh" <<EOF
 export PATH=$dest/usr/bin:\$PATH
 export PKG_CONFIG=$dest/usr/bin/pkgconf
-export PKG_CONFIG_PATH=$lib/pkgconfig:$lib/openblas-pthread/pkgconfig:$dest/usr/share/pkgconfig
+export PKG_CONFIG_PATH=$lib/pkgconfig:$dest/usr/share/pkgconfig
 export CMAKE_PREFIX_PATH=$dest/usr
-export LD_LIBRARY_PATH=$lib:$lib/openblas-pthread\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}
+export LD_LIBRARY_PATH=$lib\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}
 EOF
   echo "unpacked $(ls "$dir"/*.deb | wc -l) packages into $dest; source $dest/env.sh"
 }

@@ -195,6 +195,7 @@ CommandFn RegisterBench(CLI::App& cmd) {
   cmd.add_option("--backend", f->backend, "compute backend")
       ->check(CLI::IsMember(AvailableBackends()));
   cmd.add_option("--device", f->device, "device index of a device backend");
+  AddCpuTargetOption(cmd);
   cmd.add_option("-r,--repetitions", f->repetitions, "timed runs of each test")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();

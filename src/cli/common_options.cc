@@ -4,6 +4,8 @@
 #include <random>
 #include <string>
 
+#include "backends/cpu/kernels/cpu_target.h"
+
 namespace anymoe::cli {
 
 void AddEngineOptions(CLI::App& cmd, EngineOptions& o) {
@@ -24,6 +26,21 @@ void AddEngineOptions(CLI::App& cmd, EngineOptions& o) {
                "keep activations in f32 in every matmul (slower; closest to the f32 reference)");
   AddRepackFlag(cmd, o.repack_weights);
   AddKvTypeOption(cmd, o.kv_type);
+  AddCpuTargetOption(cmd);
+}
+
+void AddCpuTargetOption(CLI::App& cmd) {
+  std::string names = "best";
+  for (const kernels::CpuTarget& t : kernels::AvailableCpuTargets()) names += ", " + t.name;
+  cmd.add_option_function<std::string>(
+         "--cpu-target",
+         [](const std::string& name) {
+           if (Status st = kernels::SelectCpuTarget(name); !st.ok()) {
+             throw CLI::ValidationError(st.message());
+           }
+         },
+         "SIMD target of the CPU kernels (to compare targets on one machine): " + names)
+      ->default_str("best");
 }
 
 void AddKvTypeOption(CLI::App& cmd, std::optional<DType>& kv_type) {

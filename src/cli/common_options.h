@@ -16,6 +16,10 @@ void AddEngineOptions(CLI::App& cmd, EngineOptions& options);
 // --no-repack: clears `repack_weights` (see BackendOptions::repack_weights).
 void AddRepackFlag(CLI::App& cmd, bool& repack_weights);
 
+// --cpu-target NAME: the SIMD target the CPU kernels dispatch to (kernels/cpu_target.h);
+// selected as the option is parsed.
+void AddCpuTargetOption(CLI::App& cmd);
+
 // --kv-type auto|f32|f16: the KV cache's keys and values (EngineOptions::kv_type;
 // auto leaves it empty: the backend's default).
 void AddKvTypeOption(CLI::App& cmd, std::optional<DType>& kv_type);

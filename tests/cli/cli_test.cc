@@ -236,6 +236,30 @@ TEST_F(Cli, KvTypeF16RunsOnTheCpuAndIsRefusedElsewhere) {
 #endif
 }
 
+// --cpu-target: every target the CPU has gives transformers' greedy ids on the
+// tiny llama (f32 weights: the batch-invariant f32 kernels on each target), doctor
+// names the target in use, and an unknown one is a one-line error listing them.
+TEST_F(Cli, CpuTargetSelectsTheKernelsAndNamesTheChoices) {
+  const auto want = Run({"run", "-m", Golden("llama_tiny"), "--prompt-tokens", "5,6,7", "-n", "8",
+                         "--temp", "0", "--print-tokens"});
+  ASSERT_EQ(want.exit_code, 0) << want.err;
+  for (const char* target : {"avx2", "sse4", "neon", "scalar"}) {
+    const auto r = Run({"run", "-m", Golden("llama_tiny"), "--prompt-tokens", "5,6,7", "-n", "8",
+                        "--temp", "0", "--print-tokens", "--cpu-target", target});
+    if (r.exit_code != 0) {  // not this machine's: the error names the choices
+      EXPECT_NE(r.err.find("available: best"), std::string::npos) << r.err;
+      continue;
+    }
+    EXPECT_EQ(r.out, want.out) << target;
+    const auto doctor = Run({"doctor", "-m", Golden("llama_tiny"), "--cpu-target", target});
+    EXPECT_NE(doctor.out.find(std::string("SIMD kernels ") + target + " "), std::string::npos)
+        << doctor.out;
+  }
+  const auto bad = Run({"run", "-m", Golden("llama_tiny"), "-p", "hi", "--cpu-target", "avx9000"});
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("'avx9000' is not a target"), std::string::npos) << bad.err;
+}
+
 TEST_F(Cli, UnknownChatTemplateListsKnownOnes) {
   ExpectCleanError(
       Run({"run", "-m", Golden("llama_tiny"), "--chat", "-p", "hi", "--chat-template", "vicuna"}),

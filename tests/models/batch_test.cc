@@ -2,21 +2,25 @@
 // lengths in one ForwardBatch give the same logits as each run alone (prefill
 // and decode mixed in one step), with an f32 and an f16 cache; blocks return
 // to the pool when a sequence ends, and a full pool is an error that changes
-// nothing.
+// nothing. Every case runs on every CPU kernel target this machine has.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <optional>
 
 #include "models/model.h"
 #include "models/model_file.h"
+#include "testing/cpu_targets.h"
 
 namespace anymoe {
 namespace {
 
-class Batching : public ::testing::TestWithParam<std::tuple<std::string, DType>> {
+class Batching
+    : public ::testing::TestWithParam<std::tuple<std::string, DType, std::string>> {
  protected:
   void SetUp() override {
-    const auto& [name, kv_type] = GetParam();
+    const auto& [name, kv_type, cpu_target] = GetParam();
+    target_.emplace(cpu_target);
     auto file = OpenModelFile(std::string(ANYMOE_GOLDEN_DIR) + "/" + name);
     ASSERT_TRUE(file.ok()) << file.status().message();
     file_ = std::move(file).value();
@@ -32,6 +36,7 @@ class Batching : public ::testing::TestWithParam<std::tuple<std::string, DType>>
     return v;
   }
 
+  std::optional<testing::ScopedCpuTarget> target_;  // outlives the model
   ModelFile file_;
   std::unique_ptr<Backend> backend_;
   std::unique_ptr<Model> model_;
@@ -100,11 +105,12 @@ TEST_P(Batching, FullPoolIsAnErrorThatChangesNothing) {
 INSTANTIATE_TEST_SUITE_P(Models, Batching,
                          ::testing::Combine(::testing::Values("llama_tiny", "moe/glm4_moe",
                                                               "moe/glm_moe_dsa", "moe/deepseek_v3"),
-                                            ::testing::Values(DType::kF32, DType::kF16)),
+                                            ::testing::Values(DType::kF32, DType::kF16),
+                                            ::testing::ValuesIn(testing::CpuTargetNames())),
                          [](const auto& info) {
-                           std::string n = std::get<0>(info.param);
-                           for (char& ch : n) ch = std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
-                           return n + "_kv_" + std::string(Name(std::get<1>(info.param)));
+                           return testing::TestNameOf(std::get<0>(info.param)) + "_kv_" +
+                                  std::string(Name(std::get<1>(info.param))) + "_" +
+                                  testing::TestNameOf(std::get<2>(info.param));
                          });
 
 }  // namespace

@@ -3,7 +3,8 @@
 // 16-token continuation and its logits, a 16-token prefill followed by cached
 // decode (and a 2-token one, so DSA's key count crosses index_topk while
 // decoding), the experts each router chose for every token, and the keys each
-// DSA indexer kept for every query.
+// DSA indexer kept for every query. Every case runs on every CPU kernel target
+// this machine has.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <unistd.h>
 #include <nlohmann/json.hpp>
 
@@ -18,6 +20,7 @@
 #include "models/model.h"
 #include "models/model_file.h"
 #include "runtime/generator.h"
+#include "testing/cpu_targets.h"
 
 namespace anymoe {
 namespace {
@@ -45,11 +48,12 @@ float MaxAbsDiff(std::span<const float> a, std::span<const float> b) {
 
 // "name" runs tests/golden/moe/name (HF safetensors); "gguf/name" runs the same
 // weights as converted by llama.cpp (tests/golden/moe_gguf/name.gguf) against
-// the same transformers goldens.
-class MoeGolden : public ::testing::TestWithParam<std::string> {
+// the same transformers goldens. The second parameter is the CPU kernel target.
+class MoeGolden : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {
  protected:
   void SetUp() override {
-    std::string name = GetParam(), path = std::string(ANYMOE_GOLDEN_DIR) + "/moe/" + name;
+    target_.emplace(std::get<1>(GetParam()));
+    std::string name = std::get<0>(GetParam()), path = std::string(ANYMOE_GOLDEN_DIR) + "/moe/" + name;
     if (name.starts_with("gguf/")) {
       name = name.substr(5);
       path = std::string(ANYMOE_GOLDEN_DIR) + "/moe_gguf/" + name + ".gguf";
@@ -86,6 +90,7 @@ class MoeGolden : public ::testing::TestWithParam<std::string> {
     return all;
   }
 
+  std::optional<testing::ScopedCpuTarget> target_;  // outlives the model
   std::string dir_;
   json golden_;
   std::vector<int32_t> prompt_;
@@ -99,7 +104,7 @@ TEST_P(MoeGolden, PromptLogitsMatch) {
   const auto ours = RunPrompt(prompt_.size());
   const float diff = MaxAbsDiff(ours, ReadF32(dir_ + "/logits.npy"));
   EXPECT_LT(diff, kTolerance);
-  std::printf("[ %s ] prompt logits max |diff| = %.3g\n", GetParam().c_str(), diff);
+  std::printf("[ %s ] prompt logits max |diff| = %.3g\n", std::get<0>(GetParam()).c_str(), diff);
 }
 
 TEST_P(MoeGolden, PrefillThenCachedDecodeMatches) {
@@ -182,26 +187,32 @@ TEST_P(DsaGolden, IndexerKeepsTheReferenceKeys) {
   }
 }
 
-std::string TestName(const ::testing::TestParamInfo<std::string>& info) {
-  std::string n = info.param;
-  for (char& ch : n) ch = std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
-  return n;
+std::string TestName(const ::testing::TestParamInfo<std::tuple<std::string, std::string>>& info) {
+  return testing::TestNameOf(std::get<0>(info.param)) + "_" +
+         testing::TestNameOf(std::get<1>(info.param));
 }
 
+const auto kTargets = ::testing::ValuesIn(testing::CpuTargetNames());
+
 INSTANTIATE_TEST_SUITE_P(HfSafetensors, MoeGolden,
-                         ::testing::Values("glm_moe_dsa", "glm_moe_dsa_dense", "glm_moe_dsa_dv20",
-                                           "glm4_moe", "glm4_moe_air", "glm4_moe_bf16",
-                                           "glm4_moe_fused", "glm4_moe_lite", "deepseek_v3",
-                                           "qwen3_moe", "mixtral"),
+                         ::testing::Combine(::testing::Values("glm_moe_dsa", "glm_moe_dsa_dense",
+                                                              "glm_moe_dsa_dv20", "glm4_moe",
+                                                              "glm4_moe_air", "glm4_moe_bf16",
+                                                              "glm4_moe_fused", "glm4_moe_lite",
+                                                              "deepseek_v3", "qwen3_moe", "mixtral"),
+                                            kTargets),
                          TestName);
 // qwen3_moe is missing: llama.cpp's converter cannot map its dense layer 0.
 INSTANTIATE_TEST_SUITE_P(LlamaCppGguf, MoeGolden,
-                         ::testing::Values("gguf/glm_moe_dsa", "gguf/glm4_moe", "gguf/glm4_moe_lite",
-                                           "gguf/deepseek_v3", "gguf/mixtral"),
+                         ::testing::Combine(::testing::Values("gguf/glm_moe_dsa", "gguf/glm4_moe",
+                                                              "gguf/glm4_moe_lite",
+                                                              "gguf/deepseek_v3", "gguf/mixtral"),
+                                            kTargets),
                          TestName);
 INSTANTIATE_TEST_SUITE_P(Architectures, DsaGolden,
-                         ::testing::Values("glm_moe_dsa", "glm_moe_dsa_dense", "glm_moe_dsa_dv20",
-                                           "gguf/glm_moe_dsa"),
+                         ::testing::Combine(::testing::Values("glm_moe_dsa", "glm_moe_dsa_dense",
+                                                              "glm_moe_dsa_dv20", "gguf/glm_moe_dsa"),
+                                            kTargets),
                          TestName);
 
 }  // namespace

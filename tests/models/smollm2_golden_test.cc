@@ -3,28 +3,34 @@
 // tokenizer and chat template; with f32 activations (--exact) and an f32 KV
 // cache, first-step logits within 1e-2 and the same greedy 32-token
 // continuation; with the defaults (int8 activations, f16 KV cache), logits
-// within the bound that rounding allows. Needs models/ (fetched by `make test`).
+// within the bound that rounding allows; on every CPU kernel target this
+// machine has. Needs models/ (fetched by `make test`).
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "core/npy.h"
 #include "runtime/engine.h"
 #include "runtime/generator.h"
+#include "testing/cpu_targets.h"
 
 namespace anymoe {
 namespace {
 
 constexpr float kFirstStepTolerance = 1e-2f;
 
-class SmolLm2Golden : public ::testing::Test {
+// The parameter is the CPU kernel target: the exact and the default paths run
+// on every target this machine has.
+class SmolLm2Golden : public ::testing::TestWithParam<std::string> {
  protected:
-  static void SetUpTestSuite() {
+  void SetUp() override {
     const std::string path = std::string(ANYMOE_MODELS_DIR) + "/SmolLM2-135M-Instruct.Q4_1.gguf";
-    if (!std::filesystem::exists(path)) return;
+    if (!std::filesystem::exists(path)) GTEST_SKIP() << "models/ has no SmolLM2 GGUF; run `make model`";
+    target_.emplace(GetParam());
     EngineOptions options;
     options.model_path = path;
     options.threads = 2;
@@ -33,34 +39,22 @@ class SmolLm2Golden : public ::testing::Test {
     options.kv_type = DType::kF32;  // the f16 default moves these logits by ~1e-2
     auto engine = Engine::Load(options);
     ASSERT_TRUE(engine.ok()) << engine.status().message();
-    engine_ = std::move(engine).value().release();
+    engine_ = std::move(engine).value();
     options.exact_matmul = false;
     options.kv_type.reset();
-    fast_engine_ = std::move(Engine::Load(options)).value().release();
+    fast_engine_ = std::move(Engine::Load(options)).value();
     std::ifstream in(std::string(ANYMOE_GOLDEN_DIR) + "/smollm2/golden.json");
-    golden_ = new nlohmann::json(nlohmann::json::parse(in));
-  }
-  static void TearDownTestSuite() {
-    delete engine_;
-    delete fast_engine_;
-    fast_engine_ = nullptr;
-    delete golden_;
-    engine_ = nullptr;
-  }
-  void SetUp() override {
-    if (engine_ == nullptr) GTEST_SKIP() << "models/ has no SmolLM2 GGUF; run `make model`";
+    golden_ = nlohmann::json::parse(in);
   }
 
-  static Engine* engine_;       // exact: f32 activations, f32 KV cache
-  static Engine* fast_engine_;  // defaults: int8 activations in the small-step matmuls, f16 cache
-  static nlohmann::json* golden_;
+  std::optional<testing::ScopedCpuTarget> target_;  // outlives the engines
+  std::unique_ptr<Engine> engine_;       // exact: f32 activations, f32 KV cache
+  std::unique_ptr<Engine> fast_engine_;  // defaults: int8 activations in the small-step matmuls, f16 cache
+  nlohmann::json golden_;
 };
-Engine* SmolLm2Golden::engine_ = nullptr;
-Engine* SmolLm2Golden::fast_engine_ = nullptr;
-nlohmann::json* SmolLm2Golden::golden_ = nullptr;
 
-TEST_F(SmolLm2Golden, TokenizerAndChatTemplateGiveTheReferenceIds) {
-  for (const auto& p : (*golden_)["prompts"]) {
+TEST_P(SmolLm2Golden, TokenizerAndChatTemplateGiveTheReferenceIds) {
+  for (const auto& p : golden_["prompts"]) {
     SCOPED_TRACE(p["name"].get<std::string>());
     const auto want = p["prompt_ids"].get<std::vector<int32_t>>();
     if (p["kind"] == "chat_template") {
@@ -78,14 +72,14 @@ TEST_F(SmolLm2Golden, TokenizerAndChatTemplateGiveTheReferenceIds) {
   }
 }
 
-TEST_F(SmolLm2Golden, FirstStepLogitsAndGreedyContinuationMatch) {
+TEST_P(SmolLm2Golden, FirstStepLogitsAndGreedyContinuationMatch) {
   const auto first = ReadNpy(std::string(ANYMOE_GOLDEN_DIR) + "/smollm2/logits_first_step.npy")
                          ->F32()
                          .value();
   const size_t vocab = size_t(engine_->model().config().vocab_size);
   Generator gen(engine_->model(), &engine_->tokenizer());
   size_t i = 0;
-  for (const auto& p : (*golden_)["prompts"]) {
+  for (const auto& p : golden_["prompts"]) {
     SCOPED_TRACE(p["name"].get<std::string>());
     auto seq = gen.NewSequence(engine_->context());
     ASSERT_TRUE(seq.ok());
@@ -111,14 +105,14 @@ TEST_F(SmolLm2Golden, FirstStepLogitsAndGreedyContinuationMatch) {
 // diff| about 0.3 to 1.0 here, like any engine that quantises activations; the
 // default f16 KV cache adds ~1e-2 to that), but must still pick the same first
 // token where the reference is not near a tie.
-TEST_F(SmolLm2Golden, Int8ActivationsStayCloseToTheReference) {
+TEST_P(SmolLm2Golden, Int8ActivationsStayCloseToTheReference) {
   const auto first = ReadNpy(std::string(ANYMOE_GOLDEN_DIR) + "/smollm2/logits_first_step.npy")
                          ->F32()
                          .value();
   const size_t vocab = size_t(fast_engine_->model().config().vocab_size);
   Generator gen(fast_engine_->model(), &fast_engine_->tokenizer());
   size_t i = 0;
-  for (const auto& p : (*golden_)["prompts"]) {
+  for (const auto& p : golden_["prompts"]) {
     SCOPED_TRACE(p["name"].get<std::string>());
     auto seq = std::move(gen.NewSequence(fast_engine_->context())).value();
     GenerateOptions opt;
@@ -140,6 +134,9 @@ TEST_F(SmolLm2Golden, Int8ActivationsStayCloseToTheReference) {
     ++i;
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(CpuTargets, SmolLm2Golden, ::testing::ValuesIn(testing::CpuTargetNames()),
+                         [](const auto& info) { return testing::TestNameOf(info.param); });
 
 }  // namespace
 }  // namespace anymoe

@@ -1,6 +1,5 @@
 #include "backends/cpu/cpu_backend.h"
 
-#include <cblas.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -13,6 +12,8 @@
 #include "backends/cpu/indexer.h"
 #include "backends/cpu/kernels/attention.h"
 #include "backends/cpu/kernels/convert.h"
+#include "backends/cpu/kernels/cpu_target.h"
+#include "backends/cpu/kernels/float_matmul.h"
 #include "backends/cpu/kernels/norm.h"
 #include "backends/cpu/kernels/panel_layout.h"
 #include "backends/cpu/kernels/quant_matmul.h"
@@ -82,9 +83,16 @@ CpuBackend::CpuBackend(int num_threads, bool exact_matmul, bool repack_weights)
     : pool_(num_threads),
       exact_matmul_(exact_matmul),
       repack_weights_(repack_weights && !exact_matmul),  // exact never runs the integer kernels
-      scratch_(pool_.num_threads()) {
-  // Our pool splits the work; BLAS must not start its own threads underneath it.
-  openblas_set_num_threads(1);
+      scratch_(pool_.num_threads()) {}
+
+DeviceInfo CpuBackend::device() const {
+  std::string available;
+  for (const kernels::CpuTarget& t : kernels::AvailableCpuTargets()) {
+    available += (available.empty() ? "" : ", ") + t.name;
+  }
+  return DeviceInfo{"cpu: " + std::to_string(pool_.num_threads()) + " threads, SIMD kernels " +
+                        kernels::ActiveCpuTarget().name + " (available: " + available + ")",
+                    0, 0, 0, 0};
 }
 
 float* CpuBackend::Scratch(int thread, uint64_t floats) {
@@ -460,9 +468,9 @@ void CpuBackend::HeadMatmul(const Tensor& x, int64_t x_stride, const Tensor& w, 
   float* yp = y.as<float>();
   pool_.ParallelFor(n_h, [&](int64_t h, int) {
     // [T, d_in] (row stride n_h * x_stride) x W[h]^T -> [T, d_out] (row stride n_h * y_stride)
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(t), int(d_out), int(d_in), 1.0f,
-                xp + h * x_stride, int(n_h * x_stride), wp + h * d_out * d_in, int(d_in), 0.0f,
-                yp + h * y_stride, int(n_h * y_stride));
+    kernels::FloatMatmulRows(DType::kF32, reinterpret_cast<const uint8_t*>(wp + h * d_out * d_in),
+                             uint64_t(d_in) * sizeof(float), xp + h * x_stride, n_h * x_stride, t,
+                             d_in, 0, d_out, yp + h * y_stride, n_h * y_stride);
   });
 }
 

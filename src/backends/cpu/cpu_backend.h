@@ -2,7 +2,8 @@
 // panel layout of the VNNI kernels, in huge pages (where the machine has those
 // kernels; --no-repack keeps them in the file), every other weight used in
 // place from the mmap; activations in host memory, work split over a
-// persistent thread pool, dense GEMMs through BLAS.
+// persistent thread pool, f32-activation products through the batch-invariant
+// kernels of kernels/float_matmul.h.
 #pragma once
 
 #include <memory>
@@ -23,6 +24,8 @@ class CpuBackend final : public Backend {
 
   BackendKind kind() const override { return BackendKind::kCpu; }
   std::string name() const override { return "cpu"; }
+  // "cpu: N threads, SIMD kernels <target> (available: ...)".
+  DeviceInfo device() const override;
   int num_threads() const override { return pool_.num_threads(); }
 
   Expected<std::unique_ptr<Buffer>> Allocate(uint64_t bytes, const std::string& what) override;

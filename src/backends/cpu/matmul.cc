@@ -1,17 +1,17 @@
 #include "backends/cpu/matmul.h"
 
-#include <cblas.h>
-
 #include <algorithm>
 #include <array>
 
+#include "backends/cpu/kernels/float_matmul.h"
 #include "backends/cpu/kernels/panel_layout.h"
 #include "backends/cpu/kernels/quant_matmul.h"
 
 namespace anymoe::cpu {
 namespace {
 
-// Rows of W per task: enough to amortise a BLAS call, few enough to balance 2+ threads.
+// Rows of W per task of the f32 path: few enough to balance 2+ threads, and a
+// dequantised tile (32 x k f32) stays in L2.
 constexpr int64_t kTileRows = 32;
 
 void AddBias(const Tensor* bias, int64_t t, int64_t out, float* y) {
@@ -127,18 +127,6 @@ void QuantMultiMatmul(ThreadPool& pool, FunctionRef<float*(uint64_t)> shared, co
   for (const Projection& p : projections) AddBias(p.bias, t, p.out.cols(), p.out.as<float>());
 }
 
-// y[:, n0:n0+n] = x . Wtile^T where Wtile is [n, in] f32 with row stride `in`.
-void MultiplyTile(const float* x, int64_t t, int64_t in, const float* w_tile, int64_t n,
-                  float* y, int64_t y_stride) {
-  if (t == 1) {
-    cblas_sgemv(CblasRowMajor, CblasNoTrans, int(n), int(in), 1.0f, w_tile, int(in), x, 1, 0.0f,
-                y, 1);
-  } else {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(t), int(n), int(in), 1.0f, x,
-                int(in), w_tile, int(in), 0.0f, y, int(y_stride));
-  }
-}
-
 }  // namespace
 
 // f16/bf16 kernels keep x in f32, so they are exact whatever `exact` says.
@@ -166,17 +154,16 @@ void Matmul(ThreadPool& pool, ScratchFn scratch, FunctionRef<float*(uint64_t flo
   pool.ParallelFor(tiles, [&](int64_t tile, int thread) {
     const int64_t r0 = tile * kTileRows;
     const int64_t n = std::min(kTileRows, out - r0);
-    const float* w_tile;
-    if (w.dtype == DType::kF32) {
-      w_tile = reinterpret_cast<const float*>(wp + r0 * w_row_bytes);
-    } else {
-      float* buf = scratch(thread, uint64_t(n * in));
-      for (int64_t r = 0; r < n; ++r) {
-        DequantizeRow(w.dtype, wp + (r0 + r) * w_row_bytes, buf + r * in, in);
-      }
-      w_tile = buf;
+    if (w.dtype == DType::kF32 || IsHalf(w.dtype)) {
+      kernels::FloatMatmulRows(w.dtype, wp, w_row_bytes, xp, in, t, in, r0, r0 + n, yp, out);
+      return;
     }
-    MultiplyTile(xp, t, in, w_tile, n, yp + r0, out);
+    float* buf = scratch(thread, uint64_t(n * in));
+    for (int64_t r = 0; r < n; ++r) {
+      DequantizeRow(w.dtype, wp + (r0 + r) * w_row_bytes, buf + r * in, in);
+    }
+    kernels::FloatMatmulRows(DType::kF32, reinterpret_cast<const uint8_t*>(buf),
+                             uint64_t(in) * sizeof(float), xp, in, t, in, 0, n, yp + r0, out);
   });
 
   AddBias(bias, t, out, yp);

@@ -1,8 +1,10 @@
-// y = x . W^T for any weight dtype on the CPU. Quantised and f16/bf16 weights go
-// through the integer / widening kernels of kernels/quant_matmul.h for small T
-// (decode, batched decode): x is quantised once per call and every weight row
-// is read once, in place. f32 weights, and large T (prefill) where GEMM wins,
-// go to BLAS over tiles of rows dequantised into per-thread scratch.
+// y = x . W^T for any weight dtype on the CPU. Quantised weights go through the
+// integer kernels of kernels/quant_matmul.h for small T (decode, batched
+// decode; every T where the target has register-blocked integer kernels): x is
+// quantised once per call and every weight row is read once, in place. f32,
+// f16 and bf16 weights, `exact`, and larger T take the batch-invariant f32
+// kernels of kernels/float_matmul.h, over tiles of rows dequantised into
+// per-thread scratch where the weights are quantised.
 #pragma once
 
 #include <span>

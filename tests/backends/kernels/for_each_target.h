@@ -1,23 +1,25 @@
-// Runs a test body once per Highway target that is both compiled in and
-// supported by this CPU, so every SIMD path is checked, not just the best one.
+// Runs a test body once per CPU kernel target that is compiled in and
+// supported by this CPU (kernels/cpu_target.h), so every SIMD path is checked,
+// not just the best one. Each kernel source then dispatches as on a CPU whose
+// best target is that one (the best target it was compiled for at or below it).
 #pragma once
 
 #include <gtest/gtest.h>
 
-#include "hwy/targets.h"
+#include "backends/cpu/kernels/cpu_target.h"
 
 namespace anymoe::testing {
 
 template <typename Body>
 void ForEachTarget(Body&& body) {
-  const std::vector<int64_t> targets = hwy::SupportedAndGeneratedTargets();
+  const std::vector<kernels::CpuTarget> targets = kernels::AvailableCpuTargets();
   ASSERT_FALSE(targets.empty());
-  for (int64_t target : targets) {
-    hwy::SetSupportedTargetsForTest(target);
-    SCOPED_TRACE(hwy::TargetName(target));
+  for (const kernels::CpuTarget& target : targets) {
+    ASSERT_TRUE(kernels::SelectCpuTarget(target.name).ok());
+    SCOPED_TRACE(target.name);
     body();
   }
-  hwy::SetSupportedTargetsForTest(0);  // back to the real CPU
+  ASSERT_TRUE(kernels::SelectCpuTarget("best").ok());
 }
 
 }  // namespace anymoe::testing

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "backends/kernels/for_each_target.h"
+#include "hwy/targets.h"
 #include "core/half.h"
 #include "testing/random_data.h"
 

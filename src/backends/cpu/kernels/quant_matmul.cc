@@ -27,6 +27,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "backends/cpu/kernels/float_matmul.h"
 #include "backends/cpu/kernels/panel_layout.h"
 #include "core/check.h"
 #include "core/half.h"
@@ -449,83 +450,6 @@ void ChunkAllRows(const Source& src, const WeightChunk& c, const QuantizedActiva
   }
 }
 
-// ------------------------------------------------------------------ f16 / bf16
-
-// out[r] = sum_i float(w[i]) * x_r[i] for r < R; weights widened once per tile.
-template <int R, typename H>
-void HalfDotRows(const H* w, const float* const* x, int64_t k, float* out) {
-  const hn::ScalableTag<float> df;
-  const hn::Rebind<H, decltype(df)> dh;
-  const int64_t lanes = int64_t(hn::Lanes(df));
-  auto f0 = hn::Zero(df), f1 = f0, f2 = f0, f3 = f0;
-  auto g0 = f0, g1 = f0, g2 = f0, g3 = f0;
-  int64_t i = 0;
-  for (; i + 2 * lanes <= k; i += 2 * lanes) {
-    const auto wa = hn::PromoteTo(df, hn::LoadU(dh, w + i));
-    const auto wb = hn::PromoteTo(df, hn::LoadU(dh, w + i + lanes));
-    f0 = hn::MulAdd(wa, hn::LoadU(df, x[0] + i), f0);
-    g0 = hn::MulAdd(wb, hn::LoadU(df, x[0] + i + lanes), g0);
-    if constexpr (R > 1) {
-      f1 = hn::MulAdd(wa, hn::LoadU(df, x[1] + i), f1);
-      g1 = hn::MulAdd(wb, hn::LoadU(df, x[1] + i + lanes), g1);
-    }
-    if constexpr (R > 2) {
-      f2 = hn::MulAdd(wa, hn::LoadU(df, x[2] + i), f2);
-      g2 = hn::MulAdd(wb, hn::LoadU(df, x[2] + i + lanes), g2);
-    }
-    if constexpr (R > 3) {
-      f3 = hn::MulAdd(wa, hn::LoadU(df, x[3] + i), f3);
-      g3 = hn::MulAdd(wb, hn::LoadU(df, x[3] + i + lanes), g3);
-    }
-  }
-  for (; i + lanes <= k; i += lanes) {
-    const auto wa = hn::PromoteTo(df, hn::LoadU(dh, w + i));
-    f0 = hn::MulAdd(wa, hn::LoadU(df, x[0] + i), f0);
-    if constexpr (R > 1) f1 = hn::MulAdd(wa, hn::LoadU(df, x[1] + i), f1);
-    if constexpr (R > 2) f2 = hn::MulAdd(wa, hn::LoadU(df, x[2] + i), f2);
-    if constexpr (R > 3) f3 = hn::MulAdd(wa, hn::LoadU(df, x[3] + i), f3);
-  }
-  out[0] = hn::GetLane(hn::SumOfLanes(df, hn::Add(f0, g0)));
-  if constexpr (R > 1) out[1] = hn::GetLane(hn::SumOfLanes(df, hn::Add(f1, g1)));
-  if constexpr (R > 2) out[2] = hn::GetLane(hn::SumOfLanes(df, hn::Add(f2, g2)));
-  if constexpr (R > 3) out[3] = hn::GetLane(hn::SumOfLanes(df, hn::Add(f3, g3)));
-  for (; i < k; ++i) {
-    uint16_t bits;
-    std::memcpy(&bits, w + i, 2);
-    const float wf = std::is_same_v<H, hwy::float16_t> ? F16ToF32(bits) : BF16ToF32(bits);
-    for (int r = 0; r < R; ++r) out[r] += wf * x[r][i];
-  }
-}
-
-template <typename H>
-void HalfMatmulRows(const uint8_t* w, size_t w_row_bytes, const float* x, int64_t t, int64_t k,
-                    int64_t n0, int64_t n1, float* y, int64_t ldy) {
-  for (int64_t n = n0; n < n1; ++n) {
-    const H* row = reinterpret_cast<const H*>(w + size_t(n) * w_row_bytes);
-    for (int64_t r0 = 0; r0 < t; r0 += kTile) {
-      const int rows = int(std::min<int64_t>(kTile, t - r0));
-      const float* xr[kTile];
-      for (int r = 0; r < kTile; ++r) xr[r] = x + (r0 + std::min(r, rows - 1)) * k;
-      float out[kTile];
-      switch (rows) {
-        case 1:
-          HalfDotRows<1>(row, xr, k, out);
-          break;
-        case 2:
-          HalfDotRows<2>(row, xr, k, out);
-          break;
-        case 3:
-          HalfDotRows<3>(row, xr, k, out);
-          break;
-        default:
-          HalfDotRows<4>(row, xr, k, out);
-          break;
-      }
-      for (int r = 0; r < rows; ++r) y[(r0 + r) * ldy + n] = out[r];
-    }
-  }
-}
-
 #include "backends/cpu/kernels/quant_matmul_vnni-inl.h"
 #include "backends/cpu/kernels/quant_matmul_packed-inl.h"
 
@@ -579,6 +503,8 @@ int64_t PackedMinRows(DType type) { return type == DType::kQ8_0 ? 3 : 4; }
 
 int64_t IntegerMatmulMaxRowsImpl(DType type) {
   constexpr int64_t kSmallSteps = 32;  // decode and small batches
+  // f16 / bf16 run the f32 kernels of float_matmul.h at every size.
+  if (type == DType::kF16 || type == DType::kBF16) return INT64_MAX;
 #if HWY_TARGET == HWY_AVX3_DL
   if (type == DType::kQ8_0 || type == DType::kQ4_0 || type == DType::kQ4_1) return INT64_MAX;
 #endif
@@ -587,11 +513,9 @@ int64_t IntegerMatmulMaxRowsImpl(DType type) {
 
 void QuantMatmulRowsImpl(DType type, const uint8_t* w, size_t w_row_bytes, const void* qx,
                          int64_t t, int64_t k, int64_t n0, int64_t n1, float* y, int64_t ldy) {
-  if (type == DType::kF16 || type == DType::kBF16) {
-    const float* x = static_cast<const float*>(qx);
-    if (type == DType::kF16)
-      return HalfMatmulRows<hwy::float16_t>(w, w_row_bytes, x, t, k, n0, n1, y, ldy);
-    return HalfMatmulRows<hwy::bfloat16_t>(w, w_row_bytes, x, t, k, n0, n1, y, ldy);
+  if (type == DType::kF16 || type == DType::kBF16) {  // x kept in f32 (see QuantizeActivations)
+    return FloatMatmulRows(type, w, w_row_bytes, static_cast<const float*>(qx), k, t, k, n0, n1,
+                           y, ldy);
   }
   const QuantizedActivations x = ActivationView(type, qx, t, k);
 #if HWY_TARGET == HWY_AVX3_DL
