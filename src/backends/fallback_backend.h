@@ -128,7 +128,7 @@ class FallbackBackend final : public Backend {
 
   std::unique_ptr<Backend> device_, cpu_;
   std::array<bool, kNumOps> disabled_{};
-  static constexpr int kDTypes = 16;
+  static constexpr int kDTypes = kNumDTypes;
   std::array<std::array<uint64_t, kDTypes>, kNumOps> calls_{};
   std::array<std::array<bool, kDTypes>, kNumOps> reported_{};
   bool time_ops_ = false;

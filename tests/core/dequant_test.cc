@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/dtype.h"
@@ -90,7 +91,16 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(GoldenCase{"q8_0", DType::kQ8_0}, GoldenCase{"q4_0", DType::kQ4_0},
                       GoldenCase{"q4_1", DType::kQ4_1}, GoldenCase{"q4_k", DType::kQ4_K},
                       GoldenCase{"q5_k", DType::kQ5_K}, GoldenCase{"q6_k", DType::kQ6_K},
-                      GoldenCase{"f16", DType::kF16}, GoldenCase{"bf16", DType::kBF16}),
+                      GoldenCase{"f16", DType::kF16}, GoldenCase{"bf16", DType::kBF16},
+                      GoldenCase{"q2_k", DType::kQ2_K}, GoldenCase{"q3_k", DType::kQ3_K},
+                      GoldenCase{"q5_0", DType::kQ5_0}, GoldenCase{"q5_1", DType::kQ5_1},
+                      GoldenCase{"iq1_s", DType::kIQ1_S}, GoldenCase{"iq1_m", DType::kIQ1_M},
+                      GoldenCase{"iq2_xxs", DType::kIQ2_XXS}, GoldenCase{"iq2_xs", DType::kIQ2_XS},
+                      GoldenCase{"iq2_s", DType::kIQ2_S}, GoldenCase{"iq3_xxs", DType::kIQ3_XXS},
+                      GoldenCase{"iq3_s", DType::kIQ3_S}, GoldenCase{"iq4_xs", DType::kIQ4_XS},
+                      GoldenCase{"iq4_nl", DType::kIQ4_NL}, GoldenCase{"mxfp4", DType::kMXFP4},
+                      GoldenCase{"f8_e4m3", DType::kF8_E4M3},
+                      GoldenCase{"f8_e5m2", DType::kF8_E5M2}),
     [](const auto& info) { return std::string(info.param.name); });
 
 TEST(DequantTest, F32IsACopy) {
@@ -184,12 +194,18 @@ TEST(DTypeTest, GgmlIdsRoundTrip) {
   const std::pair<DType, uint32_t> ids[] = {
       {DType::kF32, 0},   {DType::kF16, 1},   {DType::kQ4_0, 2},  {DType::kQ4_1, 3},
       {DType::kQ8_0, 8},  {DType::kQ4_K, 12}, {DType::kQ5_K, 13}, {DType::kQ6_K, 14},
-      {DType::kBF16, 30}, {DType::kI32, 26}};
+      {DType::kBF16, 30}, {DType::kI32, 26},  {DType::kQ2_K, 10}, {DType::kQ3_K, 11},
+      {DType::kQ5_0, 6},  {DType::kQ5_1, 7},  {DType::kIQ1_S, 19}, {DType::kIQ1_M, 29},
+      {DType::kIQ2_XXS, 16}, {DType::kIQ2_XS, 17}, {DType::kIQ2_S, 22}, {DType::kIQ3_XXS, 18},
+      {DType::kIQ3_S, 21}, {DType::kIQ4_XS, 23}, {DType::kIQ4_NL, 20}, {DType::kMXFP4, 39}};
   for (const auto& [dtype, id] : ids) {
     EXPECT_EQ(GgmlTypeOf(dtype), id) << Name(dtype);
     EXPECT_EQ(DTypeFromGgmlType(id), dtype) << id;
   }
-  for (uint32_t unsupported : {4u, 6u, 7u, 9u, 10u, 11u, 15u, 16u, 39u, 1000u}) {
+  // q4_2/q4_3 (removed), q8_1, q8_k (intermediate only), ternary and repacked
+  // layouts, i8..f64 tensors, nvfp4, q1_0, unknown ids.
+  for (uint32_t unsupported : {4u, 5u, 9u, 15u, 24u, 25u, 27u, 28u, 31u, 34u, 35u, 36u, 40u, 41u,
+                               1000u}) {
     EXPECT_FALSE(DTypeFromGgmlType(unsupported).has_value()) << unsupported;
   }
 }
@@ -202,6 +218,18 @@ TEST(DTypeTest, BlockSizesMatchGgml) {
   EXPECT_EQ(Info(DType::kQ5_K).block_bytes, 176);
   EXPECT_EQ(Info(DType::kQ6_K).block_bytes, 210);
   EXPECT_EQ(Info(DType::kQ6_K).block_elems, 256);
+  // The new types, against GGML_QUANT_SIZES of the gguf package.
+  const std::tuple<DType, int, int> sizes[] = {
+      {DType::kQ2_K, 256, 84},     {DType::kQ3_K, 256, 110},   {DType::kQ5_0, 32, 22},
+      {DType::kQ5_1, 32, 24},      {DType::kIQ1_S, 256, 50},   {DType::kIQ1_M, 256, 56},
+      {DType::kIQ2_XXS, 256, 66},  {DType::kIQ2_XS, 256, 74},  {DType::kIQ2_S, 256, 82},
+      {DType::kIQ3_XXS, 256, 98},  {DType::kIQ3_S, 256, 110},  {DType::kIQ4_XS, 256, 136},
+      {DType::kIQ4_NL, 32, 18},    {DType::kMXFP4, 32, 17},    {DType::kF8_E4M3, 1, 1},
+      {DType::kF8_E5M2, 1, 1}};
+  for (const auto& [dtype, elems, bytes] : sizes) {
+    EXPECT_EQ(Info(dtype).block_elems, elems) << Name(dtype);
+    EXPECT_EQ(Info(dtype).block_bytes, bytes) << Name(dtype);
+  }
   EXPECT_EQ(Name(DType::kBF16), "bf16");
   EXPECT_FALSE(Info(DType::kF32).quantized);
   EXPECT_TRUE(Info(DType::kQ4_K).quantized);

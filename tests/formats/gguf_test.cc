@@ -345,7 +345,8 @@ TEST_F(GgufTest, RejectsBadTensorInfo) {
     g.AddTensor(std::move(t));
     return g.Build();
   };
-  ExpectError(one({"w", {32}, 6}), "tensor 'w': unsupported tensor type q5_0 (ggml type 6)");
+  ExpectError(one({"w", {32}, 34}), "tensor 'w': unsupported tensor type tq1_0 (ggml type 34)");
+  ExpectError(one({"w", {32}, 40}), "tensor 'w': unsupported tensor type nvfp4 (ggml type 40)");
   ExpectError(one({"w", {32}, 1000}), "unsupported tensor type ggml type 1000");
   ExpectError(one({"w", {1, 1, 1, 1, 1}, 0}), "dimension count 5 is not in [1, 4]");
   ExpectError(one({"w", {}, 0}), "dimension count 0 is not in [1, 4]");
@@ -356,6 +357,35 @@ TEST_F(GgufTest, RejectsBadTensorInfo) {
   ExpectError(one({"w", {1ull << 62}, 0}), "overflow a 64-bit byte count");
   ExpectError(one({"w", {100, 2}, 12}),
               "row of 100 elements is not a whole number of q4_k blocks (256)");
+  ExpectError(one({"w", {32, 2}, 16}),
+              "row of 32 elements is not a whole number of iq2_xxs blocks (256)");
+  ExpectError(one({"w", {16}, 39}), "row of 16 elements is not a whole number of mxfp4 blocks (32)");
+}
+
+// Every type a real mixed release uses, one tensor each, reads back with its
+// byte size; a file cut short inside the last block is rejected naming it.
+TEST_F(GgufTest, ReadsEveryNewTypeAndRejectsATruncatedBlock) {
+  const std::pair<uint32_t, DType> types[] = {
+      {10, DType::kQ2_K},    {11, DType::kQ3_K},   {6, DType::kQ5_0},    {7, DType::kQ5_1},
+      {19, DType::kIQ1_S},   {29, DType::kIQ1_M},  {16, DType::kIQ2_XXS}, {17, DType::kIQ2_XS},
+      {22, DType::kIQ2_S},   {18, DType::kIQ3_XXS}, {21, DType::kIQ3_S}, {23, DType::kIQ4_XS},
+      {20, DType::kIQ4_NL},  {39, DType::kMXFP4}};
+  GgufBuilder g;
+  for (const auto& [id, dtype] : types) {
+    g.AddTensor({"t." + std::string(Name(dtype)), {256, 2}, id});
+  }
+  auto f = OpenBytes(g.Build());
+  ASSERT_TRUE(f.ok()) << f.status().message();
+  for (const auto& [id, dtype] : types) {
+    const TensorInfo* t = (*f)->Find("t." + std::string(Name(dtype)));
+    ASSERT_NE(t, nullptr) << Name(dtype);
+    EXPECT_EQ(t->dtype, dtype);
+    EXPECT_EQ(t->bytes, 2 * 256 / uint64_t(Info(dtype).block_elems) * Info(dtype).block_bytes);
+  }
+  GgufBuilder cut;
+  cut.AddTensor({"a", {256}, 0}).AddTensor({"blk.0.ffn_down_exps.weight", {256, 2}, 16});
+  cut.data_size_delta = -1;  // one byte short of the last iq2_xxs block
+  ExpectError(cut.Build(), "tensor 'blk.0.ffn_down_exps.weight': data [offset");
 }
 
 TEST_F(GgufTest, RejectsBadTensorData) {
