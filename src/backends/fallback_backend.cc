@@ -34,6 +34,7 @@ class FallbackBackend::HostCall {
       Tensor h = t;  // same dtype and layout as in the file: the offset carries over
       h.base = w->second.base;
       h.offset = w->second.offset + t.offset;
+      h.scales = w->second.scales;
       CHECK(h.dtype == w->second.dtype);
       return h;
     }
@@ -392,6 +393,12 @@ void FallbackBackend::Add(const Tensor& a, const Tensor& b, const Tensor& out) {
   HostCall h(*this);
   const Tensor ha = h.In(a), hb = h.In(b);
   cpu_->Add(ha, hb, h.Out(out));
+}
+
+void FallbackBackend::ReadF32(const Tensor& src, std::span<float> dst) {
+  if (weights_.count(src.base) == 0) return device_->ReadF32(src, dst);
+  HostCall h(*this);
+  cpu_->ReadF32(h.In(src), dst);
 }
 
 void FallbackBackend::Copy(const Tensor& src, const Tensor& dst) {

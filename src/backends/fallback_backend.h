@@ -96,7 +96,9 @@ class FallbackBackend final : public Backend {
   void SwiGlu(const Tensor& gate, const Tensor& up, const Tensor& out) override;
   void Add(const Tensor& a, const Tensor& b, const Tensor& out) override;
   void Copy(const Tensor& src, const Tensor& dst) override;
-  void ReadF32(const Tensor& src, std::span<float> dst) override { device_->ReadF32(src, dst); }
+  // A weight is read from its host copy (device copies of types the device
+  // cannot run, FP8 block scales among them, are only bytes to it).
+  void ReadF32(const Tensor& src, std::span<float> dst) override;
   void WriteF32(std::span<const float> src, const Tensor& dst) override {
     device_->WriteF32(src, dst);
   }

@@ -17,6 +17,7 @@ Expected<HostWeight> PrepareHostWeight(const TensorInfo& info) {
   t.rank = int(info.shape.size());
   std::copy(info.shape.begin(), info.shape.end(), t.shape.begin());
   w.bytes = info.bytes;
+  t.scales = info.scales;
   if (t.rank == 1 && t.dtype != DType::kF32) {
     w.converted.resize(size_t(t.elements()));
     DequantizeRow(t.dtype, info.data, w.converted.data(), t.elements());

@@ -11,6 +11,16 @@
 
 namespace anymoe {
 
+// Where the f32 inverse scales of an FP8 weight are (block-quantised
+// checkpoints): one per block of `rows` x `cols` elements, row-major
+// [ceil(R / rows), ceil(C / cols)] over the whole matrix; element (r, c) is
+// value * scale[r / rows][c / cols]. Null `data` when the weight has none.
+struct BlockScales {
+  const void* data = nullptr;  // f32 with no alignment promise (safetensors)
+  int32_t rows = 0, cols = 0;
+  explicit operator bool() const { return data != nullptr; }
+};
+
 struct Tensor {
   // Backend memory handle: a host pointer on the CPU (and a device pointer on
   // CUDA); `offset` is in bytes from it, so handle-based APIs (OpenCL) work too.
@@ -24,6 +34,9 @@ struct Tensor {
   // not. A row slice keeps it (its byte offset is the same in both layouts); a
   // view with other columns drops it.
   const void* panels = nullptr;
+  // FP8 weights: their block scales. `base` is then row 0 of the whole matrix,
+  // so a row slice finds its block row from `offset`.
+  BlockScales scales;
 
   static Tensor Of(void* base, DType dtype, std::initializer_list<int64_t> dims) {
     Tensor t;
@@ -66,6 +79,7 @@ struct Tensor {
     t.rank = 2;
     t.shape = {rows, cols, 0, 0};
     if (cols != this->cols()) t.panels = nullptr;
+    CHECK(!scales || cols == this->cols());
     return t;
   }
 
@@ -76,8 +90,14 @@ struct Tensor {
     for (int64_t d : dims) t.shape[t.rank++] = d;
     CHECK(t.elements() == elements());
     if (t.cols() != cols()) t.panels = nullptr;
+    CHECK(!scales || t.cols() == cols());
     return t;
   }
 };
+
+// Rows [r0, r0 + n) of the 2-D view of `w` (any dtype, in host memory) as f32
+// into `dst` ([n, cols]), with FP8 block scales applied: the one way weight
+// rows are widened, so every path gives the same bits.
+void DequantizeWeightRows(const Tensor& w, int64_t r0, int64_t n, float* dst);
 
 }  // namespace anymoe

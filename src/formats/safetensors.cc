@@ -33,6 +33,8 @@ constexpr SupportedDType kDTypes[] = {
     {"F16", DType::kF16, 2},
     {"BF16", DType::kBF16, 2},
     {"I32", DType::kI32, 4},
+    {"F8_E4M3", DType::kF8_E4M3, 1},
+    {"F8_E5M2", DType::kF8_E5M2, 1},
 };
 
 // One header entry before it is placed in the mmap.
@@ -127,7 +129,8 @@ Expected<Entry> ParseEntry(const std::string& path, const std::string& name, con
   if (supported == nullptr) {
     return TensorError(
         path, name,
-        "dtype " + QuoteName(dtype) + " is not supported (anymoe loads F32, F16, BF16, I32)");
+        "dtype " + QuoteName(dtype) +
+            " is not supported (anymoe loads F32, F16, BF16, I32, F8_E4M3, F8_E5M2)");
   }
   e.dtype = supported->dtype;
   RETURN_IF_ERROR(ParseShape(path, name, *shape_it, &e));
@@ -267,7 +270,8 @@ Status SafetensorsModel::OpenIndex(const std::string& index_path) {
   return Status::Ok();
 }
 
-Expected<std::unique_ptr<SafetensorsModel>> SafetensorsModel::Open(const std::string& path) {
+Expected<std::unique_ptr<SafetensorsModel>> SafetensorsModel::Open(
+    const std::string& path, const Fp8Quantization& quantization) {
   std::unique_ptr<SafetensorsModel> model(new SafetensorsModel());
   model->description_ = path;
   std::error_code ec;
@@ -286,6 +290,11 @@ Expected<std::unique_ptr<SafetensorsModel>> SafetensorsModel::Open(const std::st
   } else {
     RETURN_IF_ERROR(model->AddShard(path));
   }
+  auto find = [](const void* ctx, const std::string& name) {
+    return static_cast<const SafetensorsModel*>(ctx)->Find(name);
+  };
+  RETURN_IF_ERROR(
+      AttachFp8Scales(model->description_, model->tensors_, find, model.get(), quantization));
   return model;
 }
 

@@ -13,6 +13,7 @@
 
 #include "core/mapped_file.h"
 #include "core/status.h"
+#include "formats/fp8_scales.h"
 #include "formats/tensor_source.h"
 
 namespace anymoe {
@@ -29,9 +30,12 @@ class SafetensorsModel : public TensorSource {
 
   // `path` is a .safetensors file, a model.safetensors.index.json, or a folder
   // holding model.safetensors.index.json (preferred) or model.safetensors.
-  // Supported dtypes: F32, F16, BF16, I32; any other dtype is an error naming the
-  // tensor. Errors are one line naming the file and the tensor or key at fault.
-  static Expected<std::unique_ptr<SafetensorsModel>> Open(const std::string& path);
+  // Supported dtypes: F32, F16, BF16, I32, and F8_E4M3 / F8_E5M2 weights with
+  // the block scales `quantization` describes (fp8_scales.h); any other dtype is
+  // an error naming the tensor. Errors are one line naming the file and the
+  // tensor or key at fault.
+  static Expected<std::unique_ptr<SafetensorsModel>> Open(
+      const std::string& path, const Fp8Quantization& quantization = {});
 
   // TensorSource. Data pointers are into the mmaps and carry no alignment
   // promise beyond 1 byte (safetensors does not align tensors).

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/dtype.h"
+#include "core/tensor.h"
 
 namespace anymoe {
 
@@ -21,6 +22,9 @@ struct TensorInfo {
   std::vector<int64_t> shape;
   const uint8_t* data;  // into the mapped file; valid while the source lives
   uint64_t bytes;       // validated: data + bytes lies inside the file
+  // FP8 weights of a block-quantised checkpoint: their validated `_scale_inv`
+  // (formats/fp8_scales.h); empty otherwise.
+  BlockScales scales;
 
   int64_t rows() const;  // product of all dims but the last (1 for a vector)
   int64_t cols() const { return shape.empty() ? 1 : shape.back(); }

@@ -32,7 +32,8 @@ Expected<ModelFile> OpenModelFile(const std::string& path) {
     }
     mf.format = ModelFormat::kHfFolder;
     ASSIGN_OR_RETURN(mf.hf_config, HfConfig::Load(config));
-    ASSIGN_OR_RETURN(mf.hf_weights, SafetensorsModel::Open(path));
+    ASSIGN_OR_RETURN(const Fp8Quantization fp8, ReadFp8Quantization(*mf.hf_config));
+    ASSIGN_OR_RETURN(mf.hf_weights, SafetensorsModel::Open(path, fp8));
     return mf;
   }
   if (path.ends_with(".safetensors")) {

@@ -119,8 +119,8 @@ TEST_F(SafetensorsTest, RejectsBadEntries) {
                     "tensor 'w': unexpected field 'x'");
   ExpectHeaderError("{" + Entry("w", "I64", "[1]", 0, 8) + "}", 8,
                     "tensor 'w': dtype 'I64' is not supported");
-  ExpectHeaderError("{" + Entry("w", "F8_E4M3", "[1]", 0, 1) + "}", 1,
-                    "'F8_E4M3' is not supported");
+  ExpectHeaderError("{" + Entry("w", "F8_E4M3FNUZ", "[1]", 0, 1) + "}", 1,
+                    "'F8_E4M3FNUZ' is not supported");
   ExpectHeaderError("{" + Entry("w", "F32", "[-1]", 0, 0) + "}", 0, "has an invalid dimension");
   ExpectHeaderError("{" + Entry("w", "F32", "[1.5]", 0, 0) + "}", 0, "has an invalid dimension");
   ExpectHeaderError("{" + Entry("w", "F32", "[281474976710656]", 0, 0) + "}", 0,

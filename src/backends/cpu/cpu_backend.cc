@@ -160,11 +160,9 @@ Status CpuBackend::StorePanels(const std::string& name, Tensor& w) {
 void CpuBackend::Embedding(const Tensor& table, std::span<const int32_t> ids, const Tensor& out) {
   const int64_t h = table.cols();
   CHECK(out.cols() == h && out.rows() == int64_t(ids.size()));
-  const uint64_t row_bytes = table.row_bytes();
   for (size_t i = 0; i < ids.size(); ++i) {
     CHECK(ids[i] >= 0 && ids[i] < table.rows());
-    DequantizeRow(table.dtype, table.as<const uint8_t>() + ids[i] * row_bytes,
-                  out.as<float>() + i * h, h);
+    DequantizeWeightRows(table, ids[i], 1, out.as<float>() + i * h);
   }
 }
 
@@ -608,10 +606,7 @@ void CpuBackend::WriteF32(std::span<const float> src, const Tensor& dst) {
 
 void CpuBackend::ReadF32(const Tensor& src, std::span<float> dst) {
   CHECK(uint64_t(src.elements()) == dst.size());
-  for (int64_t r = 0; r < src.rows(); ++r) {
-    DequantizeRow(src.dtype, src.as<const uint8_t>() + r * src.row_bytes(),
-                  dst.data() + r * src.cols(), src.cols());
-  }
+  DequantizeWeightRows(src, 0, src.rows(), dst.data());
 }
 
 }  // namespace anymoe

@@ -158,10 +158,9 @@ void Matmul(ThreadPool& pool, ScratchFn scratch, FunctionRef<float*(uint64_t flo
       kernels::FloatMatmulRows(w.dtype, wp, w_row_bytes, xp, in, t, in, r0, r0 + n, yp, out);
       return;
     }
+    // Any other type (FP8 with its block scales too): widen the tile, then f32.
     float* buf = scratch(thread, uint64_t(n * in));
-    for (int64_t r = 0; r < n; ++r) {
-      DequantizeRow(w.dtype, wp + (r0 + r) * w_row_bytes, buf + r * in, in);
-    }
+    DequantizeWeightRows(w, r0, n, buf);
     kernels::FloatMatmulRows(DType::kF32, reinterpret_cast<const uint8_t*>(buf),
                              uint64_t(in) * sizeof(float), xp, in, t, in, 0, n, yp + r0, out);
   });
