@@ -5,6 +5,7 @@
 #include <string>
 
 #include "backends/cpu/kernels/cpu_target.h"
+#include "models/mtp_block.h"
 
 namespace anymoe::cli {
 
@@ -27,6 +28,10 @@ void AddEngineOptions(CLI::App& cmd, EngineOptions& o) {
   AddRepackFlag(cmd, o.repack_weights);
   AddKvTypeOption(cmd, o.kv_type);
   AddCpuTargetOption(cmd);
+  cmd.add_flag("--mtp", o.load_mtp,
+               "also load the model's NextN / MTP layer (for speculative decoding; not run yet)");
+  cmd.add_option("--mtp-file", o.mtp_path,
+                 "load the MTP layer from this MTP-only GGUF (beside a trunk-only -m file)");
 }
 
 void AddCpuTargetOption(CLI::App& cmd) {
@@ -92,6 +97,11 @@ std::unique_ptr<Engine> LoadEngineOrReport(const EngineOptions& options) {
   if (!engine.ok()) {
     ReportError(engine.status());
     return nullptr;
+  }
+  if (const MtpBlock* mtp = (*engine)->model().mtp()) {
+    std::fprintf(stderr, "anymoe: MTP layer %lld bound (%.1f MiB%s%s)\n",
+                 (long long)mtp->layer_index(), double(mtp->weight_bytes()) / (1 << 20),
+                 mtp->own_embed() ? ", own embedding" : "", mtp->own_head() ? ", own head" : "");
   }
   return std::move(engine).value();
 }

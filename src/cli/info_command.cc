@@ -5,7 +5,10 @@
 
 #include "cli/commands.h"
 #include "cli/common_options.h"
+#include "formats/gguf.h"
 #include "formats/hf_config.h"
+#include "models/mtp_block.h"
+#include "models/tensor_names.h"
 #include "models/config_loader.h"
 #include "models/model_stats.h"
 
@@ -14,6 +17,7 @@ namespace {
 
 struct InfoFlags {
   std::string model_path;
+  std::string mtp_path;
   int64_t context = 4096;
 };
 
@@ -77,6 +81,10 @@ void PrintArchitecture(const ModelConfig& c) {
               c.rope_pairing == RopePairing::kInterleaved ? "interleaved" : "half-split",
               RopeScalingName(c.rope_scaling.type).c_str(), c.rope_scaling.factor);
   std::printf("context:      %lld max positions\n", (long long)c.max_position_embeddings);
+  if (c.num_nextn_layers > 0) {
+    std::printf("mtp:          %lld NextN layer(s) after the trunk, from index %lld\n",
+                (long long)c.num_nextn_layers, (long long)c.num_layers);
+  }
   const ParameterCounts p = CountParameters(c);
   std::printf("parameters:   %s total, %s active per token (%s in routed experts)\n",
               Count(double(p.total)).c_str(), Count(double(p.active)).c_str(),
@@ -113,6 +121,52 @@ int InfoFromConfig(const InfoFlags& f) {
   return 0;
 }
 
+// Whether `file` holds the first NextN layer's own tensors (eh_proj), and
+// whether it holds trunk layers at all.
+struct MtpPresence {
+  bool nextn = false, trunk = false;
+};
+MtpPresence FindMtp(const ModelFile& file, const ModelConfig& c) {
+  const std::string hf_name = LayerTensorName(c.num_layers, "eh_proj.weight");
+  if (file.format == ModelFormat::kGguf) {
+    auto arch_value = file.gguf->GetString("general.architecture");
+    const std::string arch = arch_value.ok() ? *arch_value : "";
+    return {file.tensors().Find(GgufTensorName(arch, hf_name)) != nullptr,
+            file.tensors().Find("blk.0.attn_norm.weight") != nullptr};
+  }
+  return {file.tensors().Find(hf_name) != nullptr, true};
+}
+
+// Where the MTP layer is: in this file, in --mtp-file, or missing.
+int PrintMtp(const InfoFlags& f, const ModelFile& file, const ModelConfig& c) {
+  const MtpPresence here = FindMtp(file, c);
+  if (!f.mtp_path.empty()) {
+    auto mtp_file = OpenModelFile(f.mtp_path);
+    if (!mtp_file.ok()) return ReportError(mtp_file.status());
+    auto mtp_config = LoadModelConfig(*mtp_file);
+    if (!mtp_config.ok()) return ReportError(mtp_config.status());
+    const Status match = CheckMtpFileMatches(c, *mtp_config, f.mtp_path);
+    if (!match.ok()) return ReportError(match);
+    if (!FindMtp(*mtp_file, *mtp_config).nextn) {
+      return ReportError(Status::Error(f.mtp_path + ": has no NextN layer tensors"));
+    }
+    std::printf("mtp file:     %s: NextN layer %lld (matches this trunk)\n", f.mtp_path.c_str(),
+                (long long)c.num_layers);
+    return 0;
+  }
+  if (c.num_nextn_layers == 0) return 0;
+  if (!here.trunk) {
+    std::printf("mtp tensors:  this is an MTP-only file: run the trunk with -m and this file "
+                "with --mtp-file\n");
+  } else if (here.nextn) {
+    std::printf("mtp tensors:  in this file (load with --mtp)\n");
+  } else {
+    std::printf("mtp tensors:  declared but not in this file (a trunk-only file: pass the "
+                "MTP-only GGUF with --mtp-file)\n");
+  }
+  return 0;
+}
+
 int Info(const InfoFlags& f) {
   if (f.model_path.ends_with(".json")) return InfoFromConfig(f);
   auto file = OpenModelFile(f.model_path);
@@ -131,7 +185,7 @@ int Info(const InfoFlags& f) {
     weight_bytes += u.bytes;
   }
   PrintMemory(*config, std::min(f.context, config->max_position_embeddings), weight_bytes);
-  return 0;
+  return PrintMtp(f, *file, *config);
 }
 
 }  // namespace
@@ -141,6 +195,8 @@ CommandFn RegisterInfo(CLI::App& cmd) {
   cmd.add_option("-m,--model", f->model_path, "GGUF file, HF model folder, or config.json")
       ->required();
   cmd.add_option("-c,--ctx", f->context, "context length to size the KV cache for");
+  cmd.add_option("--mtp-file", f->mtp_path,
+                 "an MTP-only GGUF to check against this (trunk-only) model");
   return [f] { return Info(*f); };
 }
 

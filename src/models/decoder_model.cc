@@ -1,10 +1,13 @@
 #include "models/decoder_model.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "models/blocks/dense_mlp.h"
 #include "models/blocks/gqa_attention.h"
 #include "models/blocks/mla_attention.h"
+#include "models/config_loader.h"
+#include "formats/gguf.h"
 #include "models/weight_binder.h"
 
 namespace anymoe {
@@ -14,13 +17,20 @@ Expected<std::unique_ptr<Model>> DecoderModel::Load(const ModelFile& file, Model
   std::unique_ptr<DecoderModel> m(new DecoderModel(std::move(config), backend));
   m->max_step_tokens_ = options.max_step_tokens;
   m->kv_type_ = options.kv_type;
-  RETURN_IF_ERROR(m->Bind(file));
+  RETURN_IF_ERROR(m->Bind(file, options));
   RETURN_IF_ERROR(m->AllocateActivations());
   return std::unique_ptr<Model>(std::move(m));
 }
 
-Status DecoderModel::Bind(const ModelFile& file) {
+Status DecoderModel::Bind(const ModelFile& file, const LoadOptions& options) {
   const ModelConfig& c = config_;
+  // llama.cpp's `--mtp` files hold only the NextN layer (and the shared
+  // embedding / head): they are no model by themselves.
+  if (c.num_nextn_layers > 0 && file.gguf && file.gguf->Find("blk.0.attn_norm.weight") == nullptr &&
+      file.gguf->Find("blk." + std::to_string(c.num_layers) + ".nextn.eh_proj.weight")) {
+    return Status::Error(file.path + ": an MTP-only file (no trunk layers); load the trunk with "
+                                     "-m and this file with --mtp-file");
+  }
   rope_freq_ = ComputeRopeFrequencies(c.rope_theta, c.rotary_dims, c.rope_scaling,
                                       c.max_position_embeddings);
   // llama.cpp stores llama3-style scaling as per-frequency divisors.
@@ -47,6 +57,28 @@ Status DecoderModel::Bind(const ModelFile& file) {
   }
   for (int64_t i = 0; i < c.num_layers; ++i) RETURN_IF_ERROR(BindLayer(w, i));
   weight_bytes_ = w.bound_bytes();
+  if (options.load_mtp || options.mtp_file != nullptr) RETURN_IF_ERROR(BindMtp(w, options));
+  return Status::Ok();
+}
+
+Status DecoderModel::BindMtp(WeightBinder& trunk, const LoadOptions& options) {
+  const ModelConfig& c = config_;
+  std::optional<WeightBinder> separate;
+  std::string where = "the model file";
+  if (options.mtp_file != nullptr) {
+    ASSIGN_OR_RETURN(const ModelConfig mtp_config, LoadModelConfig(*options.mtp_file));
+    RETURN_IF_ERROR(CheckMtpFileMatches(c, mtp_config, options.mtp_file->path));
+    separate.emplace(*options.mtp_file, backend_);
+    where = options.mtp_file->path;
+  } else if (c.num_nextn_layers == 0) {
+    return Status::Error("the model declares no MTP (NextN) layer (num_nextn_predict_layers)");
+  }
+  WeightBinder& w = separate ? *separate : trunk;
+  auto mtp = MtpBlock::Bind(w, backend_, c, c.num_layers, rope_, max_step_tokens_, tok_embd_,
+                            output_);
+  if (!mtp.ok()) return mtp.status().WithContext("MTP layer in " + where);
+  mtp_ = std::move(mtp).value();
+  weight_bytes_ += mtp_->weight_bytes();
   return Status::Ok();
 }
 
@@ -87,6 +119,7 @@ Status DecoderModel::AllocateActivations() {
   for (const Layer& L : layers_) {
     scratch = std::max({scratch, L.attention->workspace_floats(t), L.ffn->workspace_floats(t)});
   }
+  if (mtp_) scratch = std::max(scratch, mtp_->workspace_floats(t));
   RETURN_IF_ERROR(workspace_.Allocate(backend_, scratch));
   activation_bytes_ = stream_floats * sizeof(float) + workspace_.bytes();
   positions_.resize(size_t(t));

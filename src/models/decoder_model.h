@@ -10,6 +10,7 @@
 #include "models/blocks/attention.h"
 #include "models/blocks/moe_block.h"
 #include "models/model.h"
+#include "models/mtp_block.h"
 #include "models/rope.h"
 
 namespace anymoe {
@@ -23,6 +24,7 @@ class DecoderModel final : public Model {
   Backend& backend() override { return backend_; }
   Expected<std::unique_ptr<KvPool>> NewPool(int64_t tokens) override;
   Expected<Tensor> ForwardBatch(std::span<const SequenceStep> steps) override;
+  const MtpBlock* mtp() const override { return mtp_.get(); }
   RoutingStats routing_stats() const override;
   void ResetRoutingStats() override;
   void SetObserver(const ForwardObserver* observer) override { observer_ = observer; }
@@ -37,7 +39,8 @@ class DecoderModel final : public Model {
 
   DecoderModel(ModelConfig config, Backend& backend)
       : config_(std::move(config)), backend_(backend) {}
-  Status Bind(const ModelFile& file);
+  Status Bind(const ModelFile& file, const LoadOptions& options);
+  Status BindMtp(WeightBinder& trunk, const LoadOptions& options);
   Status BindLayer(WeightBinder& w, int64_t i);
   Status AllocateActivations();
   // Validates the steps and reserves their cache blocks; fills segments_.
@@ -48,6 +51,7 @@ class DecoderModel final : public Model {
   DType kv_type_ = DType::kF32;  // of the GQA keys and values in its pools
   Tensor tok_embd_, output_norm_, output_;
   std::vector<Layer> layers_;
+  std::unique_ptr<MtpBlock> mtp_;
   RopeFrequencies rope_freq_;
   RopeTable rope_;
   // The residual stream x, its normed copy, a block's output, and the logits,

@@ -96,11 +96,13 @@ Status ReadDsa(const GgufFile& f, const std::string& p, ModelConfig& c) {
   d.pairing = RopePairing::kInterleaved;
   c.indexer_kinds.assign(size_t(c.num_layers), IndexerKind::kFull);
   if (const GgufValue* types = f.FindValue(p + "attention.indexer.types")) {
-    if (!types->is_array() || types->array_size() != uint64_t(c.num_layers)) {
+    // One entry per trunk layer, or per block with the NextN layers too.
+    const uint64_t n = types->is_array() ? types->array_size() : 0;
+    if (n != uint64_t(c.num_layers) && n != uint64_t(c.num_layers + c.num_nextn_layers)) {
       return Status::Error(f.path() + ": " + p + "attention.indexer.types must list " +
                            std::to_string(c.num_layers) + " layers");
     }
-    for (uint64_t i = 0; i < types->array_size(); ++i) {
+    for (uint64_t i = 0; i < uint64_t(c.num_layers); ++i) {
       const bool full = types->BoolAt(i).value_or(types->IntAt(i).value_or(1) != 0);
       c.indexer_kinds[i] = full ? IndexerKind::kFull : IndexerKind::kShared;
     }
@@ -123,7 +125,16 @@ Expected<ModelConfig> ModelConfigFromGguf(const GgufFile& f) {
   ASSIGN_OR_RETURN(auto experts, f.FindI64(p + "expert_count"));
   c.arch = arch == "llama" && experts.value_or(0) > 0 ? "mixtral" : arch;
   ASSIGN_OR_RETURN(c.hidden_size, f.GetI64(p + "embedding_length"));
-  ASSIGN_OR_RETURN(c.num_layers, f.GetI64(p + "block_count"));
+  ASSIGN_OR_RETURN(const int64_t blocks, f.GetI64(p + "block_count"));
+  // llama.cpp counts the NextN/MTP blocks in block_count (GLM-5: 78 + 1 = 79).
+  ASSIGN_OR_RETURN(auto nextn, f.FindI64(p + "nextn_predict_layers"));
+  c.num_nextn_layers = nextn.value_or(0);
+  if (c.num_nextn_layers < 0 || c.num_nextn_layers >= blocks) {
+    return Status::Error(f.path() + ": " + p + "nextn_predict_layers " +
+                         std::to_string(c.num_nextn_layers) + " leaves no trunk of the " +
+                         std::to_string(blocks) + " blocks");
+  }
+  c.num_layers = blocks - c.num_nextn_layers;
   ASSIGN_OR_RETURN(c.intermediate_size, f.GetI64(p + "feed_forward_length"));
   ASSIGN_OR_RETURN(c.num_heads, f.GetI64(p + "attention.head_count"));
   ASSIGN_OR_RETURN(auto kv_heads, f.FindI64(p + "attention.head_count_kv"));

@@ -1,6 +1,7 @@
 // ModelConfig from a Hugging Face config.json, per architecture, following the
 // transformers config classes (defaults, aliases, and which keys they ignore;
 // see docs/models.md). Unknown architectures are an error naming the known ones.
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "formats/hf_config.h"
@@ -56,6 +57,7 @@ void ReadCommon(const json& j, ModelConfig& c) {
   c.vocab_size = JsonOr<int64_t>(j, "vocab_size", 0);
   c.hidden_size = JsonOr<int64_t>(j, "hidden_size", 0);
   c.num_layers = JsonOr<int64_t>(j, "num_hidden_layers", 0);
+  c.num_nextn_layers = std::max<int64_t>(0, JsonOr<int64_t>(j, "num_nextn_predict_layers", 0));
   c.num_heads = JsonOr<int64_t>(j, "num_attention_heads", 0);
   c.num_kv_heads = JsonOr<int64_t>(j, "num_key_value_heads", c.num_heads);
   c.head_dim = JsonOr<int64_t>(j, "head_dim", c.num_heads > 0 ? c.hidden_size / c.num_heads : 0);

@@ -29,7 +29,13 @@ struct LoadOptions {
   int64_t context = 4096;  // capped by the model's maximum positions
   int64_t sequences = 1;
   DType kv_type = DType::kF32;  // GQA keys and values in the KV cache: f32 or f16
+  // Bind the NextN / MTP layer (Model::mtp()) from the model file, or from
+  // `mtp_file`, an MTP-only GGUF beside a trunk-only one (implies load_mtp).
+  bool load_mtp = false;
+  const ModelFile* mtp_file = nullptr;
 };
+
+class MtpBlock;
 
 // Not thread-safe: one thread at a time runs a model (the scheduler's thread
 // while a Scheduler owns it).
@@ -64,6 +70,9 @@ class Model {
     const SequenceStep step{tokens, &cache, all_logits};
     return ForwardBatch(std::span(&step, 1));
   }
+
+  // The bound NextN / MTP layer (LoadOptions::load_mtp), or null.
+  virtual const MtpBlock* mtp() const { return nullptr; }
 
   virtual RoutingStats routing_stats() const = 0;
   virtual void ResetRoutingStats() = 0;

@@ -95,6 +95,10 @@ struct ModelConfig {
   MoeConfig moe;
   std::vector<FfnKind> ffn_kinds;          // per layer
   std::vector<IndexerKind> indexer_kinds;  // per layer; empty unless DSA
+  // Multi-token-prediction (NextN) layers stored after the trunk, at layer
+  // indices [num_layers, num_layers + num_nextn_layers); the trunk never runs
+  // them (models/mtp_block.h binds them on request).
+  int64_t num_nextn_layers = 0;
 
   bool is_moe() const { return moe.num_experts > 0; }
   int64_t num_moe_layers() const;

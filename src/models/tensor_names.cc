@@ -39,6 +39,13 @@ constexpr std::pair<std::string_view, std::string_view> kLayerRules[] = {
     {"block_sparse_moe.experts.gate_proj", "ffn_gate_exps"},
     {"block_sparse_moe.experts.up_proj", "ffn_up_exps"},
     {"block_sparse_moe.experts.down_proj", "ffn_down_exps"},
+    // The NextN / MTP layer's own tensors (layer index num_layers).
+    {"eh_proj", "nextn.eh_proj"},
+    {"enorm", "nextn.enorm"},
+    {"hnorm", "nextn.hnorm"},
+    {"shared_head.norm", "nextn.shared_head_norm"},
+    {"shared_head.head", "nextn.shared_head_head"},
+    {"embed_tokens", "nextn.embed_tokens"},
 };
 
 constexpr std::pair<std::string_view, std::string_view> kGlobalRules[] = {

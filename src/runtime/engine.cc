@@ -67,6 +67,12 @@ Expected<std::unique_ptr<Engine>> Engine::Load(const EngineOptions& options) {
   load.kv_type = options.kv_type.value_or(DefaultKvType(*e->backend_));
   RETURN_IF_ERROR(CheckKvType(*e->backend_, load.kv_type));  // at load, not at the first cache
   e->kv_type_ = load.kv_type;
+  load.load_mtp = options.load_mtp;
+  if (!options.mtp_path.empty()) {
+    ASSIGN_OR_RETURN(ModelFile mtp, OpenModelFile(options.mtp_path));
+    e->mtp_file_ = std::move(mtp);
+    load.mtp_file = &*e->mtp_file_;
+  }
   ASSIGN_OR_RETURN(e->model_, LoadModel(e->file_, *e->backend_, load));
   if (e->model_->config().vocab_size < int64_t(e->tokenizer_->vocab_size())) {
     return Status::Error(options.model_path + ": tokenizer has " +

@@ -36,6 +36,10 @@ struct EngineOptions {
   // KV cache keys and values: f32 or f16 (cpu backend); empty: the backend's
   // DefaultKvType (f16 on the cpu backend).
   std::optional<DType> kv_type;
+  // Bind the NextN / MTP layer (Model::mtp()) from the model file, or from
+  // `mtp_path`, an MTP-only GGUF beside a trunk-only one.
+  bool load_mtp = false;
+  std::string mtp_path;
 };
 
 class Engine {
@@ -67,6 +71,7 @@ class Engine {
  private:
   Engine() = default;
   ModelFile file_;
+  std::optional<ModelFile> mtp_file_;
   std::unique_ptr<Backend> backend_;
   std::unique_ptr<Model> model_;
   std::unique_ptr<Tokenizer> tokenizer_;
