@@ -20,6 +20,8 @@ int main(int argc, char** argv) {
   add("serve", "OpenAI-compatible HTTP server with continuous batching", anymoe::cli::RegisterServe);
   add("doctor", "which ops of a model a backend runs natively, and its device memory",
       anymoe::cli::RegisterDoctor);
+  add("perplexity", "perplexity of a text, and KL divergence against a saved base run",
+      anymoe::cli::RegisterPerplexity);
   add("bench-serve", "load-test an OpenAI-compatible server (TTFT, TPOT, throughput)",
       anymoe::cli::RegisterBenchServe);
   try {
