@@ -90,6 +90,12 @@ INSTANTIATE_TEST_SUITE_P(Fp8Blocks, QuantGolden,
                          ::testing::Values(Case{"fp8/deepseek_v3", "fp8/deepseek_v3"},
                                            Case{"fp8/glm_moe_dsa", "fp8/glm_moe_dsa"}),
                          TestName);
+// Every new GGUF type in one file (tensors of one type family each), made by
+// llama.cpp's converter and llama-quantize from a 256-wide tiny GLM-5.
+INSTANTIATE_TEST_SUITE_P(MixedGguf, QuantGolden,
+                         ::testing::Values(Case{"quant/glm_moe_dsa_w256_mixed.gguf",
+                                                "quant/glm_moe_dsa_w256_mixed"}),
+                         TestName);
 
 }  // namespace
 }  // namespace anymoe
