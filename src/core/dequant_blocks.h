@@ -6,8 +6,28 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
+
+#include "core/half.h"
 
 namespace anymoe::dequant {
+
+// Unaligned little-endian loads: mmap'd blocks carry no alignment promise.
+inline float LoadF16(const uint8_t* p) {
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  return F16ToF32(h);
+}
+inline uint16_t LoadU16(const uint8_t* p) {
+  uint16_t v;
+  std::memcpy(&v, p, 2);
+  return v;
+}
+inline uint32_t LoadU32(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
 
 // Writes the block's elements (32 or 256) to `out`; `block` has no alignment.
 using BlockFn = void (*)(const uint8_t* block, float* out);

@@ -61,11 +61,7 @@ const TypeRow& Row(DType t) {
   return kTypes[i];
 }
 
-inline float LoadF16(const uint8_t* p) {
-  uint16_t h;
-  std::memcpy(&h, p, 2);
-  return F16ToF32(h);
-}
+using dequant::LoadF16;
 
 }  // namespace
 

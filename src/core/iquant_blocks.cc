@@ -3,10 +3,8 @@
 // codebooks are in iq_grids.cc; the other constants below are the published
 // format definitions (ggml's, as gguf-py documents them).
 #include <bit>
-#include <cstring>
 
 #include "core/dequant_blocks.h"
-#include "core/half.h"
 #include "core/iq_grids.h"
 
 #if defined(__clang__)
@@ -25,22 +23,6 @@ constexpr int8_t kIq4Levels[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
 constexpr int8_t kE2M1Doubled[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
 // IQ1's shift of every codebook value, negated by a flag per group.
 constexpr float kIq1Delta = 0.125f;
-
-inline float LoadF16(const uint8_t* p) {
-  uint16_t h;
-  std::memcpy(&h, p, 2);
-  return F16ToF32(h);
-}
-inline uint16_t LoadU16(const uint8_t* p) {
-  uint16_t v;
-  std::memcpy(&v, p, 2);
-  return v;
-}
-inline uint32_t LoadU32(const uint8_t* p) {
-  uint32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
 
 // The 8 signs of a group from a 7-bit pattern: the eighth sign makes the
 // number of negative values even (the IQ2_XXS/XS and IQ3_XXS "ksigns").

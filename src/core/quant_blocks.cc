@@ -1,9 +1,6 @@
 // Scalar dequantisers of the legacy (q8_0, q4_0/1, q5_0/1) and k-quant (q2_k ...
 // q6_k) GGUF blocks; see dequant_blocks.h for the rounding contract.
-#include <cstring>
-
 #include "core/dequant_blocks.h"
-#include "core/half.h"
 
 // numpy never fuses a*b+c; neither may we, or results differ in the last bit.
 #if defined(__clang__)
@@ -17,19 +14,6 @@ namespace {
 
 constexpr int kQK = 32;    // elements per block of q8_0 / q4_* / q5_*
 constexpr int kQKK = 256;  // elements per super-block of the k-quants
-
-// Unaligned little-endian loads: mmap'd blocks carry no alignment promise.
-inline float LoadF16(const uint8_t* p) {
-  uint16_t h;
-  std::memcpy(&h, p, 2);
-  return F16ToF32(h);
-}
-
-inline uint32_t LoadU32(const uint8_t* p) {
-  uint32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
 
 // The 12 scale bytes of q4_k / q5_k pack eight 6-bit scales and eight 6-bit mins:
 // bytes 0..3 / 4..7 hold the low 6 bits of scales / mins 0..3 (their top 2 bits are
