@@ -20,6 +20,7 @@ namespace anymoe::jinja {
 struct Budget {
   int64_t steps_left = 0;
   size_t alloc_left = 0;
+  size_t alloc_limit = 0;
 };
 void SetBudget(Budget* budget);  // null when no render runs
 void ChargeAlloc(size_t bytes);  // throws when the budget is exhausted

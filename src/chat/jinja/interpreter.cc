@@ -150,6 +150,7 @@ class Interpreter {
     if (s.filter) {
       std::vector<Value> kept;
       for (const Value& item : items) {
+        Step();
         Frame& f = NewFrame(&frame);
         Assign(s.targets, item, f);
         if (Eval(*s.filter, f).Truthy()) kept.push_back(item);
@@ -159,30 +160,39 @@ class Interpreter {
     }
     if (items.empty()) return Exec(s.else_body, frame, out);
     const int64_t n = int64_t(items.size());
+    // One `loop` object per loop, updated in place each iteration.
+    auto loop = std::make_shared<DictData>();
+    auto index = std::make_shared<int64_t>(0);
+    for (const char* k : {"index", "index0", "revindex", "revindex0", "first", "last", "length",
+                          "depth", "depth0", "cycle", "previtem", "nextitem"}) {
+      loop->entries.emplace_back(Value::Str(k), Value());
+    }
+    auto& e = loop->entries;
+    e[6].second = Value::Int(n);
+    e[7].second = Value::Int(1);
+    e[8].second = Value::Int(0);
+    auto cycle = std::make_shared<Callable>();
+    cycle->name = "cycle";
+    cycle->fn = [index](const CallArgs& a) -> Value {
+      if (a.positional.empty()) Fail("no items for cycling given");
+      return a.positional[size_t(*index) % a.positional.size()];
+    };
+    e[9].second = Value::Function(std::move(cycle));
+    const Value loop_value = Value::Dict(loop);
     for (int64_t i = 0; i < n; ++i) {
+      Step();
+      *index = i;
+      e[0].second = Value::Int(i + 1);
+      e[1].second = Value::Int(i);
+      e[2].second = Value::Int(n - i);
+      e[3].second = Value::Int(n - i - 1);
+      e[4].second = Value::Bool(i == 0);
+      e[5].second = Value::Bool(i == n - 1);
+      e[10].second = i > 0 ? items[size_t(i - 1)] : Value::Undefined("previtem");
+      e[11].second = i + 1 < n ? items[size_t(i + 1)] : Value::Undefined("nextitem");
       Frame& f = NewFrame(&frame);
       Assign(s.targets, items[size_t(i)], f);
-      auto loop = std::make_shared<DictData>();
-      const auto set = [&](const char* k, Value v) { loop->entries.emplace_back(Value::Str(k), std::move(v)); };
-      set("index", Value::Int(i + 1));
-      set("index0", Value::Int(i));
-      set("revindex", Value::Int(n - i));
-      set("revindex0", Value::Int(n - i - 1));
-      set("first", Value::Bool(i == 0));
-      set("last", Value::Bool(i == n - 1));
-      set("length", Value::Int(n));
-      set("depth", Value::Int(1));
-      set("depth0", Value::Int(0));
-      if (i > 0) set("previtem", items[size_t(i - 1)]);
-      if (i + 1 < n) set("nextitem", items[size_t(i + 1)]);
-      auto cycle = std::make_shared<Callable>();
-      cycle->name = "cycle";
-      cycle->fn = [i](const CallArgs& a) -> Value {
-        if (a.positional.empty()) Fail("no items for cycling given");
-        return a.positional[size_t(i) % a.positional.size()];
-      };
-      set("cycle", Value::Function(std::move(cycle)));
-      f.vars["loop"] = Value::Dict(std::move(loop));
+      f.vars["loop"] = loop_value;
       const Flow flow = Exec(s.body, f, out);
       if (!HasMacro(f) && &frames_.back() == &f) frames_.pop_back();
       if (flow == Flow::kBreak) break;
@@ -359,7 +369,7 @@ Expected<Template> Template::Parse(std::string_view source, const ParseLimits& l
 
 Expected<RenderedText> Template::Render(const std::vector<std::pair<std::string, Value>>& variables,
                                         const RenderOptions& options) const {
-  Budget budget{options.limits.max_steps, options.limits.max_alloc_bytes};
+  Budget budget{options.limits.max_steps, options.limits.max_alloc_bytes, options.limits.max_alloc_bytes};
   SetBudget(&budget);
   try {
     RenderedText r;

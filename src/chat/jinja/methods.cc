@@ -359,7 +359,7 @@ void SetBudget(Budget* budget) { g_budget = budget; }
 void ChargeAlloc(size_t bytes) {
   if (!g_budget) return;
   if (bytes > g_budget->alloc_left) {
-    Fail("template exceeded its memory budget", "ResourceLimit");
+    Fail("template exceeded its memory budget of " + std::to_string(g_budget->alloc_limit) + " bytes", "ResourceLimit");
   }
   g_budget->alloc_left -= bytes;
 }

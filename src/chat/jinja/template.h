@@ -22,7 +22,7 @@
 namespace anymoe::jinja {
 
 struct RenderLimits {
-  int64_t max_steps = 20'000'000;            // expression and statement evaluations
+  int64_t max_steps = 5'000'000;             // expression and statement evaluations
   size_t max_output_bytes = size_t(16) << 20;
   size_t max_alloc_bytes = size_t(512) << 20;  // bytes of strings and lists created, in total
   int max_call_depth = 64;                   // nested macro calls
