@@ -560,19 +560,18 @@ int64_t JsonAutomaton::ShortestCompletion(const JsonState& state) const {
   return best;
 }
 
-bool JsonAutomaton::InPlainString(const JsonState& state, int64_t* max_chars, int64_t* min_chars) const {
+bool JsonAutomaton::InPlainString(const JsonState& state, std::vector<PlainString>* stacks) const {
+  stacks->clear();
   if (state.empty()) return false;
-  for (size_t k = 0; k < state.size(); ++k) {
-    const JsonStack& st = state[k];
+  for (const JsonStack& st : state) {
     if (st.done || st.depth == 0) return false;
     const JsonFrame& f = st.frames[size_t(st.depth - 1)];
     if (f.phase != kStrBody) return false;
     const SchemaNode& n = node(f.node);
-    const int64_t room = n.max_length < 0 ? -1 : n.max_length - f.a;
-    const int64_t need = std::max<int64_t>(0, n.min_length - f.a);
-    if (k > 0 && (room != *max_chars || need != *min_chars)) return false;  // stacks disagree
-    *max_chars = room;
-    *min_chars = need;
+    int64_t completion = 0;
+    for (int i = 0; i < st.depth; ++i) completion += Closer(st, i);
+    stacks->push_back({n.max_length < 0 ? -1 : n.max_length - f.a,
+                       std::max<int64_t>(0, n.min_length - f.a), completion});
   }
   return true;
 }

@@ -45,10 +45,13 @@ class JsonAutomaton {
   int64_t ShortestCompletion(const JsonState& state) const;
   // A key identifying the state, for caching masks.
   std::string Key(const JsonState& state) const;
-  // True when every stack sits inside a string's text with no escape or
-  // UTF-8 sequence open, all alike; *max_chars gets how many more characters
-  // fit (-1: any), *min_chars how many are still needed (minLength).
-  bool InPlainString(const JsonState& state, int64_t* max_chars, int64_t* min_chars) const;
+  // When every stack sits inside a string's text (no escape or UTF-8 sequence
+  // open), fills one entry per stack: characters that still fit (-1: any),
+  // characters minLength still needs, and the stack's shortest completion.
+  struct PlainString {
+    int64_t room, need, completion;
+  };
+  bool InPlainString(const JsonState& state, std::vector<PlainString>* stacks) const;
 
   const CompiledSchema& schema() const { return schema_; }
 

@@ -120,46 +120,86 @@ size_t JsonConstraint::cached_masks() const {
 
 std::shared_ptr<const JsonConstraint::Mask> JsonConstraint::MaskFor(const JsonState& state,
                                                                     int64_t budget) const {
+  if (state.size() > 1) {
+    // Stacks evolve independently: a token is allowed when it is allowed from
+    // some stack, so the mask is the union of the single-stack masks (each cached).
+    auto mask = std::make_shared<Mask>();
+    mask->bits.assign((size_t(vocab_->vocab_size()) + 63) / 64, 0);
+    for (const JsonStack& st : state) {
+      const std::shared_ptr<const Mask> one = MaskFor(JsonState{st}, budget);
+      for (size_t w = 0; w < mask->bits.size(); ++w) mask->bits[w] |= one->bits[w];
+      mask->max_completion = std::max(mask->max_completion, one->max_completion);
+    }
+    return mask;
+  }
   const std::string key = automaton_.Key(state);
-  std::shared_ptr<const Mask> cached;
+  std::shared_ptr<const Mask> full;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = cache_.find(key);
-    if (it != cache_.end()) cached = it->second;
+    if (it != cache_.end()) full = it->second;
   }
-  if (cached) return cached->max_completion <= budget ? cached : Compute(state, budget);
-  std::shared_ptr<Mask> unlimited = Compute(state, std::numeric_limits<int64_t>::max());
-  {
+  if (!full) {
+    std::shared_ptr<Mask> computed = Compute(state);
     std::lock_guard<std::mutex> lock(mu_);
     if (cache_.size() >= kMaxCachedMasks) cache_.clear();
-    cache_[key] = unlimited;
+    cache_[key] = computed;
+    full = computed;
   }
-  if (unlimited->max_completion <= budget) return unlimited;
-  return Compute(state, budget);
+  if (full->max_completion <= budget) return full;
+  return Restrict(*full, budget);
 }
 
-std::shared_ptr<JsonConstraint::Mask> JsonConstraint::Compute(const JsonState& state, int64_t budget) const {
+std::shared_ptr<JsonConstraint::Mask> JsonConstraint::Restrict(const Mask& full, int64_t budget) const {
+  auto mask = std::make_shared<Mask>();
+  mask->bits.assign(full.bits.size(), 0);
+  if (full.now == 0) {
+    for (int32_t id : end_tokens_) {
+      if (id >= 0 && id < vocab_->vocab_size()) SetBit(mask->bits, id);
+    }
+  }
+  AddPlainTokens(full.plain, budget, mask.get());
+  for (const auto& [id, completion] : full.walked) {
+    if (completion <= budget) {
+      SetBit(mask->bits, id);
+      mask->max_completion = std::max<int64_t>(mask->max_completion, completion);
+    }
+  }
+  return mask;
+}
+
+// A plain token keeps a stack alive when its characters fit the stack's
+// maxLength; each character minLength still needs shortens the completion.
+void JsonConstraint::AddPlainTokens(const std::vector<JsonAutomaton::PlainString>& stacks, int64_t budget,
+                                    Mask* mask) const {
+  if (stacks.empty()) return;
+  int64_t widest = 0;
+  for (const auto& s : stacks) widest = s.room < 0 || widest < 0 ? -1 : std::max(widest, s.room);
+  for (const auto& [id, chars] : vocab_->plain_string_tokens()) {
+    if (widest >= 0 && chars > widest) continue;
+    int64_t best = INT64_MAX;
+    for (const auto& s : stacks) {
+      if (s.room >= 0 && chars > s.room) continue;
+      best = std::min(best, s.completion - std::min<int64_t>(chars, s.need));
+    }
+    if (best > budget) continue;
+    SetBit(mask->bits, id);
+    mask->max_completion = std::max(mask->max_completion, best);
+  }
+}
+
+std::shared_ptr<JsonConstraint::Mask> JsonConstraint::Compute(const JsonState& state) const {
   auto mask = std::make_shared<Mask>();
   mask->bits.assign((size_t(vocab_->vocab_size()) + 63) / 64, 0);
   const int64_t now = automaton_.ShortestCompletion(state);
+  mask->now = now;
   if (now == 0) {
     for (int32_t id : end_tokens_) {
       if (id >= 0 && id < vocab_->vocab_size()) SetBit(mask->bits, id);
     }
   }
-  int64_t max_chars = -1, min_chars = 0;
-  const bool plain_string = automaton_.InPlainString(state, &max_chars, &min_chars);
-  if (plain_string) {
-    // Plain text tokens keep the string open; each character still owed to
-    // minLength shortens the way to the end by one byte.
-    for (const auto& [id, chars] : vocab_->plain_string_tokens()) {
-      if (max_chars >= 0 && chars > max_chars) continue;
-      const int64_t completion = now - std::min<int64_t>(chars, min_chars);
-      if (completion > budget) continue;
-      SetBit(mask->bits, id);
-      mask->max_completion = std::max(mask->max_completion, completion);
-    }
-  }
+  const bool plain_string = automaton_.InPlainString(state, &mask->plain);
+  AddPlainTokens(mask->plain, std::numeric_limits<int64_t>::max(), mask.get());
   const std::vector<VocabularyIndex::TrieNode>& trie = plain_string ? vocab_->string_trie() : vocab_->trie();
   struct Item {
     int32_t node;
@@ -176,10 +216,11 @@ std::shared_ptr<JsonConstraint::Mask> JsonConstraint::Compute(const JsonState& s
       const auto& tokens = trie[size_t(child)].tokens;
       if (!tokens.empty()) {
         const int64_t completion = automaton_.ShortestCompletion(next);
-        if (completion <= budget) {
-          for (int32_t id : tokens) SetBit(mask->bits, id);
-          mask->max_completion = std::max(mask->max_completion, completion);
+        for (int32_t id : tokens) {
+          SetBit(mask->bits, id);
+          mask->walked.emplace_back(id, int32_t(std::min<int64_t>(completion, INT32_MAX)));
         }
+        mask->max_completion = std::max(mask->max_completion, completion);
       }
       if (!trie[size_t(child)].edges.empty()) stack.push_back({child, std::move(next)});
     }
@@ -203,6 +244,10 @@ void JsonConstraintState::ApplyMask(std::span<float> logits, int64_t remaining) 
     const uint64_t bits = mask->bits[w];
     if (bits == ~uint64_t(0)) continue;
     const size_t end = std::min(known, w * 64 + 64);
+    if (bits == 0) {
+      std::fill(logits.begin() + long(w * 64), logits.begin() + long(end), kNegInf);
+      continue;
+    }
     for (size_t i = w * 64; i < end; ++i) {
       if (!(bits >> (i & 63) & 1)) logits[i] = kNegInf;
     }

@@ -70,9 +70,15 @@ class JsonConstraint {
   struct Mask {
     std::vector<uint64_t> bits;   // one bit per token id
     int64_t max_completion = 0;   // largest ShortestCompletion after an allowed token
+    // What a tighter budget needs to filter the mask without walking again:
+    // the walked tokens with their completions, and the plain-string rule.
+    std::vector<std::pair<int32_t, int32_t>> walked;
+    std::vector<JsonAutomaton::PlainString> plain;  // empty: not inside a string's text
+    int64_t now = 0;
   };
-  // The mask of `state` without a budget (cached), or with `budget` bytes:
-  // tokens after which the document can still be closed in `budget` tokens.
+  // The tokens allowed in `state` after which the document can still be
+  // closed in `budget` tokens: the cached mask of the state, or (near the end
+  // of the budget) that mask filtered by each token's completion length.
   std::shared_ptr<const Mask> MaskFor(const JsonState& state, int64_t budget) const;
 
   size_t cached_masks() const;
@@ -80,7 +86,10 @@ class JsonConstraint {
  private:
   JsonConstraint(CompiledSchema schema, std::shared_ptr<const VocabularyIndex> vocab,
                  std::vector<int32_t> end_tokens);
-  std::shared_ptr<Mask> Compute(const JsonState& state, int64_t budget) const;
+  std::shared_ptr<Mask> Compute(const JsonState& state) const;
+  std::shared_ptr<Mask> Restrict(const Mask& full, int64_t budget) const;
+  // Adds the plain string tokens whose completion fits `budget`.
+  void AddPlainTokens(const std::vector<JsonAutomaton::PlainString>& stacks, int64_t budget, Mask* mask) const;
 
   JsonAutomaton automaton_;
   std::shared_ptr<const VocabularyIndex> vocab_;

@@ -6,6 +6,7 @@
 // validates real models' outputs with Python's jsonschema.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -160,6 +161,59 @@ TEST(JsonConstraint, AutomatonAcceptsExactlyTheSchemasDocuments) {
   EXPECT_FALSE(accepts("{\"n\":1,\"s\":\"\x01\",\"a\":[]}"));  // raw control byte
   EXPECT_FALSE(accepts("{\"n\":1,\"s\":\"\xC3\",\"a\":[]}"));  // broken UTF-8
   EXPECT_EQ(automaton.ShortestCompletion(automaton.Start()), int64_t(std::string(R"({"n":0,"a":[]})").size()));
+}
+
+}  // namespace
+}  // namespace anymoe
+
+namespace anymoe {
+namespace {
+
+// Opt-in (--gtest_also_run_disabled_tests): the cost per decode step of the
+// mask and the accept on SmolLM2's vocabulary, first pass (masks computed)
+// and second pass (masks cached), over the random walks of the 200 schemas.
+// Compare with a decode step (anymoe bench -p 0 -n 64 --parallel 1,8) to get
+// the slowdown at batch 1 and 8 (each sequence of a batch applies its own mask).
+TEST(JsonConstraintBench, DISABLED_MaskCostPerStepOnSmolLm2) {
+  const std::string path = std::string(ANYMOE_MODELS_DIR) + "/SmolLM2-135M-Instruct.Q4_1.gguf";
+  auto gguf = GgufFile::Open(path);
+  if (!gguf.ok()) GTEST_SKIP() << path << " not present (make model)";
+  auto tok = Tokenizer::FromGguf(**gguf);
+  ASSERT_TRUE(tok.ok());
+  auto vocab = VocabularyIndex::Build(**tok);
+  ASSERT_TRUE(vocab.ok());
+  const Json schemas = Json::parse(Read(std::string(ANYMOE_GOLDEN_DIR) + "/chat/json_schemas.json"));
+  std::vector<float> logits(size_t((*tok)->vocab_size()), 0.0f);
+  for (int pass = 0; pass < 2; ++pass) {
+    double seconds = 0;
+    int64_t steps = 0;
+    std::vector<double> per_step;
+    for (size_t i = 0; i < schemas.size(); ++i) {
+      static std::vector<std::shared_ptr<JsonConstraint>> constraints(schemas.size());
+      if (!constraints[i]) constraints[i] = *JsonConstraint::Create(schemas[i], *vocab, {(*tok)->eos_id()});
+      const Walk w = RandomWalk(constraints[i], 64, i);  // the tokens a "model" picked
+      JsonConstraintState state(constraints[i]);
+      JsonState replay = constraints[i]->automaton().Start();
+      std::string text;
+      // Replay the walk's bytes token by token through ApplyMask + Accept.
+      auto ids = (*tok)->Encode(w.text, false, false);
+      for (size_t k = 0; k < ids.size(); ++k) {
+        const auto start = std::chrono::steady_clock::now();
+        state.ApplyMask(logits, int64_t(64 - k));
+        const Status st = state.Accept(ids[k]);
+        const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        if (!st.ok()) break;  // a retokenised walk may take another path; stop there
+        seconds += dt;
+        per_step.push_back(dt);
+        ++steps;
+      }
+    }
+    std::sort(per_step.begin(), per_step.end());
+    std::printf("pass %d (%s): %lld steps, mean %.1f us, p50 %.1f us, p99 %.1f us per step\n", pass + 1,
+                pass == 0 ? "masks computed" : "masks cached", static_cast<long long>(steps),
+                1e6 * seconds / double(steps), 1e6 * per_step[per_step.size() / 2],
+                1e6 * per_step[per_step.size() * 99 / 100]);
+  }
 }
 
 }  // namespace
