@@ -3,25 +3,19 @@
 // whether it is the marker, so every chunking gives the same split.
 #include "chat/reasoning.h"
 
+#include "chat/stream_markers.h"
+
 namespace anymoe {
 namespace {
 
 constexpr std::string_view kOpen = "<think>";
 constexpr std::string_view kClose = "</think>";
 
-bool IsSpace(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
-
-size_t PartialSuffix(std::string_view s, std::string_view marker) {
-  for (size_t n = std::min(s.size(), marker.size() - 1); n > 0; --n) {
-    if (s.substr(s.size() - n) == marker.substr(0, n)) return n;
-  }
-  return 0;
-}
 
 }  // namespace
 
 bool PromptOpensReasoning(std::string_view prompt) {
-  while (!prompt.empty() && IsSpace(prompt.back())) prompt.remove_suffix(1);
+  while (!prompt.empty() && IsLayoutSpace(prompt.back())) prompt.remove_suffix(1);
   return prompt.size() >= kOpen.size() && prompt.substr(prompt.size() - kOpen.size()) == kOpen;
 }
 
@@ -49,7 +43,7 @@ bool ReasoningParser::Step(bool final, ReasoningOutput* out) {
   switch (state_) {
     case State::kStart: {
       size_t i = 0;
-      while (i < buf_.size() && IsSpace(buf_[i])) ++i;
+      while (i < buf_.size() && IsLayoutSpace(buf_[i])) ++i;
       const std::string_view rest = std::string_view(buf_).substr(i);
       if (rest.substr(0, kOpen.size()) == kOpen) {
         buf_.erase(0, i + kOpen.size());  // whitespace before <think> is layout
@@ -63,7 +57,7 @@ bool ReasoningParser::Step(bool final, ReasoningOutput* out) {
     case State::kReasoning: {
       const size_t close = buf_.find(kClose);
       if (close == std::string::npos) {
-        const size_t keep = final ? 0 : PartialSuffix(buf_, kClose);
+        const size_t keep = final ? 0 : PartialMarkerSuffix(buf_, kClose);
         out->reasoning.append(buf_, 0, buf_.size() - keep);
         buf_.erase(0, buf_.size() - keep);
         return false;

@@ -10,6 +10,7 @@
 
 #include "chat/jinja/python_text.h"
 #include "chat/model_chat_template.h"
+#include "chat/stream_markers.h"
 
 namespace anymoe {
 namespace {
@@ -29,26 +30,18 @@ constexpr std::string_view kDsCallEnd = "<｜tool▁call▁end｜>";
 constexpr std::string_view kDsSep = "<｜tool▁sep｜>";
 constexpr std::string_view kPythonTag = "<|python_tag|>";
 
-bool IsSpace(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
 
 std::string_view Strip(std::string_view s) {
-  while (!s.empty() && IsSpace(s.front())) s.remove_prefix(1);
-  while (!s.empty() && IsSpace(s.back())) s.remove_suffix(1);
+  while (!s.empty() && IsLayoutSpace(s.front())) s.remove_prefix(1);
+  while (!s.empty() && IsLayoutSpace(s.back())) s.remove_suffix(1);
   return s;
 }
 
 size_t SkipSpace(std::string_view s, size_t i) {
-  while (i < s.size() && IsSpace(s[i])) ++i;
+  while (i < s.size() && IsLayoutSpace(s[i])) ++i;
   return i;
 }
 
-// Length of the longest suffix of `s` that is a proper prefix of `marker`.
-size_t PartialMarkerSuffix(std::string_view s, std::string_view marker) {
-  for (size_t n = std::min(s.size(), marker.size() - 1); n > 0; --n) {
-    if (s.substr(s.size() - n) == marker.substr(0, n)) return n;
-  }
-  return 0;
-}
 
 bool IsPrefixOf(std::string_view s, std::string_view marker) {
   return s.size() < marker.size() && marker.substr(0, s.size()) == s;
@@ -181,7 +174,7 @@ void ToolCallParser::EmitContent(std::string_view text, ToolCallOutput* out) {
   if (after_call_) {
     // Whitespace between or after calls is layout, not content.
     size_t i = 0;
-    while (i < text.size() && IsSpace(text[i])) ++i;
+    while (i < text.size() && IsLayoutSpace(text[i])) ++i;
     pending_space_.append(text.substr(0, i));
     text.remove_prefix(i);
     if (text.empty()) return;
