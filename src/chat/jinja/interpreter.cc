@@ -352,6 +352,18 @@ class Interpreter {
   int depth_ = 0;
 };
 
+// Errors are one line: control characters from the template or the data are escaped.
+std::string OneLine(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '\n') out += "\\n";
+    else if (c == '\r') out += "\\r";
+    else if (static_cast<unsigned char>(c) < 0x20) out += '?';
+    else out += c;
+  }
+  return out;
+}
+
 }  // namespace
 
 Expected<Template> Template::Parse(std::string_view source, const ParseLimits& limits) {
@@ -361,7 +373,7 @@ Expected<Template> Template::Parse(std::string_view source, const ParseLimits& l
     t.body_ = std::make_shared<const Body>(ParseTemplate(*t.source_, LexOptions{}, limits));
     return t;
   } catch (const JinjaError& e) {
-    return Status::Error("chat template: " + e.type + ": " + e.what());
+    return Status::Error("chat template: " + e.type + ": " + OneLine(e.what()));
   } catch (const std::bad_alloc&) {
     return Status::Error("chat template: out of memory while parsing");
   }
@@ -381,8 +393,8 @@ Expected<RenderedText> Template::Render(const std::vector<std::pair<std::string,
     return r;
   } catch (const JinjaError& e) {
     SetBudget(nullptr);
-    if (e.type == "TemplateError") return Status::Error(std::string("chat template raised: ") + e.what());
-    return Status::Error("chat template: " + e.type + ": " + e.what());
+    if (e.type == "TemplateError") return Status::Error("chat template raised: " + OneLine(e.what()));
+    return Status::Error("chat template: " + e.type + ": " + OneLine(e.what()));
   } catch (const std::bad_alloc&) {
     SetBudget(nullptr);
     return Status::Error("chat template: out of memory while rendering");
