@@ -20,7 +20,7 @@ void AddEngineOptions(CLI::App& cmd, EngineOptions& o) {
   cmd.add_option("--mem-budget", o.mem_budget,
                  "device memory to reserve in bytes (0: exactly what the model plans to need)");
   cmd.add_option("--chat-template", o.chat_template,
-                 "override the chat template: chatml, glm, llama3");
+                 "use a built-in chat renderer (chatml, glm, llama3) instead of the model's own Jinja template");
   cmd.add_option("--batch", o.max_step_tokens, "prompt tokens per forward step")
       ->check(CLI::Range(1, 4096));
   cmd.add_flag("--exact", o.exact_matmul,

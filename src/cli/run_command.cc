@@ -2,9 +2,12 @@
 // hooks other engines are compared through: raw prompt ids, generated ids, and
 // every step's logits as .npy.
 #include <cstdio>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include "chat/json_constraint.h"
 #include "cli/commands.h"
 #include "cli/common_options.h"
 #include "cli/token_list.h"
@@ -28,7 +31,32 @@ struct RunFlags {
   std::string logits_out;
   std::string routing_stats;
   std::vector<std::string> stops;
+  std::string json_schema;  // file: constrain the output to this JSON schema
+  bool json_object = false; // constrain the output to any JSON object
 };
+
+// The constraint of --json-schema / --json-object, or null.
+Expected<std::shared_ptr<JsonConstraint>> LoadConstraint(const RunFlags& f, const Engine& engine,
+                                                         const std::vector<int32_t>& end_tokens) {
+  if (f.json_schema.empty() && !f.json_object) return std::shared_ptr<JsonConstraint>();
+  nlohmann::ordered_json schema;
+  if (!f.json_schema.empty()) {
+    std::ifstream in(f.json_schema, std::ios::binary);
+    if (!in) return Status::Error(f.json_schema + ": cannot open");
+    std::stringstream text;
+    text << in.rdbuf();
+    schema = nlohmann::ordered_json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+    if (schema.is_discarded()) return Status::Error(f.json_schema + ": not valid JSON");
+  }
+  ASSIGN_OR_RETURN(auto vocab, VocabularyIndex::Build(engine.tokenizer()));
+  ASSIGN_OR_RETURN(auto constraint, JsonConstraint::Create(schema, std::move(vocab), end_tokens));
+  const int64_t shortest = constraint->automaton().ShortestCompletion(constraint->automaton().Start());
+  if (shortest > f.max_tokens) {
+    return Status::Error("the shortest JSON the schema allows takes " + std::to_string(shortest) +
+                         " bytes; raise -n (now " + std::to_string(f.max_tokens) + ")");
+  }
+  return constraint;
+}
 
 Status WriteTextFile(const std::string& path, const std::string& text) {
   FILE* f = std::fopen(path.c_str(), "wb");
@@ -67,6 +95,13 @@ int Run(const RunFlags& f) {
   if (!f.ignore_eos) options.stop_tokens = engine->StopTokens();
   options.stop_strings = f.stops;
   options.record_logits = !f.logits_out.empty();
+  auto constraint = LoadConstraint(f, *engine, options.stop_tokens);
+  if (!constraint.ok()) return ReportError(constraint.status());
+  std::unique_ptr<JsonConstraintState> constraint_state;
+  if (*constraint) {
+    constraint_state = std::make_unique<JsonConstraintState>(*constraint);
+    options.constraint = constraint_state.get();
+  }
 
   auto result = generator.Generate(*seq, *prompt, options, [](std::string_view text) {
     std::fwrite(text.data(), 1, text.size(), stdout);
@@ -110,6 +145,9 @@ CommandFn RegisterRun(CLI::App& cmd) {
   cmd.add_flag("--ignore-eos", f->ignore_eos, "keep generating past end-of-sequence tokens");
   cmd.add_option("--logits-out", f->logits_out, "write every step's f32 logits to FILE.npy");
   cmd.add_option("--stop", f->stops, "stop before this string (repeatable)");
+  cmd.add_option("--json-schema", f->json_schema,
+                 "constrain the output to JSON valid against the schema in FILE (docs/chat.md)");
+  cmd.add_flag("--json-object", f->json_object, "constrain the output to a JSON object");
   cmd.add_option("--routing-stats", f->routing_stats,
                  "write per-layer, per-expert token counts of the run to FILE.json");
   return [f] { return Run(*f); };

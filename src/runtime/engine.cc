@@ -85,7 +85,23 @@ Expected<std::unique_ptr<Engine>> Engine::Load(const EngineOptions& options) {
     ASSIGN_OR_RETURN(ChatTemplateKind kind, ChatTemplateFromName(options.chat_template));
     e->chat_kind_ = kind;
   } else {
-    e->chat_kind_ = DetectChatTemplate(e->tokenizer_->chat_template());
+    ASSIGN_OR_RETURN(const std::string source,
+                     ModelChatTemplateSource(e->file_.path, e->file_.format != ModelFormat::kGguf,
+                                             e->tokenizer_->chat_template()));
+    e->chat_kind_ = DetectChatTemplate(source);
+    if (!source.empty()) {
+      const Tokenizer& tok = *e->tokenizer_;
+      const auto token_text = [&](int32_t id) {
+        return id >= 0 ? std::string(tok.TokenPiece(id)) : std::string();
+      };
+      auto parsed = ModelChatTemplate::Parse(source, token_text(tok.bos_id()), token_text(tok.eos_id()));
+      if (parsed.ok()) {
+        e->model_template_ = std::move(*parsed);
+      } else {
+        std::fprintf(stderr, "anymoe: %s: %s; using the built-in renderer\n", options.model_path.c_str(),
+                     parsed.status().message().c_str());
+      }
+    }
   }
   PrefaultWeights(e->file_.tensors(), options.progress);
   return e;
@@ -97,6 +113,13 @@ std::vector<int32_t> Engine::Encode(std::string_view text) const {
 
 Expected<std::string> Engine::RenderChat(std::span<const ChatMessage> messages,
                                          bool add_generation_prompt) const {
+  if (model_template_) {
+    ChatRenderRequest request;
+    request.messages = ChatMessagesToJson(messages);
+    request.add_generation_prompt = add_generation_prompt;
+    ASSIGN_OR_RETURN(RenderedChat chat, RenderChatRequest(request));
+    return std::move(chat.text);
+  }
   if (!chat_kind_.ok()) {
     return chat_kind_.status().WithContext(file_.path + ": cannot apply a chat template");
   }
@@ -105,11 +128,33 @@ Expected<std::string> Engine::RenderChat(std::span<const ChatMessage> messages,
 
 Expected<std::vector<int32_t>> Engine::EncodeChat(std::span<const ChatMessage> messages,
                                                   bool add_generation_prompt) const {
+  if (model_template_) {
+    ChatRenderRequest request;
+    request.messages = ChatMessagesToJson(messages);
+    request.add_generation_prompt = add_generation_prompt;
+    return EncodeChatRequest(request);
+  }
   if (!chat_kind_.ok()) {
     return chat_kind_.status().WithContext(file_.path + ": cannot apply a chat template");
   }
   const RenderedChat chat = RenderChatWithRanges(*chat_kind_, messages, add_generation_prompt);
   return tokenizer_->EncodeWithPlainRanges(chat.text, /*add_bos=*/false, chat.message_ranges);
+}
+
+Expected<RenderedChat> Engine::RenderChatRequest(const ChatRenderRequest& request) const {
+  if (!model_template_) {
+    return Status::Error(file_.path + ": the model has no Jinja chat template that anymoe can render");
+  }
+  return model_template_->Render(request);
+}
+
+Expected<std::vector<int32_t>> Engine::EncodeChatRequest(const ChatRenderRequest& request) const {
+  ASSIGN_OR_RETURN(RenderedChat chat, RenderChatRequest(request));
+  return tokenizer_->EncodeWithPlainRanges(chat.text, /*add_bos=*/false, chat.message_ranges);
+}
+
+ToolCallDialect Engine::tool_call_dialect() const {
+  return model_template_ ? DetectToolCallDialect(model_template_->source()) : ToolCallDialect::kNone;
 }
 
 }  // namespace anymoe

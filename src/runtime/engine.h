@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "backends/backend.h"
+#include "chat/model_chat_template.h"
+#include "chat/tool_calls.h"
 #include "models/model.h"
 #include "models/model_file.h"
 #include "tokenizer/chat_template.h"
@@ -23,7 +25,7 @@ struct EngineOptions {
   int threads = 0;                // 0: all cores
   int64_t context = 4096;         // tokens per sequence; capped by the model's maximum
   int64_t max_step_tokens = 128;  // prefill chunk
-  std::string chat_template;      // "" = from the model's metadata
+  std::string chat_template;      // "" = the model's own Jinja template; a name = a built-in renderer
   bool progress = true;           // show load progress on a TTY for large files
   bool exact_matmul = false;      // f32 activations everywhere (see BackendOptions)
   bool repack_weights = true;     // CPU panel layout for q8_0/q4_0/q4_1 (see BackendOptions)
@@ -57,9 +59,24 @@ class Engine {
 
   // Text to ids, with BOS when the model wants it and special tokens parsed.
   std::vector<int32_t> Encode(std::string_view text) const;
-  // Renders a conversation with the model's chat template.
+  // Renders a conversation with the model's chat template: its own Jinja
+  // template (GGUF tokenizer.chat_template, tokenizer_config.json or
+  // chat_template.jinja) unless --chat-template names a built-in renderer or
+  // the model's template cannot be parsed (then the built-in one its markers
+  // select).
   Expected<std::string> RenderChat(std::span<const ChatMessage> messages,
                                    bool add_generation_prompt) const;
+  // A full chat request (tools, tool calls, reasoning, template kwargs) with
+  // the model's Jinja template; message text stays plain (message_ranges).
+  // Fails when the model has no usable Jinja template.
+  Expected<RenderedChat> RenderChatRequest(const ChatRenderRequest& request) const;
+  Expected<std::vector<int32_t>> EncodeChatRequest(const ChatRenderRequest& request) const;
+  // The model's Jinja template, or null when a built-in renderer is in use.
+  const ModelChatTemplate* model_chat_template() const {
+    return model_template_ ? &*model_template_ : nullptr;
+  }
+  // How the model writes tool calls, from its template (kNone without one).
+  ToolCallDialect tool_call_dialect() const;
   // Ids of the rendered conversation. Only the template's markup becomes
   // special tokens (it supplies BOS itself): a message containing e.g.
   // "<|im_end|>" is encoded as that text, so it cannot end its turn.
@@ -76,6 +93,7 @@ class Engine {
   std::unique_ptr<Model> model_;
   std::unique_ptr<Tokenizer> tokenizer_;
   Expected<ChatTemplateKind> chat_kind_ = Status::Error("no chat template");
+  std::optional<ModelChatTemplate> model_template_;
   int64_t context_ = 0;
   DType kv_type_ = DType::kF32;
 };

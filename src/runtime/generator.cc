@@ -99,7 +99,15 @@ Expected<GenerateResult> Generator::Generate(Sequence& seq, std::span<const int3
     if (options.record_logits) {
       result.logits.insert(result.logits.end(), step_logits_.begin(), step_logits_.end());
     }
+    if (options.constraint != nullptr) {
+      // Tokens this step and later may still sample: the budget, or the context
+      // (a full cache still samples one last token).
+      const int64_t remaining = std::min(options.max_new_tokens - result.stats.generated_tokens,
+                                         seq.capacity() - seq.cache->length() + 1);
+      options.constraint->ApplyMask(step_logits_, remaining);
+    }
     const int32_t id = sampler.Sample(step_logits_, seq.tokens);
+    if (options.constraint != nullptr) RETURN_IF_ERROR(options.constraint->Accept(id));
     if (step == 0) {
       first_token_time = Clock::now();
       result.stats.ttft_seconds = SecondsSince(start);
@@ -121,6 +129,10 @@ Expected<GenerateResult> Generator::Generate(Sequence& seq, std::span<const int3
         stop_on(StopReason::kStopString);
         break;
       }
+    }
+    if (options.constraint != nullptr && options.constraint->IsComplete()) {
+      stop_on(StopReason::kStopToken);
+      break;
     }
     if (result.stats.generated_tokens >= options.max_new_tokens) {
       stop_on(StopReason::kMaxTokens);

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "chat/json_constraint.h"
 #include "models/model.h"
 #include "runtime/sampler.h"
 #include "runtime/sequence.h"
@@ -22,6 +23,10 @@ struct GenerateOptions {
   std::vector<int32_t> stop_tokens;       // end of generation (EOS, end-of-turn)
   std::vector<std::string> stop_strings;  // cut the text before the first match
   bool record_logits = false;             // keep each step's logits (f32)
+  // Structured output: masks each step's logits so the text is a JSON document
+  // the constraint accepts, closed within max_new_tokens; generation stops
+  // once the document is complete. Not owned; null: unconstrained.
+  JsonConstraintState* constraint = nullptr;
 };
 
 enum class StopReason { kMaxTokens, kStopToken, kStopString, kContextFull, kCancelled };

@@ -164,7 +164,10 @@ TEST_F(Cli, InfoFromConfigAloneSizesGlm5) {
 }
 
 TEST_F(Cli, ChatKeepsTheConversationAndReusesItsCache) {
-  const auto r = Run({"chat", "-m", Golden("llama_tiny"), "--temp", "0", "-n", "5", "--stats"},
+  // A system prompt longer than a turn, so reuse shows: the model's own template
+  // (llama_tiny's ChatML) adds no default system prompt of its own.
+  const auto r = Run({"chat", "-m", Golden("llama_tiny"), "--temp", "0", "-n", "5", "--stats", "--system",
+                      "You are a terse assistant. Answer every question in one short sentence."},
                      "hello there\nand again\n/exit\n");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 3) << r.err;  // banner + 2 stats

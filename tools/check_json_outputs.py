@@ -1,0 +1,71 @@
+#!/usr/bin/env python3
+"""Structured output end to end: runs `anymoe run --json-schema` for every
+schema of tests/golden/chat/json_schemas.json on a model and checks with
+Python's json and jsonschema that each output parses and validates.
+
+Usage (from the repo root, after building):
+  tools/.venv/bin/python tools/check_json_outputs.py -m models/SmolLM2-135M-Instruct.Q4_1.gguf
+  tools/.venv/bin/python tools/check_json_outputs.py -m tests/golden/moe/glm_moe_dsa --temp 1 \
+      --short-prompt -n 100
+Prints the pass rate and exits non-zero unless every output passes.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import jsonschema
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("-m", "--model", required=True)
+    ap.add_argument("--binary", default=os.path.join(ROOT, "build", "src", "anymoe"))
+    ap.add_argument("--schemas", default=os.path.join(ROOT, "tests", "golden", "chat", "json_schemas.json"))
+    ap.add_argument("-n", "--max-tokens", type=int, default=160)
+    ap.add_argument("--temp", default="0.8")
+    ap.add_argument("--limit", type=int, default=0, help="check only the first N schemas")
+    ap.add_argument("-t", "--threads", default="2")
+    ap.add_argument("--short-prompt", action="store_true",
+                    help="a one-line prompt without the schema (models with a tiny context)")
+    args = ap.parse_args()
+    with open(args.schemas, encoding="utf-8") as f:
+        schemas = json.load(f)
+    if args.limit:
+        schemas = schemas[: args.limit]
+    passed = 0
+    failures = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for i, schema in enumerate(schemas):
+            path = os.path.join(tmp, f"s{i}.json")
+            with open(path, "w", encoding="utf-8") as f:
+                json.dump(schema, f, ensure_ascii=False)
+            prompt = "Reply with JSON for this schema: " + json.dumps(schema, ensure_ascii=False)
+            if args.short_prompt:
+                prompt = "Reply with JSON."
+            cmd = [args.binary, "run", "-m", args.model, "--chat", "-p", prompt, "--json-schema", path,
+                   "-n", str(args.max_tokens), "--temp", args.temp, "--seed", str(i), "-t", args.threads]
+            r = subprocess.run(cmd, capture_output=True)
+            text = r.stdout.decode("utf-8", errors="replace").rstrip("\n")
+            try:
+                r.stdout.decode("utf-8", errors="strict")
+                if r.returncode != 0:
+                    raise RuntimeError(r.stderr.decode(errors="replace").strip())
+                value = json.loads(text)
+                jsonschema.validate(value, schema)
+                passed += 1
+            except Exception as e:  # noqa: BLE001 - every failure is reported
+                failures.append((i, type(e).__name__, str(e)[:200], text[:200]))
+    print(f"{args.model}: {passed}/{len(schemas)} outputs parse and validate")
+    for f in failures[:10]:
+        print("  FAIL", f)
+    return 0 if passed == len(schemas) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
