@@ -14,12 +14,18 @@ Expected<std::unique_ptr<Model>> DecoderModel::Load(const ModelFile& file, Model
   std::unique_ptr<DecoderModel> m(new DecoderModel(std::move(config), backend));
   m->max_step_tokens_ = options.max_step_tokens;
   m->kv_type_ = options.kv_type;
-  RETURN_IF_ERROR(m->Bind(file));
+  RETURN_IF_ERROR(m->Bind(file, options));
+  RETURN_IF_ERROR(m->StartExpertCache(file, options));
+  if (options.sticky_experts > 0 && !options.planning) {
+    for (Layer& L : m->layers_) {
+      if (L.moe) RETURN_IF_ERROR(L.moe->EnableSticky(backend, options.sticky_experts));
+    }
+  }
   RETURN_IF_ERROR(m->AllocateActivations());
   return std::unique_ptr<Model>(std::move(m));
 }
 
-Status DecoderModel::Bind(const ModelFile& file) {
+Status DecoderModel::Bind(const ModelFile& file, const LoadOptions& options) {
   const ModelConfig& c = config_;
   rope_freq_ = ComputeRopeFrequencies(c.rope_theta, c.rotary_dims, c.rope_scaling,
                                       c.max_position_embeddings);
@@ -38,6 +44,8 @@ Status DecoderModel::Bind(const ModelFile& file) {
   rope_.pairing = c.rope_pairing;
 
   WeightBinder w(file, backend_);
+  w.set_stream_experts(options.expert_cache.enabled && c.is_moe());
+  w.set_progress(options.progress);
   ASSIGN_OR_RETURN(tok_embd_, w.Require("model.embed_tokens.weight", {c.vocab_size, c.hidden_size}));
   ASSIGN_OR_RETURN(output_norm_, w.Require("model.norm.weight", {c.hidden_size}));
   if (c.tie_word_embeddings) {
@@ -47,6 +55,35 @@ Status DecoderModel::Bind(const ModelFile& file) {
   }
   for (int64_t i = 0; i < c.num_layers; ++i) RETURN_IF_ERROR(BindLayer(w, i));
   weight_bytes_ = w.bound_bytes();
+  streamed_bytes_ = w.streamed_bytes();
+  return Status::Ok();
+}
+
+Status DecoderModel::StartExpertCache(const ModelFile& file, const LoadOptions& options) {
+  std::vector<const LayerExperts*> streamed(layers_.size(), nullptr);
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    if (layers_[l].moe) streamed[l] = layers_[l].moe->streamed_layout();
+  }
+  if (std::all_of(streamed.begin(), streamed.end(), [](auto* p) { return p == nullptr; })) {
+    return Status::Ok();
+  }
+  if (options.planning) {
+    ASSIGN_OR_RETURN(ExpertCache::Footprint f, ExpertCache::Plan(streamed, options.expert_cache));
+    expert_cache_bytes_ = f.bytes;
+    return Status::Ok();
+  }
+  ASSIGN_OR_RETURN(expert_cache_, ExpertCache::Create(file, streamed, options.expert_cache));
+  expert_cache_bytes_ = expert_cache_->stats().capacity_bytes;
+  size_t next = layers_.size();  // the next streamed MoE layer
+  for (size_t l = layers_.size(); l-- > 0;) {
+    MoeBlock* moe = layers_[l].moe;
+    if (moe == nullptr || streamed[l] == nullptr) continue;
+    moe->AttachCache(expert_cache_.get());
+    if (next < layers_.size()) {
+      moe->SetLookahead(layers_[next].moe, layers_[next].ffn_norm, config_.rms_norm_eps);
+    }
+    next = l;
+  }
   return Status::Ok();
 }
 
@@ -161,10 +198,18 @@ Expected<Tensor> DecoderModel::ForwardBatch(std::span<const SequenceStep> steps)
     backend_.Add(x, y, x);
     workspace_.Reset();
     backend_.RmsNorm(x, L.ffn_norm, config_.rms_norm_eps, xn);
+    ctx.residual = &x;
     L.ffn->Forward(ctx, xn, y);
+    if (!ctx.status.ok()) return ctx.status;  // the step's tokens are not committed
     backend_.Add(x, y, x);
   }
   for (const Segment& s : segments_) s.cache->set_length(s.n_past + s.rows);
+  if (expert_cache_) {
+    int64_t sticky = 0;
+    for (const Layer& L : layers_) sticky += L.moe ? L.moe->sticky_routings() : 0;
+    expert_cache_->CountTokens(t, sticky - sticky_reported_);
+    sticky_reported_ = sticky;
+  }
 
   // Only the rows whose logits are wanted go through the final norm and head.
   const int64_t rows = int64_t(logit_rows_.size());
@@ -184,6 +229,7 @@ RoutingStats DecoderModel::routing_stats() const {
     s.layers.push_back(int64_t(l));
     s.counts.push_back(layers_[l].moe->expert_counts());
   }
+  if (expert_cache_) s.cache = expert_cache_->stats();
   return s;
 }
 

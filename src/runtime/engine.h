@@ -12,6 +12,7 @@
 #include "backends/backend.h"
 #include "models/model.h"
 #include "models/model_file.h"
+#include "runtime/expert_streaming.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
@@ -36,6 +37,8 @@ struct EngineOptions {
   // KV cache keys and values: f32 or f16 (cpu backend); empty: the backend's
   // DefaultKvType (f16 on the cpu backend).
   std::optional<DType> kv_type;
+  // Routed experts streamed from disk through a RAM cache (--expert-cache ...).
+  ExpertStreamingOptions experts;
 };
 
 class Engine {
@@ -50,6 +53,8 @@ class Engine {
   // Element type of the KV cache's GQA keys and values (EngineOptions::kv_type
   // resolved for the backend).
   DType kv_type() const { return kv_type_; }
+  // Whether and how routed experts stream (see runtime/expert_streaming.h).
+  const ExpertStreamingPlan& expert_streaming() const { return streaming_; }
 
   // Text to ids, with BOS when the model wants it and special tokens parsed.
   std::vector<int32_t> Encode(std::string_view text) const;
@@ -73,6 +78,7 @@ class Engine {
   Expected<ChatTemplateKind> chat_kind_ = Status::Error("no chat template");
   int64_t context_ = 0;
   DType kv_type_ = DType::kF32;
+  ExpertStreamingPlan streaming_;
 };
 
 // Loads just the tokenizer of a model file (GGUF metadata or tokenizer.json).

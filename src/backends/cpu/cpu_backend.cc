@@ -79,10 +79,12 @@ class HostBuffer final : public Buffer {
 
 }  // namespace
 
-CpuBackend::CpuBackend(int num_threads, bool exact_matmul, bool repack_weights)
+CpuBackend::CpuBackend(int num_threads, bool exact_matmul, bool repack_weights,
+                       bool copy_weights)
     : pool_(num_threads),
       exact_matmul_(exact_matmul),
       repack_weights_(repack_weights && !exact_matmul),  // exact never runs the integer kernels
+      copy_weights_(copy_weights),
       scratch_(pool_.num_threads()) {}
 
 DeviceInfo CpuBackend::device() const {
@@ -125,7 +127,13 @@ Expected<Tensor> CpuBackend::PrepareWeight(const TensorInfo& info) {
   if (!w.was_converted()) {  // a view into the mmap
     if (repack_weights_ && IsPanelCandidate(w.tensor)) {
       RETURN_IF_ERROR(StorePanels(info.name, w.tensor));
+      return w.tensor;
     }
+    if (!copy_weights_) return w.tensor;
+    ASSIGN_OR_RETURN(uint8_t* copy, panels_.Allocate(w.bytes, info.name));
+    std::memcpy(copy, w.tensor.base, w.bytes);
+    ReleaseFilePages(static_cast<const uint8_t*>(w.tensor.base), w.bytes);
+    w.tensor.base = copy;
     return w.tensor;
   }
   // The few small vectors of a bf16/f16 checkpoint, converted once, kept here.
@@ -161,10 +169,18 @@ void CpuBackend::Embedding(const Tensor& table, std::span<const int32_t> ids, co
   const int64_t h = table.cols();
   CHECK(out.cols() == h && out.rows() == int64_t(ids.size()));
   const uint64_t row_bytes = table.row_bytes();
+  // A table stored as panels is read there: the file's pages were released.
+  const auto* panels = static_cast<const uint8_t*>(table.panels);
+  if (table.offset % (kernels::kPanelRows * row_bytes) != 0) panels = nullptr;
+  uint8_t* row = panels ? reinterpret_cast<uint8_t*>(Scratch(0, row_bytes / 4 + 1)) : nullptr;
   for (size_t i = 0; i < ids.size(); ++i) {
     CHECK(ids[i] >= 0 && ids[i] < table.rows());
-    DequantizeRow(table.dtype, table.as<const uint8_t>() + ids[i] * row_bytes,
-                  out.as<float>() + i * h, h);
+    const uint8_t* src = table.as<const uint8_t>() + ids[i] * row_bytes;
+    if (panels) {
+      kernels::UnpackPanelRow(table.dtype, panels + table.offset, ids[i], h, row);
+      src = row;
+    }
+    DequantizeRow(table.dtype, src, out.as<float>() + i * h, h);
   }
 }
 

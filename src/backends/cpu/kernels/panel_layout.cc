@@ -50,4 +50,33 @@ void PackPanels(DType weight_type, const uint8_t* w, int64_t rows, int64_t k, ui
   }
 }
 
+void UnpackPanelRow(DType weight_type, const uint8_t* panels, int64_t row, int64_t k,
+                    uint8_t* out) {
+  CHECK(HasPanelLayout(weight_type) && k % 32 == 0);
+  const size_t block_bytes = size_t(Info(weight_type).block_bytes);
+  const size_t value_bytes = PanelValueBytes(weight_type);
+  const bool q8 = weight_type == DType::kQ8_0;
+  const bool has_min = weight_type == DType::kQ4_1;
+  const size_t quants = has_min ? 4 : 2;
+  const int64_t nb = k / 32;
+  const size_t row_bytes = size_t(nb) * block_bytes;
+  const int64_t g = row / kPanelRows, j = row % kPanelRows;
+  const uint8_t* values = panels + size_t(g) * kPanelRows * row_bytes;
+  const uint8_t* scales = values + size_t(nb) * value_bytes;
+  const uint8_t* mins = scales + size_t(nb) * kPanelRows * 2;
+  const uint32_t flip = q8 ? 0x80808080u : 0u;
+  for (int64_t b = 0; b < nb; ++b) {
+    uint8_t* blk = out + size_t(b) * block_bytes;
+    const uint8_t* v = values + size_t(b) * value_bytes;
+    for (size_t c = 0; c < value_bytes / 32; ++c) {
+      uint32_t lane;
+      std::memcpy(&lane, v + 32 * c + 4 * size_t(j), 4);
+      lane ^= flip;
+      std::memcpy(blk + quants + 4 * c, &lane, 4);
+    }
+    std::memcpy(blk, scales + (size_t(b) * kPanelRows + size_t(j)) * 2, 2);
+    if (has_min) std::memcpy(blk + 2, mins + (size_t(b) * kPanelRows + size_t(j)) * 2, 2);
+  }
+}
+
 }  // namespace anymoe::kernels
