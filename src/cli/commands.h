@@ -16,5 +16,6 @@ CommandFn RegisterBench(CLI::App& app);
 CommandFn RegisterServe(CLI::App& app);
 CommandFn RegisterBenchServe(CLI::App& app);
 CommandFn RegisterDoctor(CLI::App& app);
+CommandFn RegisterCacheSim(CLI::App& app);
 
 }  // namespace anymoe::cli

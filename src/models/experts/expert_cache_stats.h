@@ -43,6 +43,37 @@ struct ExpertCacheStats {
   double stall_ms_per_token() const {
     return tokens ? double(stall_ns) / 1e6 / double(tokens) : 0.0;
   }
+
+  // The counters of `after` minus those of `before` (configuration from `after`).
+  static ExpertCacheStats Delta(const ExpertCacheStats& after, const ExpertCacheStats& before) {
+    ExpertCacheStats d = after;
+    ForEachCounter(d, before, [](uint64_t& a, uint64_t b) { a -= b; });
+    return d;
+  }
+  // Adds the counters of `other`.
+  void Add(const ExpertCacheStats& other) {
+    ForEachCounter(*this, other, [](uint64_t& a, uint64_t b) { a += b; });
+  }
+
+ private:
+  template <typename F>
+  static void ForEachCounter(ExpertCacheStats& d, const ExpertCacheStats& o, F f) {
+    f(d.tokens, o.tokens);
+    f(d.lookups, o.lookups);
+    f(d.hits, o.hits);
+    f(d.misses, o.misses);
+    f(d.evictions, o.evictions);
+    f(d.loads, o.loads);
+    f(d.bytes_read, o.bytes_read);
+    f(d.read_errors, o.read_errors);
+    f(d.stall_ns, o.stall_ns);
+    f(d.prefetches, o.prefetches);
+    f(d.prefetch_used, o.prefetch_used);
+    f(d.predicted, o.predicted);
+    f(d.predicted_used, o.predicted_used);
+    f(d.predicted_lookups, o.predicted_lookups);
+    f(d.sticky_tokens, o.sticky_tokens);
+  }
 };
 
 }  // namespace anymoe
