@@ -36,7 +36,7 @@ REPO = Path(__file__).resolve().parent.parent
 EXPERTS, TOP_K, SEED = 128, 8, 22
 
 
-def documents(tokens_each: int) -> list[tuple[str, str]]:
+def documents() -> list[tuple[str, str]]:
     lic = Path("/usr/share/common-licenses")
     std = Path(sysconfig.get_paths()["stdlib"])
     names = [lic / "GPL-3", lic / "Apache-2.0", lic / "MPL-2.0", lic / "GFDL-1.3",
@@ -54,17 +54,15 @@ def balanced_kmeans(rows: np.ndarray, k: int, rng: np.random.Generator, iters: i
     labels = np.zeros(n, dtype=np.int64)
     for _ in range(iters):
         sim = x @ centers.T  # cosine similarity [n, k]
-        order = np.argsort(-sim, axis=None)  # best (row, center) pairs first
-        labels.fill(-1)
+        prefs = np.argsort(-sim, axis=1)  # each row's centers, best first
         fill = np.zeros(k, dtype=np.int64)
-        for flat in order:
-            r, c = divmod(int(flat), k)
-            if labels[r] >= 0 or fill[c] >= cap:
-                continue
-            labels[r] = c
-            fill[c] += 1
-            if fill.sum() == n:
-                break
+        # Rows that fit one center best choose first; each takes its best center with room.
+        for r in np.argsort(-sim.max(axis=1)):
+            for c in prefs[r]:
+                if fill[c] < cap:
+                    labels[r] = c
+                    fill[c] += 1
+                    break
         for c in range(k):
             m = x[labels == c].mean(axis=0)
             centers[c] = m / max(np.linalg.norm(m), 1e-12)
@@ -80,7 +78,7 @@ def main() -> None:
     path = Path(args.model)
     tok = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
     model = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name,
-                                                 torch_dtype=torch.float32)
+                                                 dtype=torch.float32)
     model.eval()
     rng = np.random.default_rng(SEED)
     layers = model.model.layers
@@ -94,7 +92,7 @@ def main() -> None:
              for l in layers]
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    for name, text in documents(args.tokens):
+    for name, text in documents():
         ids = tok(text, return_tensors="pt").input_ids[:, : args.tokens]
         captured.clear()
         with torch.no_grad():
