@@ -28,7 +28,8 @@ struct Loaded {
   std::unique_ptr<Model> model;
 };
 
-Loaded Load(const std::string& path, const ExpertCacheOptions& cache, bool copy_weights = false) {
+Loaded Load(const std::string& path, const ExpertCacheOptions& cache, bool copy_weights = false,
+            bool repack = true) {
   Loaded l;
   auto file = OpenModelFile(path);
   EXPECT_TRUE(file.ok()) << file.status().message();
@@ -144,6 +145,20 @@ INSTANTIATE_TEST_SUITE_P(
       for (char& ch : n) ch = std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
       return n;
     });
+
+// Streamed models copy resident weights out of the file and read embedding
+// rows from panel tables (UnpackPanelRow): the same bits as the file layout.
+TEST(ExpertStreaming, PanelEmbeddingsAndCopiedWeightsMatchTheFileLayout) {
+  for (const char* name : {"moe_gguf/glm4_moe.q8_0.gguf", "moe_gguf/glm4_moe.q4_0.gguf",
+                           "moe_gguf/glm4_moe.q4_1.gguf"}) {
+    SCOPED_TRACE(name);
+    Loaded in_file = Load(Golden(name), {}, /*copy_weights=*/false, /*repack=*/false);
+    Loaded copied = Load(Golden(name), {}, /*copy_weights=*/true, /*repack=*/true);
+    const auto a = Trace(in_file), b = Trace(copied);
+    ASSERT_TRUE(a.ok() && b.ok());
+    EXPECT_TRUE(BitwiseEqual(*a, *b));
+  }
+}
 
 TEST(ExpertStreaming, CacheSmallerThanOneExpertIsRefusedNamingTheMinimum) {
   auto file = OpenModelFile(Golden("moe_gguf/glm4_moe.gguf"));
