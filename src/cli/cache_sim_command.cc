@@ -17,7 +17,7 @@ struct CacheSimFlags {
   std::vector<std::string> traces;
   std::vector<double> sizes{10, 25, 50};  // percent of all experts
   std::vector<std::string> policies{"lru", "lfu", "lfru", "opt"};
-  std::vector<double> half_lives{1};  // LFRU half-life, in multiples of the slot count
+  std::vector<double> half_lives{ExpertSlotTable::kDefaultHalfLifeSlots};  // LFRU, x slots
   CacheSimOptions sim;
 };
 

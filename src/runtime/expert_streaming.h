@@ -17,7 +17,9 @@ namespace anymoe {
 
 struct ExpertStreamingOptions {
   std::string cache = "auto";  // off | auto | bytes with K/M/G/T | percent of routed bytes
-  EvictionPolicy policy = EvictionPolicy::kLru;
+  // LFRU: on a trained model's routing (SmolLM2, MoEfied) 3-30 points above
+  // LRU at 5-50 % caches; LRU gets no hit at all below a token's working set.
+  EvictionPolicy policy = EvictionPolicy::kLfru;
   bool prefetch = true;
   float sticky = 0;  // --sticky-experts threshold (0: off)
   int io_threads = 2;

@@ -42,7 +42,7 @@ struct ExpertCacheOptions {
   uint64_t bytes = 0;    // slot memory (experts of up to this many bytes in all)
   int64_t slots = 0;     // > 0: exactly this many slots (tests), whatever `bytes` says
   double fraction = 0;   // > 0: slots for this share of all routed experts (--expert-cache 25%)
-  EvictionPolicy policy = EvictionPolicy::kLru;
+  EvictionPolicy policy = EvictionPolicy::kLfru;  // the best measured (ExpertSlotTable)
   double half_life = 0;  // LFRU (see ExpertSlotTable)
   bool prefetch = true;  // load the predicted experts of the next layer ahead
   int io_threads = 2;

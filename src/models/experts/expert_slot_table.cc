@@ -29,7 +29,8 @@ std::optional<EvictionPolicy> ParseEvictionPolicy(std::string_view name) {
 ExpertSlotTable::ExpertSlotTable(int64_t slots, int64_t ids, EvictionPolicy policy,
                                  double half_life)
     : policy_(policy),
-      half_life_(half_life > 0 ? half_life : double(std::max<int64_t>(slots, 1))),
+      half_life_(half_life > 0 ? half_life
+                               : kDefaultHalfLifeSlots * double(std::max<int64_t>(slots, 1))),
       id_of_(size_t(slots), -1),
       slot_of_(size_t(ids), -1),
       pins_(size_t(slots), 0),
