@@ -91,10 +91,12 @@ struct MemoryPlan {
   uint64_t weights = 0;      // as PrepareWeight stores them, plus derived weights
   uint64_t kv_cache = 0;     // the KV pool for `kv_tokens` tokens
   uint64_t activations = 0;  // step buffers and workspace for `max_step_tokens`
+  uint64_t expert_cache = 0; // slots of the routed-expert cache (streamed experts)
+  uint64_t streamed_weights = 0;  // routed experts left in the file (not in total())
   uint64_t buffers = 0;      // how many Allocate/PrepareWeight calls (alignment slack)
   int64_t kv_tokens = 0;
   int64_t max_step_tokens = 0;
-  uint64_t total() const { return weights + kv_cache + activations; }
+  uint64_t total() const { return weights + kv_cache + activations + expert_cache; }
 };
 
 // What `anymoe doctor` reports about the device under a backend.
@@ -261,6 +263,12 @@ struct BackendOptions {
   // kernels read (same bytes; the file's pages are released), where the machine
   // has those kernels. Off: every weight used in place from the mmap.
   bool repack_weights = true;
+  // CPU: keep no weight in place in the file mapping: copy each into memory of
+  // its own at load (panels stand in for q8_0/q4_0/q4_1 matrices). With
+  // streamed experts the engine sets it, so that a model file that shrinks
+  // under a running process fails expert reads with an error instead of
+  // faulting on a resident weight.
+  bool copy_weights = false;
 };
 
 // "cpu", or a device backend ("opencl") wrapped in FallbackBackend.

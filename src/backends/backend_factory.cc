@@ -18,7 +18,8 @@ namespace {
 std::unique_ptr<Backend> NewCpu(const BackendOptions& options) {
   int threads = options.num_threads;
   if (threads <= 0) threads = int(std::max(1u, std::thread::hardware_concurrency()));
-  return std::unique_ptr<Backend>(new CpuBackend(threads, options.exact_matmul, options.repack_weights));
+  return std::unique_ptr<Backend>(new CpuBackend(threads, options.exact_matmul, options.repack_weights,
+                                                  options.copy_weights));
 }
 
 // Op names from options.disabled_ops, else from $ANYMOE_DISABLE_OPS.

@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "runtime/routing_report.h"
+
 namespace anymoe {
 namespace {
 
@@ -90,6 +92,27 @@ std::string MarkdownRoofline(std::span<const MembwResult> bandwidths,
   return out + rows;
 }
 
+std::string MarkdownExpertCache(std::span<const BenchResult> results) {
+  std::string rows;
+  for (const BenchResult& r : results) {
+    const ExpertCacheStats& c = r.expert_cache;
+    if (!c.enabled) continue;
+    rows += Printf("| %-30s | %15s | %4s | %8lld | %10s | %7.1f %% | %11s | %8.3f | %7.1f %% | %7.1f %% |\n",
+                   r.model.type.c_str(), r.test.Name().c_str(), c.policy.c_str(),
+                   (long long)c.slots, FormatBytes(double(c.capacity_bytes)).c_str(),
+                   100 * c.hit_rate(), FormatBytes(c.bytes_per_token()).c_str(),
+                   c.stall_ms_per_token(), 100 * c.prediction_precision(),
+                   100 * c.prediction_recall());
+  }
+  if (rows.empty()) return rows;
+  return "expert cache (timed runs):\n\n"
+         "| model                          |            test | pol. |    slots |      cache |"
+         "  hit rate | bytes/token | stall ms/t | pred. prec | pred. rec |\n"
+         "| ------------------------------ | --------------: | ---- | -------: | ---------: |"
+         " -------: | ----------: | -------: | -------: | -------: |\n" +
+         rows;
+}
+
 std::string MarkdownOpProfile(const BenchResult& r) {
   std::vector<double> ns(r.samples_ns.begin(), r.samples_ns.end());
   const double run_ms = Mean(ns) / 1e6;
@@ -148,6 +171,9 @@ std::string JsonReport(std::span<const BenchResult> results, const std::string& 
         ops.push_back({{"op", e.op}, {"dtype", e.dtype}, {"calls", e.calls}, {"ms", e.ms}});
       }
       o["op_profile"] = ops;  // per timed run
+    }
+    if (r.expert_cache.enabled) {
+      o["expert_cache"] = ExpertCacheJson(r.expert_cache);  // over all timed runs
     }
     if (r.roofline) {
       const Roofline roof = r.roofline->roofline();

@@ -22,13 +22,17 @@ std::string MarkdownRow(const BenchResult& r);
 std::string MarkdownRoofline(std::span<const MembwResult> bandwidths,
                              std::span<const BenchResult> results);
 
+// With streamed experts: per test, the expert cache's hit rate, bytes read and
+// stall per token, and the prefetch predictor's precision and recall.
+std::string MarkdownExpertCache(std::span<const BenchResult> results);
+
 // With --op-profile: the test's ops by time per run, and their share of it.
 std::string MarkdownOpProfile(const BenchResult& r);
 
 // A JSON array of one object per result, llama-bench's fields first, then
 // "backend"; on tg results with a roofline, "membw_gbs",
 // "decode_bytes_per_token", "roofline_ts" and "roofline_pct"; with
-// --op-profile, "op_profile".
+// --op-profile, "op_profile"; with streamed experts, "expert_cache".
 std::string JsonReport(std::span<const BenchResult> results, const std::string& cpu_info);
 
 // "1.23 GiB" / "85.77 MiB" / "2.00 KiB" (binary units).

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "bench/roofline.h"
+#include "models/experts/expert_cache_stats.h"
 
 namespace anymoe {
 
@@ -59,6 +60,7 @@ struct BenchResult {
   std::vector<uint64_t> samples_ns;  // wall time of each repetition
   std::optional<RooflineFigures> roofline;
   std::vector<OpProfileEntry> op_profile;  // with --op-profile; by time, largest first
+  ExpertCacheStats expert_cache;           // streamed experts: the timed runs' counters
 
   int64_t tokens() const { return test.n_prompt + test.n_gen * test.n_parallel; }
   std::vector<double> samples_ts() const;  // tokens / seconds per repetition

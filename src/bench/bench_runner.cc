@@ -159,13 +159,24 @@ Expected<std::vector<uint64_t>> BenchRunner::Measure(const BenchTest& test, int 
   std::vector<uint64_t> samples;
   auto* timer = dynamic_cast<FallbackBackend*>(&engine_.backend());  // null on a bare CPU backend
   std::map<std::pair<Op, DType>, std::pair<uint64_t, double>> ops;   // calls, seconds
+  expert_cache_ = ExpertCacheStats();
   for (int r = 0; r < repetitions; ++r) {
     RETURN_IF_ERROR(Reset(test));  // untimed, as llama-bench fills its depth
     if (timer != nullptr) timer->ResetTimes();
+    const ExpertCacheStats before = engine_.model().routing_stats().cache;
     const auto start = std::chrono::steady_clock::now();
     RETURN_IF_ERROR(RunOnce(test));
     const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
         std::chrono::steady_clock::now() - start);
+    const ExpertCacheStats after = engine_.model().routing_stats().cache;
+    if (after.enabled) {  // summed over the timed runs
+      const ExpertCacheStats run = ExpertCacheStats::Delta(after, before);
+      if (r == 0) {
+        expert_cache_ = run;
+      } else {
+        expert_cache_.Add(run);
+      }
+    }
     samples.push_back(uint64_t(ns.count()));
     if (timer == nullptr) continue;
     for (const FallbackBackend::OpTime& t : timer->times()) {

@@ -37,6 +37,9 @@ class BenchRunner {
   // Per timed run of the last Measure: each op's calls and time, when the
   // engine times its ops (EngineOptions::time_ops); else empty.
   const std::vector<OpProfileEntry>& op_profile() const { return op_profile_; }
+  // The expert cache's counters over the timed runs of the last Measure
+  // (enabled only when the model streams its experts).
+  const ExpertCacheStats& expert_cache() const { return expert_cache_; }
 
  private:
   // At least `count` caches, each as long as the engine's context (made once);
@@ -56,6 +59,7 @@ class BenchRunner {
   std::vector<int32_t> tokens_;
   std::vector<Model::SequenceStep> steps_;
   std::vector<OpProfileEntry> op_profile_;
+  ExpertCacheStats expert_cache_;
 };
 
 }  // namespace anymoe

@@ -39,6 +39,7 @@ struct BenchFlags {
   int membw_passes = 5;
   bool repack_weights = true;
   std::optional<DType> kv_type;  // empty: the backend's default
+  ExpertStreamingOptions experts;
 };
 
 Status Validate(const BenchFlags& f) {
@@ -118,6 +119,7 @@ int Bench(BenchFlags f) {
       options.device = f.device;
       options.repack_weights = f.repack_weights;
       options.kv_type = f.kv_type;
+      options.experts = f.experts;
       options.context = max_tokens;
       options.sequences = max_parallel;  // a device backend reserves their caches at load
       options.time_ops = f.op_profile;
@@ -156,6 +158,7 @@ int Bench(BenchFlags f) {
         if (!samples.ok()) return ReportError(samples.status().WithContext(path));
         r.samples_ns = std::move(samples).value();
         r.op_profile = runner.op_profile();
+        r.expert_cache = runner.expert_cache();
         // The roofline counts weights only: at depth the KV cache is read too.
         if (decode_bytes && test.n_prompt == 0 && test.n_parallel == 1 && test.n_depth == 0)
           r.roofline = {best_gbs[threads], *decode_bytes};
@@ -168,6 +171,10 @@ int Bench(BenchFlags f) {
     }
   }
   if (markdown && f.membw) std::printf("\n%s", MarkdownRoofline(bandwidths, results).c_str());
+  if (markdown) {
+    const std::string cache = MarkdownExpertCache(results);
+    if (!cache.empty()) std::printf("\n%s", cache.c_str());
+  }
   if (markdown && f.op_profile) {
     for (const BenchResult& r : results) std::printf("\n%s", MarkdownOpProfile(r).c_str());
   }
@@ -211,6 +218,7 @@ CommandFn RegisterBench(CLI::App& cmd) {
       ->capture_default_str();
   AddRepackFlag(cmd, f->repack_weights);
   AddKvTypeOption(cmd, f->kv_type);
+  AddExpertOptions(cmd, f->experts);
   cmd.add_flag("--membw", f->membw,
                "measure read memory bandwidth and print each model's decode roofline");
   cmd.add_flag("--op-profile", f->op_profile,

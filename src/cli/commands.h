@@ -17,5 +17,6 @@ CommandFn RegisterServe(CLI::App& app);
 CommandFn RegisterBenchServe(CLI::App& app);
 CommandFn RegisterDoctor(CLI::App& app);
 CommandFn RegisterPerplexity(CLI::App& app);
+CommandFn RegisterCacheSim(CLI::App& app);
 
 }  // namespace anymoe::cli

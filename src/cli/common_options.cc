@@ -32,6 +32,7 @@ void AddEngineOptions(CLI::App& cmd, EngineOptions& o) {
                "also load the model's NextN / MTP layer (for speculative decoding; not run yet)");
   cmd.add_option("--mtp-file", o.mtp_path,
                  "load the MTP layer from this MTP-only GGUF (beside a trunk-only -m file)");
+  AddExpertOptions(cmd, o.experts);
 }
 
 void AddCpuTargetOption(CLI::App& cmd) {
@@ -46,6 +47,27 @@ void AddCpuTargetOption(CLI::App& cmd) {
          },
          "SIMD target of the CPU kernels (to compare targets on one machine): " + names)
       ->default_str("best");
+}
+
+void AddExpertOptions(CLI::App& cmd, ExpertStreamingOptions& x) {
+  cmd.add_option("--expert-cache", x.cache,
+                 "stream routed experts from disk through a RAM cache of SIZE bytes (K/M/G "
+                 "suffixes) or PCT% of the routed-expert bytes; off: every weight resident; "
+                 "auto: stream only when the model does not fit the available memory")
+      ->capture_default_str();
+  cmd.add_option_function<std::string>(
+         "--expert-policy",
+         [&x](const std::string& name) { x.policy = *ParseEvictionPolicy(name); },
+         "expert cache eviction: lru, lfu, or lfru (frequency decayed by recency)")
+      ->check(CLI::IsMember({"lru", "lfu", "lfru"}))
+      ->default_str(std::string(EvictionPolicyName(x.policy)));
+  cmd.add_flag_callback(
+      "--no-expert-prefetch", [&x] { x.prefetch = false; },
+      "do not load the experts predicted for the next layer ahead of need");
+  cmd.add_option("--sticky-experts", x.sticky,
+                 "in one-token steps, reuse the previous token's experts when the router's "
+                 "margin is below THRESHOLD (changes the output; 0: off)")
+      ->check(CLI::Range(0.0f, 1e30f));
 }
 
 void AddKvTypeOption(CLI::App& cmd, std::optional<DType>& kv_type) {

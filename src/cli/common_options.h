@@ -24,6 +24,10 @@ void AddCpuTargetOption(CLI::App& cmd);
 // auto leaves it empty: the backend's default).
 void AddKvTypeOption(CLI::App& cmd, std::optional<DType>& kv_type);
 
+// --expert-cache, --expert-policy, --no-expert-prefetch, --sticky-experts
+// (see runtime/expert_streaming.h).
+void AddExpertOptions(CLI::App& cmd, ExpertStreamingOptions& experts);
+
 struct SamplingFlags {
   SamplingParams params;
   std::optional<uint64_t> seed;  // absent: a random seed

@@ -11,6 +11,7 @@
 #include "models/tensor_names.h"
 #include "models/config_loader.h"
 #include "models/model_stats.h"
+#include "runtime/expert_streaming.h"
 
 namespace anymoe::cli {
 namespace {
@@ -19,6 +20,7 @@ struct InfoFlags {
   std::string model_path;
   std::string mtp_path;
   int64_t context = 4096;
+  ExpertStreamingOptions experts;
 };
 
 std::string Count(double v) {
@@ -59,20 +61,21 @@ void PrintArchitecture(const ModelConfig& c) {
   if (c.dsa.topk > 0) {
     int64_t full = 0;
     for (IndexerKind k : c.indexer_kinds) full += k == IndexerKind::kFull;
-    std::printf("sparse attn:  DSA, %lld indexer heads x %lld, top-%lld keys, %lld full / %lld "
-                "shared indexer layers\n",
-                (long long)c.dsa.n_heads, (long long)c.dsa.head_dim, (long long)c.dsa.topk,
-                (long long)full, (long long)(c.num_layers - full));
+    std::printf(
+        "sparse attn:  DSA, %lld indexer heads x %lld, top-%lld keys, %lld full / %lld "
+        "shared indexer layers\n",
+        (long long)c.dsa.n_heads, (long long)c.dsa.head_dim, (long long)c.dsa.topk, (long long)full,
+        (long long)(c.num_layers - full));
   }
   if (c.is_moe()) {
     const MoeConfig& m = c.moe;
-    std::printf("experts:      %lld routed (top-%lld, ffn %lld), shared ffn %lld, %s router%s, "
-                "top %lld of %lld groups, scaling %g\n",
-                (long long)m.num_experts, (long long)m.experts_per_token, (long long)m.expert_ffn,
-                (long long)m.shared_ffn,
-                m.scoring == MoeConfig::Scoring::kSigmoid ? "sigmoid" : "softmax",
-                m.selection_bias ? " + selection bias" : "", (long long)m.topk_group,
-                (long long)m.n_group, m.routed_scaling_factor);
+    std::printf(
+        "experts:      %lld routed (top-%lld, ffn %lld), shared ffn %lld, %s router%s, "
+        "top %lld of %lld groups, scaling %g\n",
+        (long long)m.num_experts, (long long)m.experts_per_token, (long long)m.expert_ffn,
+        (long long)m.shared_ffn, m.scoring == MoeConfig::Scoring::kSigmoid ? "sigmoid" : "softmax",
+        m.selection_bias ? " + selection bias" : "", (long long)m.topk_group, (long long)m.n_group,
+        m.routed_scaling_factor);
   } else {
     std::printf("experts:      none (dense)\n");
   }
@@ -94,8 +97,8 @@ void PrintArchitecture(const ModelConfig& c) {
 void PrintMemory(const ModelConfig& c, int64_t ctx, uint64_t weight_bytes) {
   const KvFootprint kv = KvValuesPerToken(c);
   const double kv_bytes = double(kv.values_per_token) * sizeof(float);
-  std::printf("kv cache:     %lld values/token = %.0f bytes/token (f32)", (long long)kv.values_per_token,
-              kv_bytes);
+  std::printf("kv cache:     %lld values/token = %.0f bytes/token (f32)",
+              (long long)kv.values_per_token, kv_bytes);
   if (kv.full_kv_values_per_token != kv.values_per_token) {
     std::printf("; full per-head K/V would be %lld values = %.0f bytes (%.1fx)",
                 (long long)kv.full_kv_values_per_token,
@@ -103,8 +106,32 @@ void PrintMemory(const ModelConfig& c, int64_t ctx, uint64_t weight_bytes) {
                 double(kv.full_kv_values_per_token) / double(kv.values_per_token));
   }
   std::printf("\n");
-  std::printf("memory:       weights %s + KV cache %s for %lld tokens\n", Gib(double(weight_bytes)).c_str(),
-              Gib(kv_bytes * double(ctx)).c_str(), (long long)ctx);
+  std::printf("memory:       weights %s + KV cache %s for %lld tokens\n",
+              Gib(double(weight_bytes)).c_str(), Gib(kv_bytes * double(ctx)).c_str(),
+              (long long)ctx);
+}
+
+// What `run`/`serve` on the cpu backend would take (one sequence at -c, f16 KV
+// cache, 128-token steps), and whether --expert-cache (auto by default) streams.
+int PrintPlan(const ModelFile& file, const InfoFlags& f) {
+  LoadOptions load;
+  load.context = f.context;
+  load.kv_type = DType::kF16;
+  const SystemMemory memory = QuerySystemMemory();
+  auto plan = PlanExpertStreaming(file, load, f.experts, /*cpu_backend=*/true, memory);
+  if (!plan.ok()) return ReportError(plan.status());
+  const MemoryPlan& m = plan->stream ? plan->streamed : plan->resident;
+  std::printf("cpu plan:     %s = weights %s + KV cache %s + activations %s",
+              Gib(double(m.total())).c_str(), Gib(double(m.weights)).c_str(),
+              Gib(double(m.kv_cache)).c_str(), Gib(double(m.activations)).c_str());
+  if (plan->stream) {
+    std::printf(" + expert cache %s (routed experts %s stream from the file)",
+                Gib(double(m.expert_cache)).c_str(), Gib(double(m.streamed_weights)).c_str());
+  }
+  std::printf("\n              %s; %s available to this process\n",
+              plan->stream ? "experts stream (--expert-cache)" : "every weight resident",
+              Gib(double(memory.available)).c_str());
+  return 0;
 }
 
 int InfoFromConfig(const InfoFlags& f) {
@@ -185,6 +212,7 @@ int Info(const InfoFlags& f) {
     weight_bytes += u.bytes;
   }
   PrintMemory(*config, std::min(f.context, config->max_position_embeddings), weight_bytes);
+  if (const int rc = PrintPlan(*file, f); rc != 0) return rc;
   return PrintMtp(f, *file, *config);
 }
 
@@ -197,6 +225,7 @@ CommandFn RegisterInfo(CLI::App& cmd) {
   cmd.add_option("-c,--ctx", f->context, "context length to size the KV cache for");
   cmd.add_option("--mtp-file", f->mtp_path,
                  "an MTP-only GGUF to check against this (trunk-only) model");
+  AddExpertOptions(cmd, f->experts);
   return [f] { return Info(*f); };
 }
 

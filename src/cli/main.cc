@@ -24,6 +24,8 @@ int main(int argc, char** argv) {
       anymoe::cli::RegisterPerplexity);
   add("bench-serve", "load-test an OpenAI-compatible server (TTFT, TPOT, throughput)",
       anymoe::cli::RegisterBenchServe);
+  add("cache-sim", "replay routing traces through the expert cache's eviction policies",
+      anymoe::cli::RegisterCacheSim);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -14,6 +14,7 @@
 #include "core/npy.h"
 #include "runtime/generator.h"
 #include "runtime/routing_report.h"
+#include "runtime/routing_trace.h"
 
 namespace anymoe::cli {
 namespace {
@@ -30,6 +31,7 @@ struct RunFlags {
   bool ignore_eos = false;
   std::string logits_out;
   std::string routing_stats;
+  std::string routing_trace;
   std::vector<std::string> stops;
   std::string json_schema;  // file: constrain the output to this JSON schema
   bool json_object = false; // constrain the output to any JSON object
@@ -86,6 +88,8 @@ int Run(const RunFlags& f) {
   auto prompt = PromptTokens(f, *engine);
   if (!prompt.ok()) return ReportError(prompt.status());
 
+  RoutingTrace trace;
+  if (!f.routing_trace.empty()) engine->model().SetObserver(&trace.observer());
   Generator generator(engine->model(), &engine->tokenizer());
   auto seq = generator.NewSequence(engine->context());
   if (!seq.ok()) return ReportError(seq.status());
@@ -122,9 +126,24 @@ int Run(const RunFlags& f) {
                               RoutingStatsJson(engine->model().routing_stats(), f.engine.model_path));
     if (!st.ok()) return ReportError(st);
   }
+  if (!f.routing_trace.empty()) {
+    engine->model().SetObserver(nullptr);
+    Status st = trace.Write(f.routing_trace);
+    if (!st.ok()) return ReportError(st);
+  }
   std::fflush(stdout);
-  std::fprintf(stderr, "%s | stop: %s\n", result->stats.Line().c_str(),
-               std::string(StopReasonName(result->reason)).c_str());
+  std::string experts;
+  if (const ExpertCacheStats c = engine->model().routing_stats().cache; c.enabled) {
+    char buf[256];
+    std::snprintf(buf, sizeof(buf),
+                  " | experts: hit %.1f %%, %.2f MiB/token read, stall %.2f ms/token, "
+                  "prediction %.1f %%",
+                  100 * c.hit_rate(), c.bytes_per_token() / (1 << 20), c.stall_ms_per_token(),
+                  100 * c.prediction_precision());
+    experts = buf;
+  }
+  std::fprintf(stderr, "%s | stop: %s%s\n", result->stats.Line().c_str(),
+               std::string(StopReasonName(result->reason)).c_str(), experts.c_str());
   return 0;
 }
 
@@ -149,7 +168,11 @@ CommandFn RegisterRun(CLI::App& cmd) {
                  "constrain the output to JSON valid against the schema in FILE (docs/chat.md)");
   cmd.add_flag("--json-object", f->json_object, "constrain the output to a JSON object");
   cmd.add_option("--routing-stats", f->routing_stats,
-                 "write per-layer, per-expert token counts of the run to FILE.json");
+                 "write per-layer, per-expert token counts of the run (and, with streamed "
+                 "experts, the expert cache's counters) to FILE.json");
+  cmd.add_option("--routing-trace", f->routing_trace,
+                 "write every token's experts per MoE layer to FILE.npy (int32 [tokens, layers, "
+                 "k]; replay with anymoe cache-sim)");
   return [f] { return Run(*f); };
 }
 

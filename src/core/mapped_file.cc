@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -26,14 +27,7 @@ Expected<std::unique_ptr<MappedFile>> MappedFile::Open(const std::string& path) 
   const uint64_t size = uint64_t(st.st_size);
   const uint8_t* data = nullptr;
   if (size > 0) {
-    // Populate the page tables now (reading the file if it is not cached), so
-    // that decode steps do not take page faults when they first touch an
-    // expert or layer; the cost moves to load time.
-    int flags = MAP_PRIVATE;
-#ifdef MAP_POPULATE
-    flags |= MAP_POPULATE;
-#endif
-    void* p = ::mmap(nullptr, size, PROT_READ, flags, fd, 0);
+    void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
     if (p == MAP_FAILED) {
       const int err = errno;
       ::close(fd);
@@ -43,6 +37,21 @@ Expected<std::unique_ptr<MappedFile>> MappedFile::Open(const std::string& path) 
   }
   ::close(fd);  // the mapping keeps the file alive
   return std::unique_ptr<MappedFile>(new MappedFile(path, data, size));
+}
+
+void MappedFile::Populate(uint64_t offset, uint64_t bytes) const {
+  if (offset >= size_) return;
+  bytes = std::min(bytes, size_ - offset);
+  const uint64_t page = uint64_t(::sysconf(_SC_PAGESIZE));
+  const uint64_t begin = offset / page * page, end = offset + bytes;
+  if (end <= begin) return;
+  // Populating the page tables now (reading the file if it is not cached)
+  // keeps page faults out of decode steps that first touch a layer.
+#ifdef MADV_POPULATE_READ
+  if (::madvise(const_cast<uint8_t*>(data_) + begin, end - begin, MADV_POPULATE_READ) == 0) return;
+#endif
+  volatile uint8_t sink = 0;  // older kernels: touch every page
+  for (uint64_t p = begin; p < end; p += page) sink = sink + data_[p];
 }
 
 MappedFile::~MappedFile() {

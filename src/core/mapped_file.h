@@ -1,5 +1,7 @@
 // A read-only memory map of a whole file. Weights are used in place from it
 // (zero copy); all offsets read from the file must be validated against size().
+// Mapping reads nothing: Populate() faults a range in (the engine populates what
+// it will use, so that a model streamed from disk is not read whole at open).
 #pragma once
 
 #include <cstddef>
@@ -22,6 +24,12 @@ class MappedFile {
   const uint8_t* data() const { return data_; }
   uint64_t size() const { return size_; }
   const std::string& path() const { return path_; }
+
+  // Reads [offset, offset + bytes) into memory and maps it, so that later
+  // accesses take no page fault (clamped to the file). Best effort: errors are
+  // ignored, the pages then fault in on first use.
+  void Populate(uint64_t offset, uint64_t bytes) const;
+  void Populate() const { Populate(0, size_); }
 
  private:
   MappedFile(std::string path, const uint8_t* data, uint64_t size)

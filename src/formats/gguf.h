@@ -89,6 +89,8 @@ class GgufFile : public TensorSource {
   uint64_t alignment() const { return alignment_; }
   uint64_t data_offset() const { return data_offset_; }  // file offset of tensor data
   const std::string& path() const { return file_->path(); }
+  // The mapping tensor data points into (expert streaming reads it by offset).
+  const MappedFile& mapped() const { return *file_; }
 
   // Metadata in file order, and lookup by key (nullptr when absent).
   const std::vector<GgufKeyValue>& metadata() const { return kvs_; }

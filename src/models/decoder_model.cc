@@ -18,6 +18,12 @@ Expected<std::unique_ptr<Model>> DecoderModel::Load(const ModelFile& file, Model
   m->max_step_tokens_ = options.max_step_tokens;
   m->kv_type_ = options.kv_type;
   RETURN_IF_ERROR(m->Bind(file, options));
+  RETURN_IF_ERROR(m->StartExpertCache(file, options));
+  if (options.sticky_experts > 0 && !options.planning) {
+    for (Layer& L : m->layers_) {
+      if (L.moe) RETURN_IF_ERROR(L.moe->EnableSticky(backend, options.sticky_experts));
+    }
+  }
   RETURN_IF_ERROR(m->AllocateActivations());
   return std::unique_ptr<Model>(std::move(m));
 }
@@ -48,6 +54,8 @@ Status DecoderModel::Bind(const ModelFile& file, const LoadOptions& options) {
   rope_.pairing = c.rope_pairing;
 
   WeightBinder w(file, backend_);
+  w.set_stream_experts(options.expert_cache.enabled && c.is_moe());
+  w.set_progress(options.progress);
   ASSIGN_OR_RETURN(tok_embd_, w.Require("model.embed_tokens.weight", {c.vocab_size, c.hidden_size}));
   ASSIGN_OR_RETURN(output_norm_, w.Require("model.norm.weight", {c.hidden_size}));
   if (c.tie_word_embeddings) {
@@ -57,6 +65,7 @@ Status DecoderModel::Bind(const ModelFile& file, const LoadOptions& options) {
   }
   for (int64_t i = 0; i < c.num_layers; ++i) RETURN_IF_ERROR(BindLayer(w, i));
   weight_bytes_ = w.bound_bytes();
+  streamed_bytes_ = w.streamed_bytes();
   if (options.load_mtp || options.mtp_file != nullptr) RETURN_IF_ERROR(BindMtp(w, options));
   return Status::Ok();
 }
@@ -74,11 +83,42 @@ Status DecoderModel::BindMtp(WeightBinder& trunk, const LoadOptions& options) {
     return Status::Error("the model declares no MTP (NextN) layer (num_nextn_predict_layers)");
   }
   WeightBinder& w = separate ? *separate : trunk;
+  // The MTP layer's experts stay resident: the expert cache serves the trunk's
+  // layers, and the draft layer runs for every token.
+  w.set_stream_experts(false);
   auto mtp = MtpBlock::Bind(w, backend_, c, c.num_layers, rope_, max_step_tokens_, tok_embd_,
                             output_);
   if (!mtp.ok()) return mtp.status().WithContext("MTP layer in " + where);
   mtp_ = std::move(mtp).value();
   weight_bytes_ += mtp_->weight_bytes();
+  return Status::Ok();
+}
+
+Status DecoderModel::StartExpertCache(const ModelFile& file, const LoadOptions& options) {
+  std::vector<const LayerExperts*> streamed(layers_.size(), nullptr);
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    if (layers_[l].moe) streamed[l] = layers_[l].moe->streamed_layout();
+  }
+  if (std::all_of(streamed.begin(), streamed.end(), [](auto* p) { return p == nullptr; })) {
+    return Status::Ok();
+  }
+  if (options.planning) {
+    ASSIGN_OR_RETURN(ExpertCache::Footprint f, ExpertCache::Plan(streamed, options.expert_cache));
+    expert_cache_bytes_ = f.bytes;
+    return Status::Ok();
+  }
+  ASSIGN_OR_RETURN(expert_cache_, ExpertCache::Create(file, streamed, options.expert_cache));
+  expert_cache_bytes_ = expert_cache_->stats().capacity_bytes;
+  size_t next = layers_.size();  // the next streamed MoE layer
+  for (size_t l = layers_.size(); l-- > 0;) {
+    MoeBlock* moe = layers_[l].moe;
+    if (moe == nullptr || streamed[l] == nullptr) continue;
+    moe->AttachCache(expert_cache_.get());
+    if (next < layers_.size()) {
+      moe->SetLookahead(layers_[next].moe, layers_[next].ffn_norm, config_.rms_norm_eps);
+    }
+    next = l;
+  }
   return Status::Ok();
 }
 
@@ -194,10 +234,18 @@ Expected<Tensor> DecoderModel::ForwardBatch(std::span<const SequenceStep> steps)
     backend_.Add(x, y, x);
     workspace_.Reset();
     backend_.RmsNorm(x, L.ffn_norm, config_.rms_norm_eps, xn);
+    ctx.residual = &x;
     L.ffn->Forward(ctx, xn, y);
+    if (!ctx.status.ok()) return ctx.status;  // the step's tokens are not committed
     backend_.Add(x, y, x);
   }
   for (const Segment& s : segments_) s.cache->set_length(s.n_past + s.rows);
+  if (expert_cache_) {
+    int64_t sticky = 0;
+    for (const Layer& L : layers_) sticky += L.moe ? L.moe->sticky_routings() : 0;
+    expert_cache_->CountTokens(t, sticky - sticky_reported_);
+    sticky_reported_ = sticky;
+  }
 
   // Only the rows whose logits are wanted go through the final norm and head.
   const int64_t rows = int64_t(logit_rows_.size());
@@ -217,6 +265,7 @@ RoutingStats DecoderModel::routing_stats() const {
     s.layers.push_back(int64_t(l));
     s.counts.push_back(layers_[l].moe->expert_counts());
   }
+  if (expert_cache_) s.cache = expert_cache_->stats();
   return s;
 }
 

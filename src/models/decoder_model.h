@@ -41,6 +41,8 @@ class DecoderModel final : public Model {
       : config_(std::move(config)), backend_(backend) {}
   Status Bind(const ModelFile& file, const LoadOptions& options);
   Status BindMtp(WeightBinder& trunk, const LoadOptions& options);
+  // Creates the expert cache for the streamed layers and wires prefetch.
+  Status StartExpertCache(const ModelFile& file, const LoadOptions& options);
   Status BindLayer(WeightBinder& w, int64_t i);
   Status AllocateActivations();
   // Validates the steps and reserves their cache blocks; fills segments_.
@@ -64,6 +66,8 @@ class DecoderModel final : public Model {
   std::vector<Segment> segments_;
   std::vector<int32_t> logit_rows_;  // rows of the step whose logits are returned
   const ForwardObserver* observer_ = nullptr;
+  std::unique_ptr<ExpertCache> expert_cache_;
+  int64_t sticky_reported_ = 0;  // sticky routings already counted in the cache's stats
 };
 
 }  // namespace anymoe

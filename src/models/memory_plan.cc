@@ -115,12 +115,17 @@ class PlanningBackend final : public Backend {
 
 Expected<MemoryPlan> PlanMemory(const ModelFile& file, const LoadOptions& options) {
   PlanningBackend planner;
-  ASSIGN_OR_RETURN(std::unique_ptr<Model> model, LoadModelUnplanned(file, planner, options));
+  LoadOptions planning = options;
+  planning.planning = true;
+  planning.progress = nullptr;
+  ASSIGN_OR_RETURN(std::unique_ptr<Model> model, LoadModelUnplanned(file, planner, planning));
   const int64_t tokens = KvCacheTokens(*model, options);
   ASSIGN_OR_RETURN(std::unique_ptr<KvPool> pool, model->NewPool(tokens));
   MemoryPlan plan = planner.plan();
   plan.kv_tokens = tokens;
   plan.max_step_tokens = options.max_step_tokens;
+  plan.expert_cache = model->expert_cache_bytes();
+  plan.streamed_weights = model->streamed_bytes();
   return plan;
 }
 

@@ -3,11 +3,13 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 
 #include "backends/backend.h"
 #include "models/blocks/step_context.h"
+#include "models/experts/expert_cache.h"
 #include "models/kv_cache.h"
 #include "models/model_config.h"
 #include "models/model_file.h"
@@ -15,10 +17,12 @@
 namespace anymoe {
 
 // Tokens routed to each expert, per MoE layer, since load or the last reset.
+// With streamed experts, also the expert cache's counters.
 struct RoutingStats {
   int64_t experts_per_token = 0;
   std::vector<int64_t> layers;               // indices of the MoE layers
   std::vector<std::vector<int64_t>> counts;  // [moe layer][expert]
+  ExpertCacheStats cache;                    // cache.enabled: experts are streamed
 };
 
 struct LoadOptions {
@@ -33,6 +37,15 @@ struct LoadOptions {
   // `mtp_file`, an MTP-only GGUF beside a trunk-only one (implies load_mtp).
   bool load_mtp = false;
   const ModelFile* mtp_file = nullptr;
+  // Routed experts left in the file and read through a cache (CPU backend).
+  ExpertCacheOptions expert_cache;
+  // --sticky-experts: the router margin below which a one-token step keeps the
+  // previous token's experts (0: off).
+  float sticky_experts = 0;
+  // Set by PlanMemory: size what the load would allocate, start nothing.
+  bool planning = false;
+  // Called with the bytes of each weight as it is prepared (load progress).
+  std::function<void(uint64_t bytes, bool done)> progress = nullptr;
 };
 
 class MtpBlock;
@@ -79,13 +92,17 @@ class Model {
   // Taps for tests and tools (null to remove); not owned.
   virtual void SetObserver(const ForwardObserver* observer) = 0;
 
-  uint64_t weight_bytes() const { return weight_bytes_; }
+  uint64_t weight_bytes() const { return weight_bytes_; }  // resident
   uint64_t activation_bytes() const { return activation_bytes_; }
+  uint64_t streamed_bytes() const { return streamed_bytes_; }          // routed experts left in the file
+  uint64_t expert_cache_bytes() const { return expert_cache_bytes_; }  // the cache's slots
 
  protected:
   int64_t max_step_tokens_ = 0;
   uint64_t weight_bytes_ = 0;
   uint64_t activation_bytes_ = 0;
+  uint64_t streamed_bytes_ = 0;
+  uint64_t expert_cache_bytes_ = 0;
 };
 
 // Builds the model for `file`'s architecture on `backend`. `file` must outlive it.

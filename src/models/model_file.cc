@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include "core/mapped_file.h"
 #include "formats/gguf.h"
 #include "formats/hf_config.h"
 #include "formats/safetensors.h"
@@ -16,6 +17,31 @@ ModelFile& ModelFile::operator=(ModelFile&&) noexcept = default;
 const TensorSource& ModelFile::tensors() const {
   if (format == ModelFormat::kGguf) return *gguf;
   return *hf_weights;
+}
+
+std::vector<const MappedFile*> ModelFile::mapped_files() const {
+  if (format == ModelFormat::kGguf) return {&gguf->mapped()};
+  std::vector<const MappedFile*> files;
+  if (const auto* st = dynamic_cast<const SafetensorsModel*>(hf_weights.get())) {
+    for (const SafetensorsShard& shard : st->shards()) files.push_back(shard.file.get());
+  }
+  return files;
+}
+
+Expected<FileLocation> ModelFile::Locate(const uint8_t* p, uint64_t bytes) const {
+  const std::vector<const MappedFile*> files = mapped_files();
+  for (size_t i = 0; i < files.size(); ++i) {
+    const uint8_t* base = files[i]->data();
+    if (base != nullptr && p >= base && p - base <= int64_t(files[i]->size()) &&
+        bytes <= files[i]->size() - uint64_t(p - base)) {
+      return FileLocation{int32_t(i), uint64_t(p - base)};
+    }
+  }
+  return Status::Error(path + ": tensor bytes lie in none of the model's files");
+}
+
+void ModelFile::Populate() const {
+  for (const MappedFile* f : mapped_files()) f->Populate();
 }
 
 Expected<ModelFile> OpenModelFile(const std::string& path) {

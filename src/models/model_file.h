@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/status.h"
 #include "formats/tensor_source.h"
@@ -13,6 +14,14 @@ namespace anymoe {
 
 class GgufFile;
 class HfConfig;
+class MappedFile;
+
+// Where bytes of a tensor lie on disk: the file (an index into
+// ModelFile::mapped_files()) and the offset in it.
+struct FileLocation {
+  int32_t file = 0;
+  uint64_t offset = 0;
+};
 
 enum class ModelFormat { kGguf, kHfFolder };
 
@@ -29,6 +38,12 @@ struct ModelFile {
   ModelFile& operator=(ModelFile&&) noexcept;
 
   const TensorSource& tensors() const;
+  // The mapped files tensor data points into (one GGUF, or the safetensors shards).
+  std::vector<const MappedFile*> mapped_files() const;
+  // The file and offset of `bytes` bytes at `p`, which must lie inside one of them.
+  Expected<FileLocation> Locate(const uint8_t* p, uint64_t bytes) const;
+  // Faults every mapped byte in (see MappedFile::Populate).
+  void Populate() const;
   // Folder of an HF model (for tokenizer.json and friends); empty for GGUF.
   std::string hf_folder() const { return format == ModelFormat::kHfFolder ? path : ""; }
 };

@@ -27,8 +27,18 @@ Expected<std::optional<Tensor>> WeightBinder::Bind(const std::string& hf_name,
     return Status::Error(file_.tensors().description() + ": tensor '" + name + "' has shape " +
                          ShapeString(info->shape) + ", expected " + ShapeString(shape));
   }
+  if (binding_experts_) {  // a view of the file's bytes, for LocateExperts only
+    Tensor t;
+    t.base = const_cast<uint8_t*>(info->data);
+    t.dtype = info->dtype;
+    t.rank = int(shape.size());
+    std::copy(shape.begin(), shape.end(), t.shape.begin());
+    streamed_bytes_ += info->bytes;
+    return std::optional<Tensor>(t);
+  }
   ASSIGN_OR_RETURN(Tensor t, backend_.PrepareWeight(*info));
   bound_bytes_ += info->bytes;
+  if (progress_) progress_(info->bytes, false);
   return std::optional<Tensor>(t);
 }
 
@@ -110,13 +120,39 @@ Expected<bool> WeightBinder::Stacked(int64_t i, const std::string& prefix, int64
   return true;
 }
 
+Status WeightBinder::LocateExperts(ExpertWeights& w) {
+  w.spans.resize(w.gate.size());
+  for (size_t e = 0; e < w.gate.size(); ++e) {
+    Tensor* parts[kExpertParts] = {&w.gate[e], &w.up[e], &w.down[e]};
+    for (int p = 0; p < kExpertParts; ++p) {
+      Tensor& t = *parts[p];
+      const uint64_t bytes = uint64_t(t.rows()) * t.row_bytes();
+      ASSIGN_OR_RETURN(FileLocation at, file_.Locate(t.as<const uint8_t>(), bytes));
+      w.spans[e][size_t(p)] = FileSpan{at.file, at.offset, bytes};
+      t.base = nullptr;  // never read in place: the expert cache supplies the bytes
+      t.offset = 0;
+    }
+  }
+  return Status::Ok();
+}
+
 Expected<ExpertWeights> WeightBinder::Experts(int64_t i, const std::string& prefix,
                                               int64_t num_experts, int64_t ffn, int64_t hidden) {
   ExpertWeights w;
+  binding_experts_ = stream_experts_;
+  struct Reset {
+    bool& flag;
+    ~Reset() { flag = false; }
+  } reset{binding_experts_};
   ASSIGN_OR_RETURN(bool per_expert, PerExpert(i, prefix, num_experts, ffn, hidden, w));
-  if (per_expert) return w;
-  ASSIGN_OR_RETURN(bool stacked, Stacked(i, prefix, num_experts, ffn, hidden, w));
-  if (stacked) return w;
+  if (!per_expert) {
+    ASSIGN_OR_RETURN(bool stacked, Stacked(i, prefix, num_experts, ffn, hidden, w));
+    if (!stacked) w.gate.clear();
+  }
+  if (!w.gate.empty()) {
+    if (binding_experts_) RETURN_IF_ERROR(LocateExperts(w));
+    return w;
+  }
   return Status::Error(file_.tensors().description() + ": layer " + std::to_string(i) +
                        " has no expert weights under '" + FileName(LayerTensorName(i, prefix)) +
                        "' (per-expert, stacked or fused gate_up)");

@@ -4,20 +4,28 @@
 // weights through this one place.
 #pragma once
 
+#include <functional>
 #include <initializer_list>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "backends/backend.h"
+#include "models/experts/expert_layout.h"
 #include "models/model_file.h"
 
 namespace anymoe {
 
 // The weights of every routed expert of one MoE layer, one view per expert,
 // whatever the file layout (per-expert tensors, stacked [E, ...], fused gate_up).
+// Streamed experts (WeightBinder::set_stream_experts) are not prepared: the
+// views carry dtype and shape only (no bytes) and `spans` says where each
+// expert's gate, up and down lie in the file.
 struct ExpertWeights {
   std::vector<Tensor> gate, up, down;  // gate/up [I, H], down [H, I]
+  std::vector<ExpertSpans> spans;      // per expert when streamed, else empty
+
+  bool streamed() const { return !spans.empty(); }
 };
 
 class WeightBinder {
@@ -43,7 +51,13 @@ class WeightBinder {
   Expected<ExpertWeights> Experts(int64_t i, const std::string& prefix, int64_t num_experts,
                                   int64_t ffn, int64_t hidden);
 
-  uint64_t bound_bytes() const { return bound_bytes_; }
+  // Called with each prepared weight's bytes (load progress).
+  void set_progress(std::function<void(uint64_t, bool)> progress) { progress_ = std::move(progress); }
+  // Routed experts bound from now on stay in the file (see ExpertWeights).
+  void set_stream_experts(bool stream) { stream_experts_ = stream; }
+
+  uint64_t bound_bytes() const { return bound_bytes_; }      // prepared by the backend
+  uint64_t streamed_bytes() const { return streamed_bytes_; }  // routed experts left in the file
 
  private:
   std::string FileName(const std::string& hf_name) const;
@@ -52,11 +66,17 @@ class WeightBinder {
                            int64_t hidden, ExpertWeights& out);
   Expected<bool> Stacked(int64_t i, const std::string& prefix, int64_t num_experts, int64_t ffn,
                          int64_t hidden, ExpertWeights& out);
+  // Fills out.spans from the views (which then lose their bytes).
+  Status LocateExperts(ExpertWeights& out);
 
   const ModelFile& file_;
   Backend& backend_;
   std::string gguf_arch_;
   uint64_t bound_bytes_ = 0;
+  uint64_t streamed_bytes_ = 0;
+  bool stream_experts_ = false;
+  bool binding_experts_ = false;  // inside Experts() with stream_experts_
+  std::function<void(uint64_t, bool)> progress_;
 };
 
 }  // namespace anymoe

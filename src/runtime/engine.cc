@@ -8,30 +8,28 @@
 
 #include "formats/gguf.h"
 #include "formats/hf_config.h"
+#include "core/mapped_file.h"
+#include "core/system_memory.h"
 #include "models/kv_cache.h"
+#include "runtime/load_progress.h"
 
 namespace anymoe {
 namespace {
 
-// Reads one byte per page of every weight so the mmap is resident before the
-// first token, showing progress on a terminal (only worth it for big files).
-void PrefaultWeights(const TensorSource& tensors, bool show) {
-  uint64_t total = 0, done = 0;
-  for (const TensorInfo& t : tensors.tensors()) total += t.bytes;
-  if (total < (uint64_t(1) << 30) || !show || !::isatty(STDERR_FILENO)) return;
-  volatile uint8_t sink = 0;
-  int last_percent = -1;
-  for (const TensorInfo& t : tensors.tensors()) {
-    for (uint64_t off = 0; off < t.bytes; off += 4096) sink = sink + t.data[off];
-    done += t.bytes;
-    const int percent = int(done * 100 / total);
-    if (percent != last_percent) {
-      std::fprintf(stderr, "\rloading weights: %3d%% (%.1f / %.1f GiB)", percent,
-                   double(done) / (1 << 30), double(total) / (1 << 30));
-      last_percent = percent;
+// Faults the whole file in before the first token (what MAP_POPULATE did),
+// with progress for big files: a bar on a terminal, else one summary line.
+void PopulateWeights(const ModelFile& file, bool show) {
+  uint64_t total = 0;
+  for (const MappedFile* m : file.mapped_files()) total += m->size();
+  LoadProgress progress("loading weights", total, show && total >= kProgressMinBytes);
+  constexpr uint64_t kChunk = uint64_t(64) << 20;
+  for (const MappedFile* m : file.mapped_files()) {
+    for (uint64_t at = 0; at < m->size(); at += kChunk) {
+      m->Populate(at, kChunk);
+      progress.Add(std::min(kChunk, m->size() - at));
     }
   }
-  std::fprintf(stderr, "\n");
+  progress.Finish();
 }
 
 }  // namespace
@@ -59,6 +57,7 @@ Expected<std::unique_ptr<Engine>> Engine::Load(const EngineOptions& options) {
   backend_options.record_ops = options.record_ops;
   backend_options.time_ops = options.time_ops;
   ASSIGN_OR_RETURN(e->backend_, CreateBackend(options.backend, backend_options));
+  const bool cpu = e->backend_->kind() == BackendKind::kCpu;
   LoadOptions load;
   load.max_step_tokens = options.max_step_tokens;
   load.context = options.context;
@@ -73,7 +72,23 @@ Expected<std::unique_ptr<Engine>> Engine::Load(const EngineOptions& options) {
     e->mtp_file_ = std::move(mtp);
     load.mtp_file = &*e->mtp_file_;
   }
+  ExpertStreamingOptions experts = options.experts;
+  experts.pack_panels = options.repack_weights && !options.exact_matmul;
+  ASSIGN_OR_RETURN(e->streaming_, PlanExpertStreaming(e->file_, load, experts, cpu,
+                                                      QuerySystemMemory()));
+  if (!e->streaming_.note.empty()) std::fprintf(stderr, "anymoe: %s\n", e->streaming_.note.c_str());
+  if (e->streaming_.stream) {
+    // Resident weights are copied out of the mapping at load (reading them),
+    // so nothing but the expert reads touches the file afterwards.
+    backend_options.copy_weights = true;
+    ASSIGN_OR_RETURN(e->backend_, CreateBackend(options.backend, backend_options));
+    load.progress = LoadProgress::Callback("loading resident weights",
+                                           e->streaming_.streamed.weights, options.progress);
+  } else {
+    PopulateWeights(e->file_, options.progress);
+  }
   ASSIGN_OR_RETURN(e->model_, LoadModel(e->file_, *e->backend_, load));
+  if (load.progress) load.progress(0, true);
   if (e->model_->config().vocab_size < int64_t(e->tokenizer_->vocab_size())) {
     return Status::Error(options.model_path + ": tokenizer has " +
                          std::to_string(e->tokenizer_->vocab_size()) +
@@ -103,7 +118,6 @@ Expected<std::unique_ptr<Engine>> Engine::Load(const EngineOptions& options) {
       }
     }
   }
-  PrefaultWeights(e->file_.tensors(), options.progress);
   return e;
 }
 

@@ -14,6 +14,7 @@
 #include "chat/tool_calls.h"
 #include "models/model.h"
 #include "models/model_file.h"
+#include "runtime/expert_streaming.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
@@ -42,6 +43,8 @@ struct EngineOptions {
   // `mtp_path`, an MTP-only GGUF beside a trunk-only one.
   bool load_mtp = false;
   std::string mtp_path;
+  // Routed experts streamed from disk through a RAM cache (--expert-cache ...).
+  ExpertStreamingOptions experts;
 };
 
 class Engine {
@@ -56,6 +59,8 @@ class Engine {
   // Element type of the KV cache's GQA keys and values (EngineOptions::kv_type
   // resolved for the backend).
   DType kv_type() const { return kv_type_; }
+  // Whether and how routed experts stream (see runtime/expert_streaming.h).
+  const ExpertStreamingPlan& expert_streaming() const { return streaming_; }
 
   // Text to ids, with BOS when the model wants it and special tokens parsed.
   std::vector<int32_t> Encode(std::string_view text) const;
@@ -96,6 +101,7 @@ class Engine {
   std::optional<ModelChatTemplate> model_template_;
   int64_t context_ = 0;
   DType kv_type_ = DType::kF32;
+  ExpertStreamingPlan streaming_;
 };
 
 // Loads just the tokenizer of a model file (GGUF metadata or tokenizer.json).

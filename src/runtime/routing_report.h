@@ -3,6 +3,7 @@
 // expert placement and cache sizes.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "models/model.h"
@@ -11,6 +12,11 @@ namespace anymoe {
 
 // {"model", "experts_per_token", "tokens", "layers": [{"layer", "counts": [...],
 // "total", "active_experts"}]}; `tokens` is each layer's total / experts_per_token.
+// With streamed experts also "expert_cache" (ExpertCacheJson).
+// The expert cache's counters and the figures derived from them (hit rate,
+// bytes and stall per token, prediction precision and recall).
+nlohmann::ordered_json ExpertCacheJson(const ExpertCacheStats& stats);
+
 std::string RoutingStatsJson(const RoutingStats& stats, const std::string& model_name);
 
 }  // namespace anymoe

@@ -34,6 +34,43 @@ void Gauge(std::string_view name, std::string_view help, T value, std::string* o
   *out += ' ' + Num(value) + '\n';
 }
 
+void Counter(std::string_view name, std::string_view help, uint64_t value, std::string* out) {
+  Header(name, "counter", help, out);
+  *out += name;
+  *out += ' ' + Num(value) + '\n';
+}
+
+// Streamed experts (models/experts/expert_cache.h): counters since load.
+void RenderExpertCache(const ExpertCacheStats& c, std::string* out) {
+  Gauge("anymoe_expert_cache_slots", "experts the expert cache holds at once", c.slots, out);
+  Gauge("anymoe_expert_cache_bytes", "memory of the expert cache's slots", c.capacity_bytes, out);
+  Counter("anymoe_expert_cache_lookups_total", "routed experts the forward steps used", c.lookups,
+          out);
+  Counter("anymoe_expert_cache_hits_total", "... found in the expert cache (loaded or loading)",
+          c.hits, out);
+  Counter("anymoe_expert_cache_misses_total", "... that had to be read from disk", c.misses, out);
+  Counter("anymoe_expert_cache_evictions_total", "experts evicted from the cache", c.evictions,
+          out);
+  Counter("anymoe_expert_cache_read_bytes_total", "bytes of experts read from the model file",
+          c.bytes_read, out);
+  Counter("anymoe_expert_cache_read_errors_total", "expert reads that failed", c.read_errors, out);
+  Counter("anymoe_expert_cache_tokens_total", "token rows that went through the model", c.tokens,
+          out);
+  Header("anymoe_expert_cache_stall_seconds_total", "counter",
+         "time forward steps waited for expert reads", out);
+  *out += "anymoe_expert_cache_stall_seconds_total " + Num(double(c.stall_ns) / 1e9) + '\n';
+  Counter("anymoe_expert_cache_prefetches_total", "expert reads started ahead of need",
+          c.prefetches, out);
+  Counter("anymoe_expert_cache_prefetch_used_total", "prefetched experts a step then used",
+          c.prefetch_used, out);
+  Counter("anymoe_expert_prediction_predicted_total", "experts the next-layer predictor named",
+          c.predicted, out);
+  Counter("anymoe_expert_prediction_correct_total", "predicted experts the layer then used",
+          c.predicted_used, out);
+  Counter("anymoe_sticky_expert_routings_total",
+          "(token, layer) routings --sticky-experts replaced", c.sticky_tokens, out);
+}
+
 }  // namespace
 
 Histogram::Histogram(std::vector<double> bounds)
@@ -135,6 +172,7 @@ std::string ServerMetrics::Render(const MetricsSnapshot& s) const {
     Header("anymoe_scheduler_steps_total", "counter", "batched forward steps run", &out);
     out += "anymoe_scheduler_steps_total " + Num(st.steps) + '\n';
   }
+  if (s.routing != nullptr && s.routing->cache.enabled) RenderExpertCache(s.routing->cache, &out);
   if (s.routing != nullptr && !s.routing->layers.empty()) {
     Header("anymoe_expert_tokens_total", "counter",
            "tokens routed to each expert of each MoE layer since load", &out);

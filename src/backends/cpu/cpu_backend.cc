@@ -79,10 +79,12 @@ class HostBuffer final : public Buffer {
 
 }  // namespace
 
-CpuBackend::CpuBackend(int num_threads, bool exact_matmul, bool repack_weights)
+CpuBackend::CpuBackend(int num_threads, bool exact_matmul, bool repack_weights,
+                       bool copy_weights)
     : pool_(num_threads),
       exact_matmul_(exact_matmul),
       repack_weights_(repack_weights && !exact_matmul),  // exact never runs the integer kernels
+      copy_weights_(copy_weights),
       scratch_(pool_.num_threads()) {}
 
 DeviceInfo CpuBackend::device() const {
@@ -125,7 +127,13 @@ Expected<Tensor> CpuBackend::PrepareWeight(const TensorInfo& info) {
   if (!w.was_converted()) {  // a view into the mmap
     if (repack_weights_ && IsPanelCandidate(w.tensor)) {
       RETURN_IF_ERROR(StorePanels(info.name, w.tensor));
+      return w.tensor;
     }
+    if (!copy_weights_) return w.tensor;
+    ASSIGN_OR_RETURN(uint8_t* copy, panels_.Allocate(w.bytes, info.name));
+    std::memcpy(copy, w.tensor.base, w.bytes);
+    ReleaseFilePages(static_cast<const uint8_t*>(w.tensor.base), w.bytes);
+    w.tensor.base = copy;
     return w.tensor;
   }
   // The few small vectors of a bf16/f16 checkpoint, converted once, kept here.
@@ -160,9 +168,21 @@ Status CpuBackend::StorePanels(const std::string& name, Tensor& w) {
 void CpuBackend::Embedding(const Tensor& table, std::span<const int32_t> ids, const Tensor& out) {
   const int64_t h = table.cols();
   CHECK(out.cols() == h && out.rows() == int64_t(ids.size()));
+  const uint64_t row_bytes = table.row_bytes();
+  // A table stored as panels is read there: the file's pages were released.
+  // (Block-scaled tables are never packed.)
+  const auto* panels = static_cast<const uint8_t*>(table.panels);
+  if (table.offset % (kernels::kPanelRows * row_bytes) != 0) panels = nullptr;
+  uint8_t* row = panels ? reinterpret_cast<uint8_t*>(Scratch(0, row_bytes / 4 + 1)) : nullptr;
   for (size_t i = 0; i < ids.size(); ++i) {
     CHECK(ids[i] >= 0 && ids[i] < table.rows());
-    DequantizeWeightRows(table, ids[i], 1, out.as<float>() + i * h);
+    if (panels == nullptr) {
+      DequantizeWeightRows(table, ids[i], 1, out.as<float>() + i * h);
+      continue;
+    }
+    CHECK(!table.scales);
+    kernels::UnpackPanelRow(table.dtype, panels + table.offset, ids[i], h, row);
+    DequantizeRow(table.dtype, row, out.as<float>() + i * h, h);
   }
 }
 

@@ -20,7 +20,9 @@ class CpuBackend final : public Backend {
   // repack_weights: q8_0 / q4_0 / q4_1 matrices are also stored in the panel
   // layout of the VNNI kernels (where the machine has them) and the matmuls
   // read that copy; off, every weight is used in place from the mmap.
-  explicit CpuBackend(int num_threads, bool exact_matmul = false, bool repack_weights = true);
+  // copy_weights: see BackendOptions::copy_weights.
+  explicit CpuBackend(int num_threads, bool exact_matmul = false, bool repack_weights = true,
+                      bool copy_weights = false);
 
   BackendKind kind() const override { return BackendKind::kCpu; }
   std::string name() const override { return "cpu"; }
@@ -92,6 +94,7 @@ class CpuBackend final : public Backend {
   ThreadPool pool_;
   const bool exact_matmul_;
   const bool repack_weights_;
+  const bool copy_weights_;
   std::vector<std::vector<float>> scratch_;
   std::vector<float> shared_scratch_;  // quantised activations of the current matmul
   std::vector<float> attention_partials_;  // segments of few-token attention, until merged

@@ -1,10 +1,15 @@
 #include "models/blocks/moe_block.h"
 
+#include <algorithm>
+#include <cmath>
+#include <functional>
+
 namespace anymoe {
 
 Expected<std::unique_ptr<MoeBlock>> MoeBlock::Bind(WeightBinder& w, const ModelConfig& c,
                                                    int64_t i, int64_t max_step_tokens) {
   std::unique_ptr<MoeBlock> m(new MoeBlock(c));
+  m->layer_ = i;
   const MoeConfig& s = c.moe;
   const int64_t h = c.hidden_size, e = s.num_experts, k = s.experts_per_token;
   m->prefix_ = c.arch == "mixtral" ? "block_sparse_moe" : "mlp";
@@ -13,6 +18,16 @@ Expected<std::unique_ptr<MoeBlock>> MoeBlock::Bind(WeightBinder& w, const ModelC
     ASSIGN_OR_RETURN(m->selection_bias_, w.Layer(i, "mlp.gate.e_score_correction_bias", {e}));
   }
   ASSIGN_OR_RETURN(m->experts_, w.Experts(i, m->prefix_ + ".experts", e, s.expert_ffn, h));
+  if (m->experts_.streamed()) {
+    const Tensor* parts[kExpertParts] = {&m->experts_.gate[0], &m->experts_.up[0],
+                                         &m->experts_.down[0]};
+    for (int p = 0; p < kExpertParts; ++p) {
+      const Tensor& t = *parts[p];
+      m->layout_.parts[size_t(p)] =
+          ExpertMatrix{t.dtype, t.rows(), t.cols(), uint64_t(t.rows()) * t.row_bytes()};
+    }
+    m->layout_.spans = m->experts_.spans;
+  }
   if (s.shared_ffn > 0) {
     ASSIGN_OR_RETURN(m->shared_, DenseMlp::Bind(w, i, "mlp.shared_experts", h, s.shared_ffn));
   }
@@ -36,9 +51,82 @@ Expected<std::unique_ptr<MoeBlock>> MoeBlock::Bind(WeightBinder& w, const ModelC
 uint64_t MoeBlock::workspace_floats(int64_t t) const {
   const int64_t h = c_.hidden_size, ffn = std::max(c_.moe.expert_ffn, c_.moe.shared_ffn);
   const int64_t m = t * c_.moe.experts_per_token;  // (token, expert) pairs
-  // router logits, gathered rows and expert outputs, the MLPs' gate/up
-  return Workspace::Footprint(t, c_.moe.num_experts) + 2 * Workspace::Footprint(m, h) +
-         2 * Workspace::Footprint(m, ffn);
+  // router logits, gathered rows and expert outputs, the MLPs' gate/up, and
+  // for the next layer's prediction a normed copy of the rows and its logits
+  return 2 * Workspace::Footprint(t, c_.moe.num_experts) + 2 * Workspace::Footprint(m, h) +
+         2 * Workspace::Footprint(m, ffn) + Workspace::Footprint(t, h);
+}
+
+void MoeBlock::AttachCache(ExpertCache* cache) {
+  CHECK(experts_.streamed());
+  cache_ = cache;
+  streamed_.emplace(experts_.gate, experts_.up, experts_.down, layer_, cache);
+}
+
+void MoeBlock::SetLookahead(MoeBlock* next, const Tensor& next_norm, float eps) {
+  next_ = next;
+  next_norm_ = next_norm;
+  norm_eps_ = eps;
+}
+
+Status MoeBlock::EnableSticky(Backend& backend, float threshold) {
+  const int64_t e = c_.moe.num_experts;
+  ASSIGN_OR_RETURN(sticky_bias_buffer_, backend.Allocate(uint64_t(e) * 4, "router bias"));
+  sticky_bias_ = Tensor::Of(sticky_bias_buffer_->base(), DType::kF32, {e});
+  host_bias_.assign(size_t(e), 0.0f);
+  if (selection_bias_) backend.ReadF32(*selection_bias_, host_bias_);
+  host_logits_.resize(size_t(e));
+  host_selection_.resize(size_t(e));
+  sticky_threshold_ = threshold;
+  return Status::Ok();
+}
+
+void MoeBlock::StickToPrevious(Backend& be, const Tensor& logits) {
+  const int64_t e = c_.moe.num_experts, k = spec_.experts_per_token;
+  be.ReadF32(logits, host_logits_);
+  // The selection scores Route chooses on (before group limits).
+  float mx = *std::max_element(host_logits_.begin(), host_logits_.end()), sum = 0;
+  for (int64_t i = 0; i < e; ++i) {
+    const float l = host_logits_[size_t(i)];
+    host_selection_[size_t(i)] = spec_.scoring == RouterSpec::Scoring::kSoftmax
+                                     ? std::exp(l - mx)
+                                     : 1.0f / (1.0f + std::exp(-l));
+    sum += host_selection_[size_t(i)];
+  }
+  for (int64_t i = 0; i < e; ++i) {
+    if (spec_.scoring == RouterSpec::Scoring::kSoftmax) host_selection_[size_t(i)] /= sum;
+    host_selection_[size_t(i)] += host_bias_[size_t(i)];
+  }
+  std::nth_element(host_selection_.begin(), host_selection_.begin() + k, host_selection_.end(),
+                   std::greater<float>());
+  const float kth = *std::min_element(host_selection_.begin(), host_selection_.begin() + k);
+  if (kth - host_selection_[size_t(k)] >= sticky_threshold_) return;
+  // Unsure at the boundary: route to the previous token's experts, which are
+  // likely still cached; Route weighs them by this token's scores.
+  for (int64_t i = 0; i < e; ++i) host_selection_[size_t(i)] = host_bias_[size_t(i)];
+  for (int32_t id : previous_ids_) host_selection_[size_t(id)] += 1e30f;
+  be.WriteF32(host_selection_, sticky_bias_);
+  be.Route(logits, &sticky_bias_, spec_, std::span(ids_).first(size_t(k)),
+           std::span(weights_).first(size_t(k)));
+  ++sticky_routings_;
+}
+
+void MoeBlock::PredictNext(StepContext& ctx) {
+  if (next_ == nullptr || cache_ == nullptr || !cache_->prefetch_enabled() ||
+      ctx.residual == nullptr) {
+    return;
+  }
+  Backend& be = ctx.backend;
+  const int64_t t = ctx.t, k = next_->spec_.experts_per_token;
+  Tensor normed = ctx.ws.Take(t, c_.hidden_size);
+  Tensor logits = ctx.ws.Take(t, next_->c_.moe.num_experts);
+  be.RmsNorm(*ctx.residual, next_norm_, norm_eps_, normed);
+  be.Matmul(normed, next_->router_, nullptr, logits);
+  predicted_ids_.resize(size_t(t * k));
+  predicted_weights_.resize(size_t(t * k));
+  be.Route(logits, next_->selection_bias_ ? &*next_->selection_bias_ : nullptr, next_->spec_,
+           predicted_ids_, predicted_weights_);
+  cache_->Prefetch(next_->layer_, predicted_ids_);
 }
 
 void MoeBlock::GroupByExpert(int64_t t) {
@@ -66,6 +154,18 @@ void MoeBlock::Forward(StepContext& ctx, const Tensor& x, const Tensor& out) {
   const auto ids = std::span(ids_).first(size_t(t * k));
   be.Route(logits, selection_bias_ ? &*selection_bias_ : nullptr, spec_, ids,
            std::span(weights_).first(size_t(t * k)));
+  if (sticky_threshold_ > 0) {
+    // Only a lone sequence's tokens have a well-defined previous token.
+    const bool one = ctx.segments.size() == 1;
+    if (one && t == 1 && int64_t(previous_ids_.size()) == k && ctx.segments[0].n_past > 0) {
+      StickToPrevious(be, logits);
+    }
+    if (one) {
+      previous_ids_.assign(ids.end() - k, ids.end());
+    } else {
+      previous_ids_.clear();
+    }
+  }
   if (ctx.observer && ctx.observer->on_route) ctx.observer->on_route(ctx.layer, ids, k);
   GroupByExpert(t);
 
@@ -77,10 +177,19 @@ void MoeBlock::Forward(StepContext& ctx, const Tensor& x, const Tensor& out) {
   const Tensor g_buf = ctx.ws.Take(m, ffn), u_buf = ctx.ws.Take(m, ffn);
   const Tensor g = g_buf.Prefix(m, c_.moe.expert_ffn), u = u_buf.Prefix(m, c_.moe.expert_ffn);
   be.GatherRows(x, rows, xe);
-  const GroupedProjection gate_up[] = {{experts_.gate, g}, {experts_.up, u}};  // [M, I] each
-  be.MultiGroupedMatmul(xe, gate_up, offsets_);
-  be.SwiGlu(g, u, g);
-  be.GroupedMatmul(g, experts_.down, offsets_, ye);  // [M, H]
+  if (streamed_) {
+    Status st = streamed_->Run(be, xe, offsets_, g, u, ye, [&] { PredictNext(ctx); });
+    if (!st.ok()) {
+      ctx.status = st;
+      be.Zero(out);
+      return;
+    }
+  } else {
+    const GroupedProjection gate_up[] = {{experts_.gate, g}, {experts_.up, u}};  // [M, I] each
+    be.MultiGroupedMatmul(xe, gate_up, offsets_);
+    be.SwiGlu(g, u, g);
+    be.GroupedMatmul(g, experts_.down, offsets_, ye);  // [M, H]
+  }
   be.Zero(out);
   // Per token, contributions add in ascending expert order, as the reference does.
   be.ScatterAddRows(ye, rows, std::span<const float>(scales_).first(size_t(m)), out);

@@ -11,6 +11,7 @@
 
 #include "models/blocks/attention.h"
 #include "models/blocks/dense_mlp.h"
+#include "models/experts/streamed_experts.h"
 #include "models/model_config.h"
 #include "models/weight_binder.h"
 
@@ -27,8 +28,27 @@ class MoeBlock final : public FeedForwardBlock {
   const std::vector<int64_t>& expert_counts() const { return counts_; }
   void ResetCounts() { std::fill(counts_.begin(), counts_.end(), 0); }
 
+  // Streaming (see models/experts/): where this layer's experts lie in the
+  // file when the binder left them there (else null), and the cache that
+  // supplies them.
+  const LayerExperts* streamed_layout() const { return experts_.streamed() ? &layout_ : nullptr; }
+  void AttachCache(ExpertCache* cache);
+  // The next MoE layer and its feed-forward norm: while this layer's experts
+  // run, the next layer's router applied to this layer's residual stream
+  // predicts which experts to prefetch.
+  void SetLookahead(MoeBlock* next, const Tensor& next_norm, float eps);
+  // --sticky-experts: in single-token steps, when the router's margin (the
+  // k-th best selection score minus the (k+1)-th) is below `threshold`, the
+  // previous token's experts are used instead, weighted by this token's scores.
+  Status EnableSticky(Backend& backend, float threshold);
+  int64_t sticky_routings() const { return sticky_routings_; }
+
  private:
   MoeBlock(const ModelConfig& c) : c_(c) {}
+  // The next layer's experts for this step's rows, handed to the cache to prefetch.
+  void PredictNext(StepContext& ctx);
+  // Applies --sticky-experts to a one-token step's routing (ids_, weights_).
+  void StickToPrevious(Backend& be, const Tensor& logits);
   // Groups the step's (token, expert) pairs by expert: rows_/scales_ hold each
   // expert's tokens and weights contiguously, starting at offsets_[e].
   void GroupByExpert(int64_t t);
@@ -46,6 +66,23 @@ class MoeBlock final : public FeedForwardBlock {
   std::vector<int32_t> offsets_, rows_, cursor_;
   std::vector<float> scales_;
   std::vector<int64_t> counts_;
+
+  int64_t layer_ = 0;
+  LayerExperts layout_;  // when streamed
+  ExpertCache* cache_ = nullptr;
+  std::optional<StreamedExperts> streamed_;
+  MoeBlock* next_ = nullptr;
+  Tensor next_norm_;
+  float norm_eps_ = 0;
+  std::vector<int32_t> predicted_ids_;
+  std::vector<float> predicted_weights_;
+  // --sticky-experts
+  float sticky_threshold_ = 0;
+  std::unique_ptr<Buffer> sticky_bias_buffer_;
+  Tensor sticky_bias_;  // [E]: the selection bias plus a large value on the previous experts
+  std::vector<float> host_logits_, host_bias_, host_selection_;
+  std::vector<int32_t> previous_ids_;  // the last token's experts (empty: none yet)
+  int64_t sticky_routings_ = 0;
 };
 
 }  // namespace anymoe

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "backends/backend.h"
+#include "core/status.h"
 #include "models/kv_cache.h"
 #include "models/workspace.h"
 
@@ -58,6 +59,12 @@ struct StepContext {
   std::span<const int32_t> positions = {};  // [t]: each row's position in its sequence
   DsaSelection* dsa = nullptr;
   const ForwardObserver* observer = nullptr;
+  // The residual stream before this layer's feed-forward norm [t, hidden]:
+  // what a MoE block predicts the next MoE layer's experts from.
+  const Tensor* residual = nullptr;
+  // A block that cannot finish the step (an expert failed to load) sets this;
+  // the step then fails and its tokens are not committed.
+  Status status = Status::Ok();
 };
 
 }  // namespace anymoe

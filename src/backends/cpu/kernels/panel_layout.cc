@@ -7,8 +7,7 @@
 namespace anymoe::kernels {
 
 bool HasPanelLayout(DType weight_type) {
-  return weight_type == DType::kQ8_0 || weight_type == DType::kQ4_0 ||
-         weight_type == DType::kQ4_1;
+  return weight_type == DType::kQ8_0 || weight_type == DType::kQ4_0 || weight_type == DType::kQ4_1;
 }
 
 size_t PanelValueBytes(DType weight_type) {
@@ -16,16 +15,36 @@ size_t PanelValueBytes(DType weight_type) {
   return weight_type == DType::kQ8_0 ? 256 : 128;
 }
 
+namespace {
+
+// The sizes both directions of the layout need, for rows of k values.
+struct Geometry {
+  size_t block_bytes, value_bytes;
+  bool q8, has_min;
+  size_t quants;  // where a block's quants start in the file: after d (and m for q4_1)
+  int64_t nb;     // blocks per row
+  size_t row_bytes;
+};
+
+Geometry GeometryOf(DType weight_type, int64_t k) {
+  CHECK(HasPanelLayout(weight_type) && k % 32 == 0);
+  Geometry g;
+  g.block_bytes = size_t(Info(weight_type).block_bytes);
+  g.value_bytes = PanelValueBytes(weight_type);
+  g.q8 = weight_type == DType::kQ8_0;
+  g.has_min = weight_type == DType::kQ4_1;
+  g.quants = g.has_min ? 4 : 2;
+  g.nb = k / 32;
+  g.row_bytes = size_t(g.nb) * g.block_bytes;
+  return g;
+}
+
+}  // namespace
+
 void PackPanels(DType weight_type, const uint8_t* w, int64_t rows, int64_t k, uint8_t* out) {
-  CHECK(HasPanelLayout(weight_type) && rows % kPanelRows == 0 && k % 32 == 0);
-  const size_t block_bytes = size_t(Info(weight_type).block_bytes);
-  const size_t value_bytes = PanelValueBytes(weight_type);
-  const bool q8 = weight_type == DType::kQ8_0;
-  const bool has_min = weight_type == DType::kQ4_1;
-  // Where a block's quants start in the file: after d (and m for q4_1).
-  const size_t quants = has_min ? 4 : 2;
-  const int64_t nb = k / 32;
-  const size_t row_bytes = size_t(nb) * block_bytes;
+  CHECK(rows % kPanelRows == 0);
+  const auto [block_bytes, value_bytes, q8, has_min, quants, nb, row_bytes] =
+      GeometryOf(weight_type, k);
   for (int64_t g = 0; g < rows / kPanelRows; ++g) {
     const uint8_t* group = w + size_t(g) * kPanelRows * row_bytes;
     uint8_t* values = out + size_t(g) * kPanelRows * row_bytes;
@@ -47,6 +66,29 @@ void PackPanels(DType weight_type, const uint8_t* w, int64_t rows, int64_t k, ui
         if (has_min) std::memcpy(mins + (size_t(b) * kPanelRows + size_t(j)) * 2, blk + 2, 2);
       }
     }
+  }
+}
+
+void UnpackPanelRow(DType weight_type, const uint8_t* panels, int64_t row, int64_t k,
+                    uint8_t* out) {
+  const auto [block_bytes, value_bytes, q8, has_min, quants, nb, row_bytes] =
+      GeometryOf(weight_type, k);
+  const int64_t g = row / kPanelRows, j = row % kPanelRows;
+  const uint8_t* values = panels + size_t(g) * kPanelRows * row_bytes;
+  const uint8_t* scales = values + size_t(nb) * value_bytes;
+  const uint8_t* mins = scales + size_t(nb) * kPanelRows * 2;
+  const uint32_t flip = q8 ? 0x80808080u : 0u;
+  for (int64_t b = 0; b < nb; ++b) {
+    uint8_t* blk = out + size_t(b) * block_bytes;
+    const uint8_t* v = values + size_t(b) * value_bytes;
+    for (size_t c = 0; c < value_bytes / 32; ++c) {
+      uint32_t lane;
+      std::memcpy(&lane, v + 32 * c + 4 * size_t(j), 4);
+      lane ^= flip;
+      std::memcpy(blk + quants + 4 * c, &lane, 4);
+    }
+    std::memcpy(blk, scales + (size_t(b) * kPanelRows + size_t(j)) * 2, 2);
+    if (has_min) std::memcpy(blk + 2, mins + (size_t(b) * kPanelRows + size_t(j)) * 2, 2);
   }
 }
 

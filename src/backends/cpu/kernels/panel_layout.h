@@ -42,4 +42,9 @@ size_t PanelValueBytes(DType weight_type);
 // (the same number of bytes) in the panel layout. rows % 8 == 0, k % 32 == 0.
 void PackPanels(DType weight_type, const uint8_t* w, int64_t rows, int64_t k, uint8_t* out);
 
+// The inverse for one row: row `row` of panels of k values (PackPanels'
+// output) back into the file layout, row_bytes bytes at `out`.
+void UnpackPanelRow(DType weight_type, const uint8_t* panels, int64_t row, int64_t k,
+                    uint8_t* out);
+
 }  // namespace anymoe::kernels

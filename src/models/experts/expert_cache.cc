@@ -1,0 +1,311 @@
+#include "models/experts/expert_cache.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "core/mapped_file.h"
+
+namespace anymoe {
+namespace {
+
+uint64_t SlotFootprint(const std::array<uint64_t, kExpertParts>& parts) {
+  uint64_t bytes = 0;
+  for (uint64_t p : parts) {
+    bytes += (ExpertReader::Capacity(p) + ExpertReader::kAlign - 1) / ExpertReader::kAlign *
+             ExpertReader::kAlign;
+  }
+  return bytes;
+}
+
+// The largest gate, up and down of any layer: every slot can take any expert.
+std::array<uint64_t, kExpertParts> LargestParts(std::span<const LayerExperts* const> layers) {
+  std::array<uint64_t, kExpertParts> parts{};
+  for (const LayerExperts* l : layers) {
+    if (l == nullptr) continue;
+    for (int p = 0; p < kExpertParts; ++p) {
+      parts[size_t(p)] = std::max(parts[size_t(p)], l->parts[size_t(p)].bytes);
+    }
+  }
+  return parts;
+}
+
+}  // namespace
+
+Expected<ExpertCache::Footprint> ExpertCache::Plan(std::span<const LayerExperts* const> layers,
+                                                   const ExpertCacheOptions& options) {
+  Footprint f;
+  int64_t ids = 0;
+  for (const LayerExperts* l : layers) {
+    if (l == nullptr) continue;
+    ids += l->num_experts();
+    f.routed_bytes += uint64_t(l->num_experts()) * l->expert_bytes();
+  }
+  if (ids == 0) return Status::Error("expert cache: the model has no routed experts to stream");
+  const auto parts = LargestParts(layers);
+  f.slot_bytes = SlotFootprint(parts);
+  f.slots = options.slots > 0      ? options.slots
+            : options.fraction > 0 ? int64_t(std::ceil(options.fraction * double(ids)))
+                                   : int64_t(options.bytes / f.slot_bytes);
+  if (f.slots < 1) {
+    return Status::Error("expert cache of " + std::to_string(options.bytes) +
+                         " bytes holds no expert: the minimum is one expert, " +
+                         std::to_string(f.slot_bytes) + " bytes (--expert-cache)");
+  }
+  f.slots = std::min(f.slots, ids);  // more slots than experts would stay empty
+  const uint64_t staging =
+      options.pack_panels ? uint64_t(options.io_threads) * (f.slot_bytes / kExpertParts + 1) : 0;
+  f.bytes = uint64_t(f.slots) * f.slot_bytes + staging;
+  return f;
+}
+
+Expected<std::unique_ptr<ExpertCache>> ExpertCache::Create(
+    const ModelFile& file, std::span<const LayerExperts* const> layers,
+    const ExpertCacheOptions& options) {
+  ASSIGN_OR_RETURN(Footprint f, Plan(layers, options));
+  int64_t ids = 0;
+  for (const LayerExperts* l : layers) ids += l ? l->num_experts() : 0;
+  std::unique_ptr<ExpertCache> c(new ExpertCache(options, f.slots, ids));
+  c->options_.io_threads = std::max(1, options.io_threads);
+  c->layers_.resize(layers.size());
+  c->id_base_.assign(layers.size(), -1);
+  c->prefetch_pins_.resize(layers.size());
+  c->predicted_.resize(layers.size());
+  int64_t base = 0;
+  for (size_t i = 0; i < layers.size(); ++i) {
+    if (layers[i] == nullptr) continue;
+    c->layers_[i] = *layers[i];
+    c->id_base_[i] = base;
+    for (int32_t e = 0; e < int32_t(layers[i]->num_experts()); ++e) {
+      c->expert_of_.emplace_back(int64_t(i), e);
+    }
+    base += layers[i]->num_experts();
+  }
+  std::vector<std::string> paths;
+  for (const MappedFile* m : file.mapped_files()) paths.push_back(m->path());
+  ASSIGN_OR_RETURN(c->reader_, ExpertReader::Open(paths, options.direct_io, options.fault_hook));
+  ASSIGN_OR_RETURN(c->store_, NewHostExpertSlots(f.slots, LargestParts(layers), options.pack_panels,
+                                                 c->options_.io_threads));
+  c->views_.resize(size_t(f.slots));
+  c->state_.assign(size_t(f.slots), State::kEmpty);
+  c->error_.assign(size_t(f.slots), Status::Ok());
+  c->prefetched_.assign(size_t(f.slots), 0);
+  c->prefetch_pinned_.assign(size_t(f.slots), 0);
+  c->stats_.enabled = true;
+  c->stats_.policy = std::string(EvictionPolicyName(options.policy));
+  c->stats_.prefetch = options.prefetch;
+  c->stats_.slots = f.slots;
+  c->stats_.capacity_bytes = c->store_->bytes();
+  c->stats_.routed_bytes = f.routed_bytes;
+  for (int w = 0; w < c->options_.io_threads; ++w) {
+    c->threads_.emplace_back([p = c.get(), w] { p->Worker(w); });
+  }
+  return c;
+}
+
+ExpertCache::~ExpertCache() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  work_.notify_all();
+  for (std::thread& t : threads_) t.join();
+}
+
+int32_t ExpertCache::Acquire(int64_t layer, int32_t expert) {
+  std::unique_lock<std::mutex> lock(mu_);
+  const int64_t id = Id(layer, expert);
+  int32_t s = table_.SlotOf(id);
+  if (s >= 0) {
+    ++stats_.hits;
+    if (state_[size_t(s)] == State::kQueued) {  // jump the prefetches
+      demand_.push_back(s);
+      work_.notify_one();
+    }
+    if (prefetched_[size_t(s)]) {
+      prefetched_[size_t(s)] = 0;
+      ++stats_.prefetch_used;
+    }
+  } else {
+    int64_t evicted = -1;
+    // Every unpinned slot may still be loading: wait for one to come in.
+    while ((s = table_.Claim(id, &evicted)) < 0) {
+      if (in_flight_ == 0) return -1;  // all pinned by steps: the caller releases some
+      loaded_.wait(lock);
+      if ((s = table_.SlotOf(id)) >= 0) break;  // a prefetch brought it meanwhile
+    }
+    if (state_[size_t(s)] == State::kEmpty || evicted >= 0) {
+      if (evicted >= 0) ++stats_.evictions;
+      prefetched_[size_t(s)] = 0;
+      ++stats_.misses;
+      state_[size_t(s)] = State::kQueued;
+      table_.Pin(s);  // the load's pin
+      ++in_flight_;
+      demand_.push_back(s);
+      work_.notify_one();
+    } else {
+      ++stats_.hits;
+    }
+  }
+  ++stats_.lookups;
+  const auto& predicted = predicted_[size_t(layer)];
+  if (!predicted.empty()) {
+    ++stats_.predicted_lookups;
+    stats_.predicted_used += predicted[size_t(expert)];
+  }
+  table_.Pin(s);
+  table_.Touch(s);
+  return s;
+}
+
+Status ExpertCache::WaitAny(std::span<const int32_t> slots, std::span<uint8_t> ready) {
+  std::unique_lock<std::mutex> lock(mu_);
+  std::chrono::steady_clock::time_point start;
+  bool waited = false;
+  for (;;) {
+    int n = 0;
+    for (size_t i = 0; i < slots.size(); ++i) {
+      const State st = state_[size_t(slots[i])];
+      if (st == State::kFailed) return error_[size_t(slots[i])];
+      ready[i] = st == State::kReady;
+      n += ready[i];
+    }
+    if (n > 0 || slots.empty()) break;
+    if (!waited) start = std::chrono::steady_clock::now(), waited = true;
+    loaded_.wait(lock);
+  }
+  if (waited) {
+    stats_.stall_ns += uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                    std::chrono::steady_clock::now() - start)
+                                    .count());
+  }
+  return Status::Ok();
+}
+
+void ExpertCache::FreeIfUnused(int32_t s) {
+  if (state_[size_t(s)] == State::kFailed && table_.pins(s) == 0) {
+    table_.Free(s);
+    state_[size_t(s)] = State::kEmpty;
+    error_[size_t(s)] = Status::Ok();
+  }
+}
+
+void ExpertCache::Release(int32_t s) {
+  std::lock_guard<std::mutex> lock(mu_);
+  table_.Unpin(s);
+  FreeIfUnused(s);
+}
+
+void ExpertCache::Prefetch(int64_t layer, std::span<const int32_t> experts) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto& predicted = predicted_[size_t(layer)];
+  predicted.assign(size_t(layers_[size_t(layer)].num_experts()), 0);
+  auto& pins = prefetch_pins_[size_t(layer)];
+  for (int32_t e : experts) {
+    if (predicted[size_t(e)]) continue;
+    predicted[size_t(e)] = 1;
+    ++stats_.predicted;
+    const int64_t id = Id(layer, e);
+    int32_t s = table_.SlotOf(id);
+    // Half the slots stay free of prefetches, for the steps' own misses.
+    const bool room = table_.pinned_slots() < table_.slots() / 2;
+    if (s < 0) {
+      if (!room) continue;
+      int64_t evicted = -1;
+      s = table_.Claim(id, &evicted);
+      if (s < 0) continue;
+      if (evicted >= 0) ++stats_.evictions;
+      state_[size_t(s)] = State::kQueued;
+      prefetched_[size_t(s)] = 1;
+      ++stats_.prefetches;
+      table_.Pin(s);  // the load's pin
+      ++in_flight_;
+      ahead_.push_back(s);
+      work_.notify_one();
+    }
+    // Keep it until its layer runs.
+    if (!prefetch_pinned_[size_t(s)] && (table_.pins(s) > 0 || room)) {
+      table_.Pin(s);
+      prefetch_pinned_[size_t(s)] = 1;
+      pins.push_back(s);
+    }
+  }
+}
+
+void ExpertCache::ReleasePrefetch(int64_t layer) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (int32_t s : prefetch_pins_[size_t(layer)]) {
+    prefetch_pinned_[size_t(s)] = 0;
+    table_.Unpin(s);
+    FreeIfUnused(s);
+  }
+  prefetch_pins_[size_t(layer)].clear();
+  predicted_[size_t(layer)].clear();
+}
+
+void ExpertCache::Worker(int index) {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    work_.wait(lock, [&] { return stop_ || !demand_.empty() || !ahead_.empty(); });
+    if (stop_) return;
+    auto& queue = !demand_.empty() ? demand_ : ahead_;
+    const int32_t s = queue.front();
+    queue.pop_front();
+    if (state_[size_t(s)] != State::kQueued) continue;  // queued twice (promoted): taken
+    state_[size_t(s)] = State::kLoading;
+    lock.unlock();
+    Load(s, index);
+    lock.lock();
+  }
+}
+
+void ExpertCache::Load(int32_t s, int worker) {
+  int64_t id;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    id = table_.IdOf(s);
+  }
+  const auto [layer, expert] = expert_of_[size_t(id)];
+  const LayerExperts& l = layers_[size_t(layer)];
+  Views views;
+  Status status = Status::Ok();
+  uint64_t bytes = 0;
+  for (int p = 0; p < kExpertParts && status.ok(); ++p) {
+    const FileSpan& span = l.spans[size_t(expert)][size_t(p)];
+    uint64_t shift = 0;
+    status = reader_->Read(span, store_->ReadBuffer(s, p, worker), &shift);
+    if (!status.ok()) break;
+    views[size_t(p)] = store_->Commit(s, p, l.parts[size_t(p)], shift, worker);
+    bytes += span.bytes;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (status.ok()) {
+      views_[size_t(s)] = views;
+      state_[size_t(s)] = State::kReady;
+      ++stats_.loads;
+      stats_.bytes_read += bytes;
+    } else {
+      state_[size_t(s)] = State::kFailed;
+      error_[size_t(s)] = status;
+      ++stats_.read_errors;
+    }
+    --in_flight_;
+    table_.Unpin(s);
+    FreeIfUnused(s);
+  }
+  loaded_.notify_all();
+}
+
+void ExpertCache::CountTokens(int64_t t, int64_t sticky) {
+  std::lock_guard<std::mutex> lock(mu_);
+  stats_.tokens += uint64_t(t);
+  stats_.sticky_tokens += uint64_t(sticky);
+}
+
+ExpertCacheStats ExpertCache::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
+}
+
+}  // namespace anymoe

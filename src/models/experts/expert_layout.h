@@ -1,0 +1,41 @@
+// Where the routed experts of a MoE layer lie in the model file(s), for
+// streaming them from disk instead of keeping them resident: each expert is
+// three matrices (gate, up, down), each one contiguous run of bytes in a file.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "core/dtype.h"
+
+namespace anymoe {
+
+// `bytes` bytes at `offset` of file `file` (an index into ModelFile::mapped_files()).
+struct FileSpan {
+  int32_t file = 0;
+  uint64_t offset = 0;
+  uint64_t bytes = 0;
+};
+
+// One of an expert's matrices as the file stores it (the same for every expert
+// of a layer): gate and up [ffn, hidden], down [hidden, ffn].
+struct ExpertMatrix {
+  DType dtype = DType::kF32;
+  int64_t rows = 0, cols = 0;
+  uint64_t bytes = 0;
+};
+
+inline constexpr int kExpertParts = 3;  // gate, up, down
+using ExpertSpans = std::array<FileSpan, kExpertParts>;
+
+// The streamed experts of one MoE layer.
+struct LayerExperts {
+  std::array<ExpertMatrix, kExpertParts> parts;
+  std::vector<ExpertSpans> spans;  // [num_experts]
+
+  uint64_t expert_bytes() const { return parts[0].bytes + parts[1].bytes + parts[2].bytes; }
+  int64_t num_experts() const { return int64_t(spans.size()); }
+};
+
+}  // namespace anymoe

@@ -1,0 +1,42 @@
+// Where cached experts live: a fixed number of slots, each holding one routed
+// expert's gate, up and down matrices as the backend's ops read them. The CPU
+// keeps slots in host memory (HostExpertSlots). A device backend's arena can
+// host the same slots: its store hands the I/O threads a host staging buffer
+// per worker and Commit uploads the bytes into the slot's arena range; the
+// cache's bookkeeping, I/O and prefetch stay as they are.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "core/status.h"
+#include "core/tensor.h"
+#include "models/experts/expert_layout.h"
+
+namespace anymoe {
+
+class ExpertSlotStore {
+ public:
+  virtual ~ExpertSlotStore() = default;
+  virtual int64_t slots() const = 0;
+  virtual uint64_t bytes() const = 0;  // memory the slots (and staging) take
+  // Host memory I/O worker `worker` reads matrix `part` of slot `slot` into:
+  // ExpertReader::kAlign-aligned, ExpertReader::Capacity(the largest part) bytes.
+  virtual uint8_t* ReadBuffer(int32_t slot, int part, int worker) = 0;
+  // Makes the bytes read (the matrix starts at ReadBuffer(...) + shift) the
+  // slot's `part`, and returns the view the ops read it through. Called on
+  // the I/O worker's thread while the slot is pinned.
+  virtual Tensor Commit(int32_t slot, int part, const ExpertMatrix& m, uint64_t shift,
+                        int worker) = 0;
+};
+
+// Host memory slots for the CPU backend, in huge pages. `pack`: store q8_0 /
+// q4_0 / q4_1 matrices in the panel layout of the VNNI kernels (packed by the
+// I/O thread from a staging buffer), where the machine has those kernels; else
+// the file's bytes are read straight into the slot.
+Expected<std::unique_ptr<ExpertSlotStore>> NewHostExpertSlots(
+    int64_t slots, const std::array<uint64_t, kExpertParts>& part_bytes, bool pack, int workers);
+
+}  // namespace anymoe
