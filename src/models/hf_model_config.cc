@@ -19,33 +19,6 @@ namespace {
 using json = nlohmann::json;
 using B = ConfigBounds;
 
-// "number 4.5", "string \"abc\"", or just "object" / "array" for containers.
-std::string Describe(const json& v) {
-  if (v.is_structured()) return v.type_name();
-  std::string text = v.dump(-1, ' ', true, json::error_handler_t::replace);
-  if (text.size() > 60) text = text.substr(0, 60) + "...";
-  return std::string(v.type_name()) + " " + text;
-}
-
-// The integer value of `v`: an integer, or a float with an integral value that
-// fits in int64 (4096.0 is 4096; 64.5 and 1e300 are not integers).
-std::optional<int64_t> IntegerOf(const json& v) {
-  if (v.is_number_unsigned()) {
-    const uint64_t u = v.get<uint64_t>();
-    if (u > uint64_t(INT64_MAX)) return std::nullopt;
-    return int64_t(u);
-  }
-  if (v.is_number_integer()) return v.get<int64_t>();
-  if (v.is_number_float()) {
-    const double d = v.get<double>();
-    if (std::isfinite(d) && d == std::trunc(d) && d >= -9223372036854775808.0 &&
-        d < 9223372036854775808.0) {
-      return int64_t(d);
-    }
-  }
-  return std::nullopt;
-}
-
 // Typed, range-checked reads of one JSON object's keys. An absent or null key
 // gives the fallback; a present one of the wrong type or out of range is an
 // error "<file>: <section><key> = <value> <problem>".
@@ -63,7 +36,7 @@ class Fields {
   Expected<int64_t> Int(const char* key, int64_t fallback, int64_t lo, int64_t hi) const {
     const json* v = Find(key);
     if (v == nullptr) return fallback;
-    const std::optional<int64_t> i = IntegerOf(*v);
+    const std::optional<int64_t> i = JsonInteger(*v);
     if (!i) return Error(key, *v, "is not an integer");
     if (*i < lo || *i > hi) {
       return Error(key, *v,
@@ -107,7 +80,7 @@ class Fields {
           "has " + std::to_string(v->size()) + " entries, over " + std::to_string(max_items));
     }
     for (const json& e : *v) {
-      const std::optional<int64_t> i = IntegerOf(e);
+      const std::optional<int64_t> i = JsonInteger(e);
       if (!i || *i < lo || *i > hi) {
         return Error(key, e,
                      "has an entry that is not an integer in [" + std::to_string(lo) + ", " +
@@ -138,7 +111,7 @@ class Fields {
   }
 
   Status Error(const char* key, const json& v, const std::string& problem) const {
-    return Status::Error(where_ + ": " + section_ + key + " = " + Describe(v) + " " + problem);
+    return Status::Error(where_ + ": " + section_ + key + " = " + DescribeJson(v) + " " + problem);
   }
 
  private:

@@ -23,31 +23,37 @@ double SecondsSince(Clock::time_point t) {
 }
 
 const std::string kCompletion = json{{"prompt", "hi"}, {"max_tokens", 3}}.dump();
+const std::string kSlow = json{{"prompt", "hi"}, {"max_tokens", 20}, {"ignore_eos", true}}.dump();
 const std::string kStreamed = json{{"prompt", "hi"}, {"max_tokens", 3}, {"stream", true}}.dump();
 
 class ServerTransport : public ServerTest {};
+
+// A whole answer to `body` (kCompletion, kStreamed or kSlow).
+void ExpectAnswered(const RawResponse& r, const std::string& body) {
+  EXPECT_EQ(r.status, 200);
+  if (body == kStreamed) {
+    EXPECT_TRUE(r.body.ends_with("data: [DONE]\n\n")) << r.body;
+    return;
+  }
+  // A long answer may start with spaces (probes), which JSON allows.
+  const json parsed = json::parse(r.body, nullptr, false);
+  ASSERT_TRUE(parsed.is_object()) << r.body;
+  EXPECT_EQ(parsed["usage"]["completion_tokens"], body == kSlow ? 20 : 3);
+}
 
 TEST_F(ServerTransport, Http10ClientsGetNoChunkedEncoding) {
   ServerOptions o;
   o.debug_token_delay = 40ms;  // 20 tokens: past the 0.5 s commit of non-streamed answers
   StartServer(o);
-  const std::string slow = json{{"prompt", "hi"}, {"max_tokens", 20}, {"ignore_eos", true}}.dump();
-  for (const std::string& body : {kCompletion, kStreamed, slow}) {
+  for (const std::string& body : {kCompletion, kStreamed, kSlow}) {
     SCOPED_TRACE(body);
     const RawResponse r =
         Exchange(server_->port(), RawPost("/v1/completions", body, "", "HTTP/1.0"), 10s);
-    EXPECT_EQ(r.status, 200);
     EXPECT_EQ(r.version, "HTTP/1.0");
     EXPECT_FALSE(r.chunked);
     EXPECT_EQ(r.Header("Transfer-Encoding"), "");
     EXPECT_EQ(r.Header("Connection"), "close");
-    if (body == kStreamed) {
-      EXPECT_TRUE(r.body.ends_with("data: [DONE]\n\n")) << r.body;
-    } else {
-      const json parsed = json::parse(r.body, nullptr, false);
-      ASSERT_TRUE(parsed.is_object()) << r.body;
-      EXPECT_EQ(parsed["usage"]["completion_tokens"], body == slow ? 20 : 3);
-    }
+    ExpectAnswered(r, body);
   }
   const RawResponse health = Exchange(server_->port(), RawGet("/health", "", "HTTP/1.0"));
   EXPECT_EQ(health.status, 200);
@@ -77,20 +83,11 @@ TEST_F(ServerTransport, HalfClosedClientGetsItsResponse) {
   ServerOptions o;
   o.debug_token_delay = 40ms;
   StartServer(o);
-  const std::string slow = json{{"prompt", "hi"}, {"max_tokens", 20}, {"ignore_eos", true}}.dump();
-  for (const std::string& body : {kCompletion, kStreamed, slow}) {
+  for (const std::string& body : {kCompletion, kStreamed, kSlow}) {
     SCOPED_TRACE(body);
-    const RawResponse r = Exchange(server_->port(), RawPost("/v1/completions", body), 10s,
-                                   /*half_close=*/true);
-    EXPECT_EQ(r.status, 200);
-    if (body == kStreamed) {
-      EXPECT_TRUE(r.body.ends_with("data: [DONE]\n\n")) << r.body;
-    } else {
-      // A long answer is probed with leading spaces, which JSON allows.
-      const json parsed = json::parse(r.body, nullptr, false);
-      ASSERT_TRUE(parsed.is_object()) << r.body;
-      EXPECT_EQ(parsed["usage"]["completion_tokens"], body == slow ? 20 : 3);
-    }
+    ExpectAnswered(Exchange(server_->port(), RawPost("/v1/completions", body), 10s,
+                            /*half_close=*/true),
+                   body);
   }
   EXPECT_TRUE(Eventually([&] { return server_->in_flight() == 0; }));
 }
