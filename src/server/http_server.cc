@@ -2,6 +2,7 @@
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
+#include <cstdio>
 #include <future>
 #include <thread>
 
@@ -134,7 +135,18 @@ Status HttpServer::Bind() {
 void HttpServer::Start() {
   Impl& s = *impl_;
   s.Accept();
-  s.thread = std::thread([&s] { s.io.run(); });
+  s.thread = std::thread([&s] {
+    // A handler that throws (std::bad_alloc on a huge allocation) must not
+    // end the I/O thread: the connection it served is left to its deadline.
+    for (;;) {
+      try {
+        s.io.run();
+        return;
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "anymoe: http: %s\n", e.what());
+      }
+    }
+  });
 }
 
 void HttpServer::Stop() {
