@@ -277,7 +277,7 @@ def expansion_seeds():
           recipe('\x01{"messages":[', '{"role":"user","content":"x"},',
                  '{"role":"user","content":"y"}]}', 14))
     write("hf_config", "expand_objects",
-          recipe('{"model_type":"llama","hidden_size":64,"x":[', '{},', '{}]}', 20))
+          recipe('{"model_type":"llama","hidden_size":64,"x":[', '{},', '{}]}', 18))
     write("hf_config", "expand_layers",
           recipe('{"model_type":"glm4_moe","num_hidden_layers":4,"mlp_layer_types":[',
                  '"dense",', '"dense"]}', 12))
@@ -286,19 +286,19 @@ def expansion_seeds():
     write("safetensors", "expand_header", st)
     write("tokenizer_json", "expand_vocab",
           recipe('{"model":{"type":"BPE","vocab":{"a":0,', '"b":1,', '"c":2},"merges":[]},'
-                 '"pre_tokenizer":{"type":"ByteLevel","use_regex":true}}', 18))
+                 '"pre_tokenizer":{"type":"ByteLevel","use_regex":true}}', 17))
     write("tokenizer_json", "expand_merges",
           recipe('{"model":{"type":"BPE","vocab":{"a":0,"b":1,"ab":2},"merges":[',
-                 '"a b",', '"a b"]},"pre_tokenizer":{"type":"ByteLevel","use_regex":true}}', 18))
+                 '"a b",', '"a b"]},"pre_tokenizer":{"type":"ByteLevel","use_regex":true}}', 17))
     write("tokenizer", "expand_letters", recipe("\x00x", "a", "!", 17))
     write("chat_template", "expand_content", recipe("\x00\x01", "\x10\x00" + "hello " * 2, "", 10))
     kv = gguf_string("general.architecture") + struct.pack("<I", 8) + gguf_string("llama")
-    tokens = gguf_string("tokenizer.ggml.tokens") + struct.pack("<IIQ", 9, 8, 1 << 18)
+    tokens = gguf_string("tokenizer.ggml.tokens") + struct.pack("<IIQ", 9, 8, 1 << 16)
     gguf_head = struct.pack("<IIQQ", 0x46554747, 3, 0, 2) + kv + tokens
     unit = gguf_string("")
     body = gguf_head + unit
     write("gguf", "expand_empty_strings",
-          bytes([0xA5, 18]) + struct.pack("<HH", len(gguf_head), len(body)) + body)
+          bytes([0xA5, 16]) + struct.pack("<HH", len(gguf_head), len(body)) + body)
 
 
 def main():

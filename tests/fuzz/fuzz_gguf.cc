@@ -42,7 +42,7 @@ void TouchTensors(const GgufFile& f) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static std::string storage;
-  const std::string_view bytes = anymoe::fuzz::ExpandInput(data, size, 4 << 20, &storage);
+  const std::string_view bytes = anymoe::fuzz::ExpandInput(data, size, 1 << 20, &storage);
   const anymoe::fuzz::CpuBudget budget("fuzz_gguf");
   const std::string path = anymoe::fuzz::MemoryFile(
       "fuzz.gguf", reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());

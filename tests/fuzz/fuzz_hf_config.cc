@@ -11,7 +11,7 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static std::string storage;
-  const std::string_view text = anymoe::fuzz::ExpandInput(data, size, 4 << 20, &storage);
+  const std::string_view text = anymoe::fuzz::ExpandInput(data, size, 1 << 20, &storage);
   const anymoe::fuzz::CpuBudget budget("fuzz_hf_config");
   auto config = anymoe::HfConfig::Parse(text, "config.json");
   if (!config.ok()) return 0;

@@ -1,7 +1,7 @@
 // A3: tokenizer.json bytes -> Tokenizer::FromHfJson (the streamed vocabulary,
 // merges and added tokens, id density, token and count limits, merges naming
 // unknown tokens), then an encode and decode with whatever loaded. Inputs may
-// be expansion recipes (fuzz_input.h), up to 4 MiB.
+// be expansion recipes (fuzz_input.h), up to 1 MiB.
 #include <cstdint>
 #include <string>
 
@@ -10,7 +10,7 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static std::string storage;
-  const std::string_view bytes = anymoe::fuzz::ExpandInput(data, size, 4 << 20, &storage);
+  const std::string_view bytes = anymoe::fuzz::ExpandInput(data, size, 1 << 20, &storage);
   const anymoe::fuzz::CpuBudget budget("fuzz_tokenizer_json");
   const std::string path = anymoe::fuzz::MemoryFile(
       "tokenizer.json", reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
