@@ -6,7 +6,9 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config
   libhwy-dev libutf8proc-dev
-  nlohmann-json3-dev libcli11-dev libcpp-httplib-dev
+  nlohmann-json3-dev libcli11-dev
+  libboost-dev        # Boost.Beast + Boost.Asio (header-only): the HTTP server
+  libcpp-httplib-dev  # the HTTP client of bench-serve and the tests
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 unzip
   chromium  # headless, for the chat page's end-to-end test (tests/server)

@@ -10,6 +10,9 @@ data, so the fuzzers start from inputs that reach deep into each parser:
   tokenizer     golden tokenizer corpus strings, one per tokenizer selector
   chat_template encoded conversations (see fuzz_chat_template.cc's byte layout)
   request       OpenAI request bodies, valid and invalid
+  tokenizer_json reduced golden tokenizer.json files (a few hundred tokens each)
+Every target also gets expansion recipes (tests/fuzz/fuzz_input.h): a few
+bytes that stand for a document of up to its cap, e.g. a million `{},`.
 Run from the repository root: python3 tools/gen_fuzz_seeds.py
 """
 import hashlib
@@ -237,7 +240,70 @@ def request_seeds():
     write("request", "dup_key", bytes([0]) + b'{"prompt": "a", "prompt": "b"}')
 
 
+def tokenizer_json_seeds():
+    """Each golden tokenizer.json cut to its first ids, with the merges among them."""
+    for name in ("smollm2_small", "llama3", "qwen2", "glm4", "gpt2_flags"):
+        path = os.path.join(GOLDEN, "tokenizer", name + ".tokenizer.json")
+        if not os.path.exists(path):
+            continue
+        with open(path, encoding="utf-8") as f:
+            t = json.load(f)
+        vocab = {k: v for k, v in t["model"]["vocab"].items() if v < 320}
+        merges = []
+        for m in t["model"].get("merges", []):
+            a, b = m.split(" ", 1) if isinstance(m, str) else m
+            if a in vocab and b in vocab and a + b in vocab:
+                merges.append(m)
+        t["model"]["vocab"] = vocab
+        t["model"]["merges"] = merges
+        n = len(vocab)
+        t["added_tokens"] = [dict(a, id=n + i) for i, a in enumerate(t.get("added_tokens", [])[:4])]
+        write("tokenizer_json", name, json.dumps(t, ensure_ascii=False))
+
+
+def recipe(prefix, unit, suffix, exponent):
+    """An expansion recipe (fuzz_input.h): prefix + unit * 2^exponent + suffix."""
+    body = prefix.encode() + unit.encode() + suffix.encode()
+    a = len(prefix.encode())
+    b = a + len(unit.encode())
+    return bytes([0xA5, exponent]) + struct.pack("<HH", a, b) + body
+
+
+def expansion_seeds():
+    # The request and tokenizer targets read a selector byte first: it leads the prefix.
+    write("request", "expand_objects",
+          recipe('\x00{"prompt":"x","max_tokens":1,"a":[', '{},', '{}]}', 18))
+    write("request", "expand_messages",
+          recipe('\x01{"messages":[', '{"role":"user","content":"x"},',
+                 '{"role":"user","content":"y"}]}', 14))
+    write("hf_config", "expand_objects",
+          recipe('{"model_type":"llama","hidden_size":64,"x":[', '{},', '{}]}', 18))
+    write("hf_config", "expand_layers",
+          recipe('{"model_type":"glm4_moe","num_hidden_layers":4,"mlp_layer_types":[',
+                 '"dense",', '"dense"]}', 12))
+    header = '{"t":{"dtype":"F32","shape":[0],"data_offsets":[0,0]}'
+    st = recipe(header, ',"u":{"dtype":"F32","shape":[],"data_offsets":[0,4]}', "}", 14)
+    write("safetensors", "expand_header", st)
+    write("tokenizer_json", "expand_vocab",
+          recipe('{"model":{"type":"BPE","vocab":{"a":0,', '"b":1,', '"c":2},"merges":[]},'
+                 '"pre_tokenizer":{"type":"ByteLevel","use_regex":true}}', 17))
+    write("tokenizer_json", "expand_merges",
+          recipe('{"model":{"type":"BPE","vocab":{"a":0,"b":1,"ab":2},"merges":[',
+                 '"a b",', '"a b"]},"pre_tokenizer":{"type":"ByteLevel","use_regex":true}}', 17))
+    write("tokenizer", "expand_letters", recipe("\x00x", "a", "!", 17))
+    write("chat_template", "expand_content", recipe("\x00\x01", "\x10\x00" + "hello " * 2, "", 10))
+    kv = gguf_string("general.architecture") + struct.pack("<I", 8) + gguf_string("llama")
+    tokens = gguf_string("tokenizer.ggml.tokens") + struct.pack("<IIQ", 9, 8, 1 << 16)
+    gguf_head = struct.pack("<IIQQ", 0x46554747, 3, 0, 2) + kv + tokens
+    unit = gguf_string("")
+    body = gguf_head + unit
+    write("gguf", "expand_empty_strings",
+          bytes([0xA5, 16]) + struct.pack("<HH", len(gguf_head), len(body)) + body)
+
+
 def main():
+    tokenizer_json_seeds()
+    expansion_seeds()
     gguf_seeds()
     safetensors_seeds()
     config_seeds()

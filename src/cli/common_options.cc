@@ -1,5 +1,6 @@
 #include "cli/common_options.h"
 
+#include <cmath>
 #include <cstdio>
 #include <random>
 #include <string>
@@ -12,7 +13,9 @@ namespace anymoe::cli {
 void AddEngineOptions(CLI::App& cmd, EngineOptions& o) {
   cmd.add_option("-m,--model", o.model_path, "GGUF file or HF model folder")->required();
   cmd.add_option("-t,--threads", o.threads, "CPU threads (0: all cores)");
-  cmd.add_option("-c,--ctx", o.context, "context length in tokens (capped by the model)");
+  // A context needs room for a prompt token and a generated one.
+  cmd.add_option("-c,--ctx", o.context, "context length in tokens (capped by the model)")
+      ->check(CLI::Range(int64_t(2), int64_t(1) << 24));
   cmd.add_option("--backend", o.backend, "compute backend")
       ->check(CLI::IsMember(AvailableBackends()));
   cmd.add_option("--device", o.device, "device index of a device backend (see anymoe doctor)")
@@ -70,6 +73,21 @@ void AddExpertOptions(CLI::App& cmd, ExpertStreamingOptions& x) {
       ->check(CLI::Range(0.0f, 1e30f));
 }
 
+CLI::Validator FiniteNumber(double lo, double hi) {
+  // CLI::Range compares, and every comparison with NaN is false: "nan" would pass.
+  return CLI::Validator(
+      [lo, hi](std::string& text) -> std::string {
+        double v = 0;
+        if (!CLI::detail::lexical_cast(text, v) || !std::isfinite(v) || v < lo || v > hi) {
+          char range[64];
+          std::snprintf(range, sizeof(range), "[%g, %g]", lo, hi);
+          return "value " + text + " is not a finite number in " + range;
+        }
+        return "";
+      },
+      "FINITE");
+}
+
 void AddKvTypeOption(CLI::App& cmd, std::optional<DType>& kv_type) {
   cmd.add_option_function<std::string>(
          "--kv-type",
@@ -94,7 +112,8 @@ void AddRepackFlag(CLI::App& cmd, bool& repack_weights) {
 }
 
 void AddSamplingOptions(CLI::App& cmd, SamplingFlags& f) {
-  cmd.add_option("--temp", f.params.temperature, "temperature (0: greedy)");
+  cmd.add_option("--temp", f.params.temperature, "temperature (0: greedy)")
+      ->check(FiniteNumber(0.0, 1e6));
   cmd.add_option("--top-k", f.params.top_k, "keep the k most likely tokens (0: off)");
   cmd.add_option("--top-p", f.params.top_p, "nucleus sampling mass (1: off)");
   cmd.add_option("--min-p", f.params.min_p, "drop tokens below min-p x the best (0: off)");

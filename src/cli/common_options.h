@@ -13,6 +13,10 @@ namespace anymoe::cli {
 
 void AddEngineOptions(CLI::App& cmd, EngineOptions& options);
 
+// A flag value that must be a finite number in [lo, hi] ("nan", "inf" and
+// out-of-range values are refused, naming the flag).
+CLI::Validator FiniteNumber(double lo, double hi);
+
 // --no-repack: clears `repack_weights` (see BackendOptions::repack_weights).
 void AddRepackFlag(CLI::App& cmd, bool& repack_weights);
 

@@ -11,24 +11,53 @@
 
 namespace anymoe {
 
+// What kind of failure a Status is, for code that answers on someone else's
+// behalf: the HTTP layer maps it to a status code (400, 503, 500) without
+// reading the message. Most load and parse errors stay kUnknown.
+enum class ErrorKind {
+  kUnknown,          // untyped
+  kInvalidArgument,  // the caller's input is wrong and will stay wrong (HTTP 400)
+  kUnavailable,      // refused for now; the same request may succeed later (HTTP 503)
+  kInternal,         // a failure on our side (HTTP 500)
+};
+
 class Status {
  public:
   Status() = default;
   static Status Ok() { return Status(); }
   static Status Error(std::string message) { return Status(std::move(message), true); }
+  // A typed error: `code` is a machine-readable reason ("queue_full",
+  // "context_length_exceeded"), `field` the input at fault ("prompt",
+  // "max_tokens"); either may be empty.
+  static Status Error(std::string message, ErrorKind kind, std::string code = "",
+                      std::string field = "") {
+    Status s(std::move(message), true);
+    s.kind_ = kind;
+    s.code_ = std::move(code);
+    s.field_ = std::move(field);
+    return s;
+  }
 
   bool ok() const { return !failed_; }
   const std::string& message() const { return message_; }
+  ErrorKind kind() const { return kind_; }
+  const std::string& code() const { return code_; }
+  const std::string& field() const { return field_; }
 
   // Prefixes context ("loading model.gguf: ") to an error; no-op on success.
   Status WithContext(const std::string& context) const {
-    return ok() ? *this : Error(context + ": " + message_);
+    if (ok()) return *this;
+    Status s = *this;
+    s.message_ = context + ": " + message_;
+    return s;
   }
 
  private:
   Status(std::string message, bool failed) : message_(std::move(message)), failed_(failed) {}
   std::string message_;
   bool failed_ = false;
+  ErrorKind kind_ = ErrorKind::kUnknown;
+  std::string code_, field_;
 };
 
 // A value or the Status explaining why there is none.

@@ -28,8 +28,11 @@ constexpr uint64_t kMaxAlignment = 1 << 20;
 constexpr uint64_t kMaxKeyBytes = 1 << 16;
 constexpr uint64_t kMaxStringBytes = 64ull << 20;
 constexpr uint64_t kMaxArrayElements = 64ull << 20;
-constexpr uint64_t kMaxKeyValues = 1 << 20;
-constexpr uint64_t kMaxTensors = 1 << 20;
+// Real files have ~50 keys and ~3,000 tensors (experts are stacked per layer);
+// these caps keep the index of a hostile file small (a key costs ~150 bytes
+// of memory, a tensor ~250) whatever the file claims.
+constexpr uint64_t kMaxKeyValues = 1 << 16;
+constexpr uint64_t kMaxTensors = 1 << 16;
 constexpr uint32_t kMaxDims = 4;
 // Smallest possible encodings, used to bound counts by the bytes that remain.
 constexpr uint64_t kMinKeyValueBytes = 8 + 4 + 1;            // empty key, type, 1-byte value
@@ -147,8 +150,9 @@ std::optional<bool> GgufValue::AsBool() const {
   if (type_ != GgufType::kBool) return std::nullopt;
   return raw_ != 0;
 }
-const std::string* GgufValue::AsString() const {
-  return type_ == GgufType::kString ? &string_ : nullptr;
+std::optional<std::string_view> GgufValue::AsString() const {
+  if (type_ != GgufType::kString) return std::nullopt;
+  return string_;
 }
 
 std::optional<int64_t> GgufValue::IntAt(uint64_t i) const {
@@ -239,14 +243,15 @@ class GgufParser {
     return v;
   }
 
-  Expected<std::string> ReadString(uint64_t cap, std::string_view what) {
+  // A view of the string's bytes in the mapping.
+  Expected<std::string_view> ReadString(uint64_t cap, std::string_view what) {
     ASSIGN_OR_RETURN(const uint64_t len, Read<uint64_t>(what));
     if (len > cap) {
       return Error(std::string(what) + " length " + std::to_string(len) + " exceeds the limit " +
                    std::to_string(cap));
     }
     RETURN_IF_ERROR(Need(len, what));
-    std::string s(reinterpret_cast<const char*>(data_ + pos_), len);
+    std::string_view s(reinterpret_cast<const char*>(data_ + pos_), len);
     pos_ += len;
     return s;
   }
@@ -283,7 +288,7 @@ class GgufParser {
 
   Status ReadKeyValue(uint64_t i, uint64_t n) {
     context_ = "metadata #" + std::to_string(i) + " of " + std::to_string(n);
-    ASSIGN_OR_RETURN(std::string key, ReadString(kMaxKeyBytes, "key"));
+    ASSIGN_OR_RETURN(std::string_view key, ReadString(kMaxKeyBytes, "key"));
     context_ = "metadata key " + QuoteName(key);
     if (out_->kv_index_.count(key) != 0) return Error("duplicate key");
     ASSIGN_OR_RETURN(const uint32_t type, Read<uint32_t>("value type"));
@@ -292,7 +297,7 @@ class GgufParser {
     RETURN_IF_ERROR(ReadValue(GgufType(type), &value));
     if (key == "general.alignment") RETURN_IF_ERROR(ApplyAlignment(value));
     out_->kv_index_.emplace(key, out_->kvs_.size());
-    out_->kvs_.push_back({std::move(key), std::move(value)});
+    out_->kvs_.push_back({key, std::move(value)});
     return Status::Ok();
   }
 
@@ -334,8 +339,8 @@ class GgufParser {
     if (strings) {
       v->strings_.reserve(count);
       for (uint64_t i = 0; i < count; ++i) {
-        ASSIGN_OR_RETURN(std::string s, ReadString(kMaxStringBytes, "array string"));
-        v->strings_.push_back(std::move(s));
+        ASSIGN_OR_RETURN(std::string_view s, ReadString(kMaxStringBytes, "array string"));
+        v->strings_.push_back(s);
       }
       return Status::Ok();
     }
@@ -365,7 +370,8 @@ class GgufParser {
 
   Status ReadTensorInfo(uint64_t i, uint64_t n) {
     context_ = "tensor #" + std::to_string(i) + " of " + std::to_string(n);
-    ASSIGN_OR_RETURN(std::string name, ReadString(kMaxKeyBytes, "tensor name"));
+    ASSIGN_OR_RETURN(const std::string_view name_view, ReadString(kMaxKeyBytes, "tensor name"));
+    std::string name(name_view);
     context_ = "tensor " + QuoteName(name);
     if (out_->tensor_index_.count(name) != 0) return Error("duplicate tensor name");
     ASSIGN_OR_RETURN(const uint32_t n_dims, Read<uint32_t>("dimension count"));
@@ -496,7 +502,8 @@ std::string Describe(const GgufValue& v) {
 
 // Conversions used by the typed getters; nullopt when the value does not fit.
 std::optional<std::string> ToString(const GgufValue& v) {
-  return v.AsString() ? std::optional<std::string>(*v.AsString()) : std::nullopt;
+  const std::optional<std::string_view> s = v.AsString();
+  return s ? std::optional<std::string>(*s) : std::nullopt;
 }
 std::optional<uint32_t> ToU32(const GgufValue& v) {
   const std::optional<uint64_t> u = v.AsUInt();
@@ -571,7 +578,7 @@ Expected<bool> GgufFile::GetBool(std::string_view key) const {
   return GetAs<bool>(key, ToBool, "a bool");
 }
 
-Expected<std::span<const std::string>> GgufFile::GetStringArray(std::string_view key) const {
+Expected<std::span<const std::string_view>> GgufFile::GetStringArray(std::string_view key) const {
   ASSIGN_OR_RETURN(const GgufValue* v, Require(key));
   if (!v->is_array() || v->element_type() != GgufType::kString) {
     return KeyError(key, "is " + Describe(*v) + ", expected an array of strings");

@@ -37,8 +37,10 @@ enum class GgufType : uint32_t {
 };
 std::string_view GgufTypeName(GgufType t);  // "u32", "string", "array", ...
 
-// One metadata value. Numeric arrays stay in the mmap and are read on access, so a
-// GgufValue is only valid while the GgufFile that produced it lives.
+// One metadata value. Strings and numeric arrays stay in the mmap (a string is
+// a view of its bytes there), so a GgufValue is only valid while the GgufFile
+// that produced it lives, and reading a file's metadata costs a fixed amount
+// of memory per value whatever its length (a 64 MiB string: 16 bytes).
 class GgufValue {
  public:
   GgufType type() const { return type_; }
@@ -52,10 +54,10 @@ class GgufValue {
   std::optional<uint64_t> AsUInt() const;
   std::optional<double> AsDouble() const;  // f32 and f64 only
   std::optional<bool> AsBool() const;
-  const std::string* AsString() const;  // nullptr unless a string
+  std::optional<std::string_view> AsString() const;  // nullopt unless a string
 
   // Array elements (i < array_size()); same conversion rules as the scalars.
-  std::span<const std::string> strings() const { return strings_; }  // string arrays
+  std::span<const std::string_view> strings() const { return strings_; }  // string arrays
   std::optional<int64_t> IntAt(uint64_t i) const;
   std::optional<double> DoubleAt(uint64_t i) const;
   std::optional<bool> BoolAt(uint64_t i) const;  // bool arrays only
@@ -68,14 +70,14 @@ class GgufValue {
   GgufType type_ = GgufType::kU8;
   GgufType element_type_ = GgufType::kU8;
   uint64_t raw_ = 0;  // scalar bits, zero-extended from the file's width
-  std::string string_;
+  std::string_view string_;              // in the mmap
   const uint8_t* array_data_ = nullptr;  // numeric arrays: packed LE elements in the mmap
   uint64_t array_size_ = 0;
-  std::vector<std::string> strings_;
+  std::vector<std::string_view> strings_;  // string arrays, in the mmap
 };
 
 struct GgufKeyValue {
-  std::string key;
+  std::string_view key;  // in the mmap
   GgufValue value;
 };
 
@@ -113,8 +115,8 @@ class GgufFile : public TensorSource {
   Expected<std::optional<float>> FindF32(std::string_view key) const;
   Expected<std::optional<bool>> FindBool(std::string_view key) const;
 
-  // Arrays. The string span lives as long as this file.
-  Expected<std::span<const std::string>> GetStringArray(std::string_view key) const;
+  // Arrays. The strings are views into this file's mapping.
+  Expected<std::span<const std::string_view>> GetStringArray(std::string_view key) const;
   Expected<std::vector<float>> GetF32Array(std::string_view key) const;    // f32/f64 elements
   Expected<std::vector<int32_t>> GetI32Array(std::string_view key) const;  // fitting ints
 
@@ -142,7 +144,7 @@ class GgufFile : public TensorSource {
   uint64_t alignment_ = 32;
   uint64_t data_offset_ = 0;
   std::vector<GgufKeyValue> kvs_;
-  std::map<std::string, size_t, std::less<>> kv_index_;
+  std::map<std::string_view, size_t> kv_index_;
   std::vector<TensorInfo> tensors_;
   std::map<std::string, size_t, std::less<>> tensor_index_;
 };

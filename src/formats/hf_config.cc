@@ -8,13 +8,9 @@
 #include "formats/parse_util.h"
 
 namespace anymoe {
-namespace {
-
 using Json = nlohmann::json;
 
-// The integer value of `v` if it is an integer, or a float with an integral value,
-// within int64 range.
-std::optional<int64_t> AsInt(const Json& v) {
+std::optional<int64_t> JsonInteger(const Json& v) {
   if (v.is_number_integer() && !v.is_number_unsigned()) return v.get<int64_t>();
   if (v.is_number_unsigned()) {
     const uint64_t u = v.get<uint64_t>();
@@ -32,15 +28,12 @@ std::optional<int64_t> AsInt(const Json& v) {
   return std::nullopt;
 }
 
-// "number 4.5", "string \"abc\"", or just "object" / "array" for containers.
-std::string Describe(const Json& v) {
+std::string DescribeJson(const Json& v) {
   if (v.is_structured()) return v.type_name();
   std::string text = v.dump(-1, ' ', true, Json::error_handler_t::replace);
   if (text.size() > 60) text = text.substr(0, 60) + "...";
   return std::string(v.type_name()) + " " + text;
 }
-
-}  // namespace
 
 Expected<std::unique_ptr<HfConfig>> HfConfig::Load(const std::string& path) {
   std::error_code ec;
@@ -86,22 +79,22 @@ Status HfConfig::KeyError(std::string_view key, const std::string& what) const {
 Expected<int64_t> HfConfig::GetInt(std::string_view key) const {
   const Json* v = Find(key);
   if (v == nullptr || v->is_null()) return KeyError(key, "is missing");
-  const std::optional<int64_t> i = AsInt(*v);
-  if (!i) return KeyError(key, "is " + Describe(*v) + ", expected an integer");
+  const std::optional<int64_t> i = JsonInteger(*v);
+  if (!i) return KeyError(key, "is " + DescribeJson(*v) + ", expected an integer");
   return *i;
 }
 
 Expected<double> HfConfig::GetDouble(std::string_view key) const {
   const Json* v = Find(key);
   if (v == nullptr || v->is_null()) return KeyError(key, "is missing");
-  if (!v->is_number()) return KeyError(key, "is " + Describe(*v) + ", expected a number");
+  if (!v->is_number()) return KeyError(key, "is " + DescribeJson(*v) + ", expected a number");
   return v->get<double>();
 }
 
 int64_t HfConfig::GetInt(std::string_view key, int64_t fallback) const {
   const Json* v = Find(key);
   if (v == nullptr) return fallback;
-  return AsInt(*v).value_or(fallback);
+  return JsonInteger(*v).value_or(fallback);
 }
 
 double HfConfig::GetDouble(std::string_view key, double fallback) const {

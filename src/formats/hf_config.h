@@ -14,6 +14,13 @@
 
 namespace anymoe {
 
+// The integer value of `v`: an integer, or a float with an integral value
+// that fits in int64 (4096.0 is 4096; 64.5 and 1e300 are not integers).
+std::optional<int64_t> JsonInteger(const nlohmann::json& v);
+// "number 4.5", "string \"abc\"", or just "object" / "array" for containers,
+// cut to a line: for error messages about values read from files.
+std::string DescribeJson(const nlohmann::json& v);
+
 class HfConfig {
  public:
   static constexpr uint64_t kMaxFileBytes = 16 << 20;

@@ -210,22 +210,55 @@ bool IsBareFileName(const std::string& s) {
 Status SafetensorsModel::AddShard(const std::string& path) {
   ASSIGN_OR_RETURN(std::unique_ptr<MappedFile> file, MappedFile::Open(path));
   ASSIGN_OR_RETURN(const std::string_view text, HeaderText(*file));
-  ASSIGN_OR_RETURN(Json header, ParseJsonStrict(text, path, JsonLimits{kMaxHeaderDepth, true}));
-  if (!header.is_object()) return Status::Error(path + ": header is not a JSON object");
+  // Each member of the header is read as soon as the parser completes it and
+  // only its Entry is kept: memory follows the tensors, never a JSON tree of
+  // the whole (up to 100 MB) header.
   SafetensorsShard shard;
   std::vector<Entry> entries;
-  for (const auto& [name, value] : header.items()) {
-    if (name == "__metadata__") {
-      RETURN_IF_ERROR(ParseMetadata(path, value, &shard.metadata));
-      continue;
+  JsonDomBuilder builder(JsonLimits{kMaxHeaderDepth, true});
+  Status entry_error;
+  bool seen_metadata = false;
+  builder.StreamChildren({}, [&](std::string_view name, size_t, Json&& value) {
+    Status st = Status::Ok();
+    if (name == "__metadata__" && seen_metadata) {
+      st = Status::Error(path + ": duplicate JSON key " + QuoteName(name));
+    } else if (name == "__metadata__") {
+      seen_metadata = true;
+      st = ParseMetadata(path, value, &shard.metadata);
+    } else {
+      Expected<Entry> e = ParseEntry(path, std::string(name), value);
+      if (e.ok()) {
+        entries.push_back(std::move(e).value());
+      } else {
+        st = e.status();
+      }
     }
-    ASSIGN_OR_RETURN(Entry e, ParseEntry(path, name, value));
-    entries.push_back(std::move(e));
+    if (st.ok()) return true;
+    entry_error = st;
+    return builder.Fail(st.message());
+  });
+  if (Status st = ParseJsonWith(text, path, builder); !st.ok()) {
+    return entry_error.ok() ? st : entry_error;
+  }
+  if (!builder.root().is_object()) return Status::Error(path + ": header is not a JSON object");
+  {
+    // Streamed members are not checked for duplicates by the parser: sort names.
+    std::vector<uint32_t> order(entries.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = uint32_t(i);
+    std::sort(order.begin(), order.end(),
+              [&](uint32_t a, uint32_t b) { return entries[a].name < entries[b].name; });
+    for (size_t i = 1; i < order.size(); ++i) {
+      if (entries[order[i]].name == entries[order[i - 1]].name) {
+        return Status::Error(path + ": duplicate JSON key " + QuoteName(entries[order[i]].name));
+      }
+    }
   }
   const uint64_t data_start = 8 + text.size();
   RETURN_IF_ERROR(CheckTiling(path, entries, file->size() - data_start));
 
   const size_t shard_index = shards_.size();
+  tensors_.reserve(tensors_.size() + entries.size());  // no doubling of a large table
+  shard_of_.reserve(shard_of_.size() + entries.size());
   for (Entry& e : entries) {
     if (auto it = index_.find(e.name); it != index_.end()) {
       return TensorError(path, e.name,

@@ -1,6 +1,10 @@
 // ModelConfig from GGUF metadata as llama.cpp's converter writes it
 // (`<arch>.*` keys): llama (incl. Mixtral's experts), glm4moe, qwen3moe,
-// deepseek2 (DeepSeek-V3, GLM-4.7-Flash) and glm-dsa (GLM-5).
+// deepseek2 (DeepSeek-V3, GLM-4.7-Flash) and glm-dsa (GLM-5). Every number is
+// range-checked as it is read (IntKey, RealKey), naming the key, and the layer
+// count before any per-layer table is sized from it.
+#include <cmath>
+
 #include "formats/gguf.h"
 #include "models/config_loader.h"
 #include "models/config_validation.h"
@@ -8,51 +12,90 @@
 namespace anymoe {
 namespace {
 
+using B = ConfigBounds;
+
+// An integer key in [lo, hi]; absent: `fallback`, or an error when required.
+Expected<int64_t> IntKey(const GgufFile& f, const std::string& key, std::optional<int64_t> fallback,
+                         int64_t lo, int64_t hi) {
+  ASSIGN_OR_RETURN(std::optional<int64_t> v, f.FindI64(key));
+  if (!v) {
+    if (fallback) return *fallback;
+    return Status::Error(f.path() + ": metadata key '" + key + "' is missing");
+  }
+  if (*v < lo || *v > hi) {
+    return Status::Error(f.path() + ": metadata key '" + key + "' = " + std::to_string(*v) +
+                         " is out of range [" + std::to_string(lo) + ", " + std::to_string(hi) +
+                         "]");
+  }
+  return *v;
+}
+
+// A finite f32/f64 key in [lo, hi]; absent: `fallback`, or an error when required.
+Expected<float> RealKey(const GgufFile& f, const std::string& key, std::optional<float> fallback,
+                        double lo, double hi) {
+  ASSIGN_OR_RETURN(std::optional<float> v, f.FindF32(key));
+  if (!v) {
+    if (fallback) return *fallback;
+    return Status::Error(f.path() + ": metadata key '" + key + "' is missing");
+  }
+  if (!std::isfinite(*v) || *v < lo || *v > hi) {
+    char range[64];
+    std::snprintf(range, sizeof(range), "[%g, %g]", lo, hi);
+    return Status::Error(f.path() + ": metadata key '" + key + "' = " + std::to_string(*v) +
+                         " is out of range " + range);
+  }
+  return *v;
+}
+
 // llama.cpp's LLAMA_EXPERT_GATING_FUNC_TYPE values.
 constexpr uint32_t kGatingSoftmax = 1;
 constexpr uint32_t kGatingSigmoid = 2;
 
 Status ReadRope(const GgufFile& f, const std::string& p, ModelConfig& c) {
-  ASSIGN_OR_RETURN(auto theta, f.FindF32(p + "rope.freq_base"));
-  c.rope_theta = theta.value_or(10000.0f);
+  ASSIGN_OR_RETURN(c.rope_theta, RealKey(f, p + "rope.freq_base", 10000.0f, 1e-6, 1e12));
   ASSIGN_OR_RETURN(auto type, f.FindString(p + "rope.scaling.type"));
   ASSIGN_OR_RETURN(c.rope_scaling.type, RopeTypeFromName(type.value_or(""), f.path()));
   RopeScaling& s = c.rope_scaling;
-  ASSIGN_OR_RETURN(auto factor, f.FindF32(p + "rope.scaling.factor"));
-  s.factor = factor.value_or(1.0f);
-  ASSIGN_OR_RETURN(auto orig, f.FindI64(p + "rope.scaling.original_context_length"));
-  s.original_max_position = double(orig.value_or(c.max_position_embeddings));
-  ASSIGN_OR_RETURN(auto beta_fast, f.FindF32(p + "rope.scaling.yarn_beta_fast"));
-  s.beta_fast = beta_fast.value_or(32.0f);
-  ASSIGN_OR_RETURN(auto beta_slow, f.FindF32(p + "rope.scaling.yarn_beta_slow"));
-  s.beta_slow = beta_slow.value_or(1.0f);
+  // Positive factors only: a negative one would mirror the rotation (issue 20).
+  ASSIGN_OR_RETURN(s.factor, RealKey(f, p + "rope.scaling.factor", 1.0f, 1e-6, B::kMaxFactor));
+  ASSIGN_OR_RETURN(const int64_t orig, IntKey(f, p + "rope.scaling.original_context_length",
+                                              c.max_position_embeddings, 1, B::kPositions));
+  s.original_max_position = double(orig);
+  ASSIGN_OR_RETURN(s.beta_fast,
+                   RealKey(f, p + "rope.scaling.yarn_beta_fast", 32.0f, 0, B::kMaxFactor));
+  ASSIGN_OR_RETURN(s.beta_slow,
+                   RealKey(f, p + "rope.scaling.yarn_beta_slow", 1.0f, 0, B::kMaxFactor));
   // DeepSeek YaRN: the converter stores 0.1 * mscale_all_dim and drops mscale,
   // which is 1.0 in every released DeepSeek config.
-  ASSIGN_OR_RETURN(auto log_mul, f.FindF32(p + "rope.scaling.yarn_log_multiplier"));
-  if (log_mul) {
-    s.mscale_all_dim = double(*log_mul) / 0.1;
+  if (f.FindValue(p + "rope.scaling.yarn_log_multiplier") != nullptr) {
+    ASSIGN_OR_RETURN(const float log_mul,
+                     RealKey(f, p + "rope.scaling.yarn_log_multiplier", std::nullopt, 0, 1e5));
+    s.mscale_all_dim = double(log_mul) / 0.1;
     s.mscale = 1.0;
   }
   return Status::Ok();
 }
 
 Status ReadMoe(const GgufFile& f, const std::string& p, ModelConfig& c) {
-  ASSIGN_OR_RETURN(auto experts, f.FindI64(p + "expert_count"));
-  if (!experts || *experts == 0) return Status::Ok();
+  ASSIGN_OR_RETURN(const int64_t experts, IntKey(f, p + "expert_count", 0, 0, B::kExperts));
+  if (experts == 0) return Status::Ok();
   MoeConfig& m = c.moe;
-  m.num_experts = *experts;
-  ASSIGN_OR_RETURN(m.experts_per_token, f.GetI64(p + "expert_used_count"));
-  ASSIGN_OR_RETURN(auto ffn, f.FindI64(p + "expert_feed_forward_length"));
-  m.expert_ffn = ffn.value_or(c.intermediate_size);  // Mixtral: feed_forward_length
-  ASSIGN_OR_RETURN(auto shared, f.FindI64(p + "expert_shared_count"));
-  m.shared_ffn = shared.value_or(0) * m.expert_ffn;
-  ASSIGN_OR_RETURN(auto groups, f.FindI64(p + "expert_group_count"));
-  m.n_group = std::max<int64_t>(1, groups.value_or(1));
-  ASSIGN_OR_RETURN(auto groups_used, f.FindI64(p + "expert_group_used_count"));
-  m.topk_group = std::max<int64_t>(1, groups_used.value_or(1));
+  m.num_experts = experts;
+  ASSIGN_OR_RETURN(m.experts_per_token,
+                   IntKey(f, p + "expert_used_count", std::nullopt, 1, experts));
+  // Mixtral: feed_forward_length.
+  ASSIGN_OR_RETURN(m.expert_ffn,
+                   IntKey(f, p + "expert_feed_forward_length", c.intermediate_size, 1, B::kFfn));
+  ASSIGN_OR_RETURN(const int64_t shared, IntKey(f, p + "expert_shared_count", 0, 0, 64));
+  m.shared_ffn = shared * m.expert_ffn;
+  ASSIGN_OR_RETURN(const int64_t groups, IntKey(f, p + "expert_group_count", 1, 0, experts));
+  m.n_group = std::max<int64_t>(1, groups);
+  ASSIGN_OR_RETURN(const int64_t groups_used,
+                   IntKey(f, p + "expert_group_used_count", 1, 0, experts));
+  m.topk_group = std::max<int64_t>(1, groups_used);
   ASSIGN_OR_RETURN(auto norm, f.FindBool(p + "expert_weights_norm"));
-  ASSIGN_OR_RETURN(auto scale, f.FindF32(p + "expert_weights_scale"));
-  m.routed_scaling_factor = scale.value_or(1.0f);
+  ASSIGN_OR_RETURN(m.routed_scaling_factor,
+                   RealKey(f, p + "expert_weights_scale", 1.0f, 1e-6, B::kMaxFactor));
   m.selection_bias = f.Find("blk." + std::to_string(c.num_layers - 1) + ".exp_probs_b.bias");
   ASSIGN_OR_RETURN(auto gating, f.FindU32(p + "expert_gating_func"));
   // Without the key a selection bias means DeepSeek-V3-style sigmoid routing (the
@@ -64,9 +107,10 @@ Status ReadMoe(const GgufFile& f, const std::string& p, ModelConfig& c) {
   m.scoring = func == kGatingSigmoid ? MoeConfig::Scoring::kSigmoid : MoeConfig::Scoring::kSoftmax;
   // Mixtral (llama) always renormalises; the others say so in expert_weights_norm.
   m.norm_topk_prob = norm.value_or(c.arch == "mixtral");
-  ASSIGN_OR_RETURN(auto dense, f.FindI64(p + "leading_dense_block_count"));
+  ASSIGN_OR_RETURN(const int64_t dense,
+                   IntKey(f, p + "leading_dense_block_count", 0, 0, c.num_layers));
   for (int64_t i = 0; i < c.num_layers; ++i) {
-    c.ffn_kinds[size_t(i)] = i < dense.value_or(0) ? FfnKind::kDense : FfnKind::kMoe;
+    c.ffn_kinds[size_t(i)] = i < dense ? FfnKind::kDense : FfnKind::kMoe;
   }
   return Status::Ok();
 }
@@ -74,12 +118,15 @@ Status ReadMoe(const GgufFile& f, const std::string& p, ModelConfig& c) {
 Status ReadMla(const GgufFile& f, const std::string& p, ModelConfig& c) {
   MlaConfig& m = c.mla;
   c.attention = AttentionKind::kMla;
-  ASSIGN_OR_RETURN(auto q_lora, f.FindI64(p + "attention.q_lora_rank"));
-  m.q_lora_rank = q_lora.value_or(0);
-  ASSIGN_OR_RETURN(m.kv_lora_rank, f.GetI64(p + "attention.kv_lora_rank"));
-  ASSIGN_OR_RETURN(m.qk_rope_head_dim, f.GetI64(p + "rope.dimension_count"));
-  ASSIGN_OR_RETURN(const int64_t qk, f.GetI64(p + "attention.key_length_mla"));
-  ASSIGN_OR_RETURN(m.v_head_dim, f.GetI64(p + "attention.value_length_mla"));
+  ASSIGN_OR_RETURN(m.q_lora_rank, IntKey(f, p + "attention.q_lora_rank", 0, 0, B::kRank));
+  ASSIGN_OR_RETURN(m.kv_lora_rank,
+                   IntKey(f, p + "attention.kv_lora_rank", std::nullopt, 1, B::kRank));
+  ASSIGN_OR_RETURN(m.qk_rope_head_dim,
+                   IntKey(f, p + "rope.dimension_count", std::nullopt, 1, B::kHeadDim));
+  ASSIGN_OR_RETURN(const int64_t qk, IntKey(f, p + "attention.key_length_mla", std::nullopt,
+                                            m.qk_rope_head_dim + 1, B::kHeadDim));
+  ASSIGN_OR_RETURN(m.v_head_dim,
+                   IntKey(f, p + "attention.value_length_mla", std::nullopt, 1, B::kHeadDim));
   m.qk_nope_head_dim = qk - m.qk_rope_head_dim;
   c.head_dim = qk;
   c.num_kv_heads = c.num_heads;  // the file's head_count_kv = 1 is the MQA view of the latent
@@ -90,9 +137,12 @@ Status ReadMla(const GgufFile& f, const std::string& p, ModelConfig& c) {
 
 Status ReadDsa(const GgufFile& f, const std::string& p, ModelConfig& c) {
   DsaConfig& d = c.dsa;
-  ASSIGN_OR_RETURN(d.n_heads, f.GetI64(p + "attention.indexer.head_count"));
-  ASSIGN_OR_RETURN(d.head_dim, f.GetI64(p + "attention.indexer.key_length"));
-  ASSIGN_OR_RETURN(d.topk, f.GetI64(p + "attention.indexer.top_k"));
+  ASSIGN_OR_RETURN(d.n_heads,
+                   IntKey(f, p + "attention.indexer.head_count", std::nullopt, 1, B::kHeads));
+  ASSIGN_OR_RETURN(d.head_dim,
+                   IntKey(f, p + "attention.indexer.key_length", std::nullopt, 1, B::kHeadDim));
+  ASSIGN_OR_RETURN(d.topk,
+                   IntKey(f, p + "attention.indexer.top_k", std::nullopt, 1, B::kPositions));
   d.pairing = RopePairing::kInterleaved;
   c.indexer_kinds.assign(size_t(c.num_layers), IndexerKind::kFull);
   if (const GgufValue* types = f.FindValue(p + "attention.indexer.types")) {
@@ -124,27 +174,30 @@ Expected<ModelConfig> ModelConfigFromGguf(const GgufFile& f) {
   }
   ASSIGN_OR_RETURN(auto experts, f.FindI64(p + "expert_count"));
   c.arch = arch == "llama" && experts.value_or(0) > 0 ? "mixtral" : arch;
-  ASSIGN_OR_RETURN(c.hidden_size, f.GetI64(p + "embedding_length"));
-  ASSIGN_OR_RETURN(const int64_t blocks, f.GetI64(p + "block_count"));
+  ASSIGN_OR_RETURN(c.hidden_size, IntKey(f, p + "embedding_length", std::nullopt, 1, B::kHidden));
+  ASSIGN_OR_RETURN(const int64_t blocks, IntKey(f, p + "block_count", std::nullopt, 1, B::kLayers));
   // llama.cpp counts the NextN/MTP blocks in block_count (GLM-5: 78 + 1 = 79).
-  ASSIGN_OR_RETURN(auto nextn, f.FindI64(p + "nextn_predict_layers"));
-  c.num_nextn_layers = nextn.value_or(0);
-  if (c.num_nextn_layers < 0 || c.num_nextn_layers >= blocks) {
+  ASSIGN_OR_RETURN(c.num_nextn_layers,
+                   IntKey(f, p + "nextn_predict_layers", int64_t{0}, 0, B::kLayers));
+  if (c.num_nextn_layers >= blocks) {
     return Status::Error(f.path() + ": " + p + "nextn_predict_layers " +
                          std::to_string(c.num_nextn_layers) + " leaves no trunk of the " +
                          std::to_string(blocks) + " blocks");
   }
   c.num_layers = blocks - c.num_nextn_layers;
-  ASSIGN_OR_RETURN(c.intermediate_size, f.GetI64(p + "feed_forward_length"));
-  ASSIGN_OR_RETURN(c.num_heads, f.GetI64(p + "attention.head_count"));
-  ASSIGN_OR_RETURN(auto kv_heads, f.FindI64(p + "attention.head_count_kv"));
-  c.num_kv_heads = kv_heads.value_or(c.num_heads);
-  ASSIGN_OR_RETURN(c.max_position_embeddings, f.GetI64(p + "context_length"));
-  ASSIGN_OR_RETURN(c.rms_norm_eps, f.GetF32(p + "attention.layer_norm_rms_epsilon"));
-  ASSIGN_OR_RETURN(auto key_length, f.FindI64(p + "attention.key_length"));
-  c.head_dim = key_length.value_or(c.num_heads > 0 ? c.hidden_size / c.num_heads : 0);
-  ASSIGN_OR_RETURN(auto rope_dims, f.FindI64(p + "rope.dimension_count"));
-  c.rotary_dims = rope_dims.value_or(c.head_dim);
+  ASSIGN_OR_RETURN(c.intermediate_size,
+                   IntKey(f, p + "feed_forward_length", std::nullopt, 0, B::kFfn));
+  ASSIGN_OR_RETURN(c.num_heads, IntKey(f, p + "attention.head_count", std::nullopt, 1, B::kHeads));
+  ASSIGN_OR_RETURN(c.num_kv_heads,
+                   IntKey(f, p + "attention.head_count_kv", c.num_heads, 1, B::kHeads));
+  ASSIGN_OR_RETURN(c.max_position_embeddings,
+                   IntKey(f, p + "context_length", std::nullopt, 1, B::kPositions));
+  ASSIGN_OR_RETURN(c.rms_norm_eps,
+                   RealKey(f, p + "attention.layer_norm_rms_epsilon", std::nullopt, 0, 1));
+  ASSIGN_OR_RETURN(c.head_dim, IntKey(f, p + "attention.key_length", c.hidden_size / c.num_heads, 1,
+                                      B::kHeadDim));
+  ASSIGN_OR_RETURN(c.rotary_dims,
+                   IntKey(f, p + "rope.dimension_count", c.head_dim, 1, B::kHeadDim));
   // llama.cpp permutes Q/K rows of `llama` files into adjacent (interleaved)
   // pairs; glm4moe and qwen3moe keep HF's layout and use NeoX (half-split) RoPE.
   c.rope_pairing = arch == "llama" ? RopePairing::kInterleaved : RopePairing::kHalfSplit;
@@ -152,13 +205,14 @@ Expected<ModelConfig> ModelConfigFromGguf(const GgufFile& f) {
 
   ASSIGN_OR_RETURN(auto vocab, f.FindI64(p + "vocab_size"));
   if (vocab) {
-    c.vocab_size = *vocab;
+    ASSIGN_OR_RETURN(c.vocab_size, IntKey(f, p + "vocab_size", std::nullopt, 1, B::kVocab));
   } else if (const TensorInfo* emb = f.Find("token_embd.weight")) {
     c.vocab_size = emb->shape[0];
   }
   c.tie_word_embeddings = f.Find("output.weight") == nullptr;
   c.attention_bias = f.Find("blk.0.attn_q.bias") != nullptr;
   c.qk_norm = f.Find("blk.0.attn_q_norm.weight") != nullptr;
+  // num_layers is within ConfigBounds::kLayers: the per-layer tables are small.
   c.ffn_kinds.assign(size_t(c.num_layers), FfnKind::kDense);
   RETURN_IF_ERROR(ReadMoe(f, p, c));
   if (arch == "deepseek2" || arch == "glm-dsa") RETURN_IF_ERROR(ReadMla(f, p, c));

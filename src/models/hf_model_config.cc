@@ -1,10 +1,16 @@
 // ModelConfig from a Hugging Face config.json, per architecture, following the
 // transformers config classes (defaults, aliases, and which keys they ignore;
 // see docs/models.md). Unknown architectures are an error naming the known ones.
+// Every field is read through Fields, which checks its type and range and
+// names the key on error (an integer field refuses 64.5 and 1e300 rather than
+// truncating or casting out of range), and the layer count is checked before
+// any per-layer table is sized from it.
 #include <algorithm>
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "formats/hf_config.h"
+#include "formats/parse_util.h"
 #include "models/config_loader.h"
 #include "models/config_validation.h"
 
@@ -12,135 +18,248 @@ namespace anymoe {
 namespace {
 
 using json = nlohmann::json;
+using B = ConfigBounds;
 
-template <typename T>
-T JsonOr(const json& j, const char* key, T fallback) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return fallback;
-  return it->get<T>();
-}
+// Typed, range-checked reads of one JSON object's keys. An absent or null key
+// gives the fallback; a present one of the wrong type or out of range is an
+// error "<file>: <section><key> = <value> <problem>".
+class Fields {
+ public:
+  Fields(const json& object, const std::string& where, std::string section = "")
+      : j_(object), where_(where), section_(std::move(section)) {}
+
+  const json* Find(const char* key) const {
+    auto it = j_.find(key);
+    return it == j_.end() || it->is_null() ? nullptr : &*it;
+  }
+  bool Has(const char* key) const { return Find(key) != nullptr; }
+
+  Expected<int64_t> Int(const char* key, int64_t fallback, int64_t lo, int64_t hi) const {
+    const json* v = Find(key);
+    if (v == nullptr) return fallback;
+    const std::optional<int64_t> i = JsonInteger(*v);
+    if (!i) return Error(key, *v, "is not an integer");
+    if (*i < lo || *i > hi) {
+      return Error(key, *v,
+                   "is out of range [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+    }
+    return *i;
+  }
+  // A finite number in [lo, hi].
+  Expected<double> Real(const char* key, double fallback, double lo, double hi) const {
+    const json* v = Find(key);
+    if (v == nullptr) return fallback;
+    if (!v->is_number()) return Error(key, *v, "is not a number");
+    const double d = v->get<double>();
+    if (!std::isfinite(d) || d < lo || d > hi) {
+      return Error(key, *v, "is out of range [" + Number(lo) + ", " + Number(hi) + "]");
+    }
+    return d;
+  }
+  Expected<bool> Bool(const char* key, bool fallback) const {
+    const json* v = Find(key);
+    if (v == nullptr) return fallback;
+    if (!v->is_boolean()) return Error(key, *v, "is not a boolean");
+    return v->get<bool>();
+  }
+  Expected<std::string> String(const char* key, const std::string& fallback) const {
+    const json* v = Find(key);
+    if (v == nullptr) return fallback;
+    if (!v->is_string()) return Error(key, *v, "is not a string");
+    return v->get<std::string>();
+  }
+  // An array of at most `max_items` integers in [lo, hi]; absent: empty.
+  Expected<std::vector<int64_t>> IntList(const char* key, size_t max_items, int64_t lo,
+                                         int64_t hi) const {
+    std::vector<int64_t> out;
+    const json* v = Find(key);
+    if (v == nullptr) return out;
+    if (!v->is_array()) return Error(key, *v, "is not an array");
+    if (v->size() > max_items) {
+      return Error(
+          key, *v,
+          "has " + std::to_string(v->size()) + " entries, over " + std::to_string(max_items));
+    }
+    for (const json& e : *v) {
+      const std::optional<int64_t> i = JsonInteger(e);
+      if (!i || *i < lo || *i > hi) {
+        return Error(key, e,
+                     "has an entry that is not an integer in [" + std::to_string(lo) + ", " +
+                         std::to_string(hi) + "]");
+      }
+      out.push_back(*i);
+    }
+    return out;
+  }
+  // An array whose entries are each one of two strings; absent: nullopt.
+  Expected<std::optional<std::vector<bool>>> Choices(const char* key, const char* first,
+                                                     const char* second, size_t size) const {
+    const json* v = Find(key);
+    if (v == nullptr) return std::optional<std::vector<bool>>();
+    if (!v->is_array() || v->size() != size) {
+      return Error(key, *v, "must list " + std::to_string(size) + " layers");
+    }
+    std::vector<bool> out;
+    for (const json& e : *v) {
+      if (!e.is_string() || (e != first && e != second)) {
+        return Error(
+            key, e,
+            std::string("has an entry that is neither \"") + first + "\" nor \"" + second + "\"");
+      }
+      out.push_back(e == first);
+    }
+    return std::optional<std::vector<bool>>(std::move(out));
+  }
+
+  Status Error(const char* key, const json& v, const std::string& problem) const {
+    return Status::Error(where_ + ": " + section_ + key + " = " + DescribeJson(v) + " " + problem);
+  }
+
+ private:
+  static std::string Number(double d) {
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), "%g", d);
+    return buf;
+  }
+  const json& j_;
+  const std::string& where_;
+  std::string section_;
+};
 
 // v5 writes `rope_parameters` (with rope_theta inside); v4 `rope_theta` + `rope_scaling`.
-Status ReadRope(const json& j, int64_t rope_head_dim, ModelConfig& c, const std::string& where) {
+Status ReadRope(const Fields& top, const json& j, int64_t rope_head_dim, ModelConfig& c,
+                const std::string& where) {
   const json* params = nullptr;
-  if (auto it = j.find("rope_parameters"); it != j.end() && it->is_object()) params = &*it;
+  std::string section;
+  if (auto it = j.find("rope_parameters"); it != j.end() && it->is_object()) {
+    params = &*it;
+    section = "rope_parameters.";
+  }
   if (auto it = j.find("rope_scaling"); params == nullptr && it != j.end() && it->is_object()) {
     params = &*it;
+    section = "rope_scaling.";
   }
-  c.rope_theta = JsonOr<double>(j, "rope_theta", 10000.0);
-  double partial = JsonOr<double>(j, "partial_rotary_factor", 1.0);
+  ASSIGN_OR_RETURN(c.rope_theta, top.Real("rope_theta", 10000.0, 1e-6, 1e12));
+  ASSIGN_OR_RETURN(double partial, top.Real("partial_rotary_factor", 1.0, 1e-6, 1.0));
   if (params != nullptr) {
-    const json& r = *params;
-    c.rope_theta = JsonOr<double>(r, "rope_theta", c.rope_theta);
-    partial = JsonOr<double>(r, "partial_rotary_factor", partial);
-    const std::string type =
-        JsonOr<std::string>(r, "rope_type", JsonOr<std::string>(r, "type", ""));
+    const Fields r(*params, where, section);
+    ASSIGN_OR_RETURN(c.rope_theta, r.Real("rope_theta", c.rope_theta, 1e-6, 1e12));
+    ASSIGN_OR_RETURN(partial, r.Real("partial_rotary_factor", partial, 1e-6, 1.0));
+    ASSIGN_OR_RETURN(const std::string old_type, r.String("type", ""));
+    ASSIGN_OR_RETURN(const std::string type, r.String("rope_type", old_type));
     ASSIGN_OR_RETURN(c.rope_scaling.type, RopeTypeFromName(type, where));
     RopeScaling& s = c.rope_scaling;
-    s.factor = JsonOr<double>(r, "factor", 1.0);
-    s.original_max_position =
-        JsonOr<double>(r, "original_max_position_embeddings", double(c.max_position_embeddings));
-    s.low_freq_factor = JsonOr<double>(r, "low_freq_factor", 1.0);
-    s.high_freq_factor = JsonOr<double>(r, "high_freq_factor", 4.0);
-    s.beta_fast = JsonOr<double>(r, "beta_fast", 32.0);
-    s.beta_slow = JsonOr<double>(r, "beta_slow", 1.0);
-    s.mscale = JsonOr<double>(r, "mscale", 0.0);
-    s.mscale_all_dim = JsonOr<double>(r, "mscale_all_dim", 0.0);
-    s.attention_factor = JsonOr<double>(r, "attention_factor", 0.0);
-    s.truncate = JsonOr<bool>(r, "truncate", true);
+    const double big = B::kMaxFactor;
+    // Factors and lengths must be positive: a negative factor would mirror
+    // the rotation (issue 20). Exact ranges: ValidateRopeScaling.
+    ASSIGN_OR_RETURN(s.factor, r.Real("factor", 1.0, 1e-6, big));
+    ASSIGN_OR_RETURN(s.original_max_position,
+                     r.Real("original_max_position_embeddings", double(c.max_position_embeddings),
+                            1, double(B::kPositions)));
+    ASSIGN_OR_RETURN(s.low_freq_factor, r.Real("low_freq_factor", 1.0, 1e-6, big));
+    ASSIGN_OR_RETURN(s.high_freq_factor, r.Real("high_freq_factor", 4.0, 1e-6, big));
+    ASSIGN_OR_RETURN(s.beta_fast, r.Real("beta_fast", 32.0, 0, big));
+    ASSIGN_OR_RETURN(s.beta_slow, r.Real("beta_slow", 1.0, 0, big));
+    ASSIGN_OR_RETURN(s.mscale, r.Real("mscale", 0.0, 0, big));
+    ASSIGN_OR_RETURN(s.mscale_all_dim, r.Real("mscale_all_dim", 0.0, 0, big));
+    ASSIGN_OR_RETURN(s.attention_factor, r.Real("attention_factor", 0.0, 0, big));
+    ASSIGN_OR_RETURN(s.truncate, r.Bool("truncate", true));
   }
-  c.rotary_dims = int64_t(double(rope_head_dim) * partial);
+  c.rotary_dims = int64_t(double(rope_head_dim) * partial);  // both bounded: no overflow
   return Status::Ok();
 }
 
-void ReadCommon(const json& j, ModelConfig& c) {
-  c.vocab_size = JsonOr<int64_t>(j, "vocab_size", 0);
-  c.hidden_size = JsonOr<int64_t>(j, "hidden_size", 0);
-  c.num_layers = JsonOr<int64_t>(j, "num_hidden_layers", 0);
-  c.num_nextn_layers = std::max<int64_t>(0, JsonOr<int64_t>(j, "num_nextn_predict_layers", 0));
-  c.num_heads = JsonOr<int64_t>(j, "num_attention_heads", 0);
-  c.num_kv_heads = JsonOr<int64_t>(j, "num_key_value_heads", c.num_heads);
-  c.head_dim = JsonOr<int64_t>(j, "head_dim", c.num_heads > 0 ? c.hidden_size / c.num_heads : 0);
-  c.intermediate_size = JsonOr<int64_t>(j, "intermediate_size", 0);
-  c.max_position_embeddings = JsonOr<int64_t>(j, "max_position_embeddings", 2048);
-  c.rms_norm_eps = JsonOr<float>(j, "rms_norm_eps", 1e-6f);
-  c.tie_word_embeddings = JsonOr<bool>(j, "tie_word_embeddings", false);
-  c.attention_bias = JsonOr<bool>(j, "attention_bias", false);
-  c.ffn_kinds.assign(size_t(c.num_layers), FfnKind::kDense);
+// The fields every architecture has; all scalars, so nothing is sized yet.
+Status ReadCommon(const Fields& f, ModelConfig& c) {
+  ASSIGN_OR_RETURN(c.vocab_size, f.Int("vocab_size", 0, 1, B::kVocab));
+  ASSIGN_OR_RETURN(c.hidden_size, f.Int("hidden_size", 0, 1, B::kHidden));
+  ASSIGN_OR_RETURN(c.num_layers, f.Int("num_hidden_layers", 0, 1, B::kLayers));
+  ASSIGN_OR_RETURN(c.num_nextn_layers, f.Int("num_nextn_predict_layers", 0, 0, B::kLayers));
+  ASSIGN_OR_RETURN(c.num_heads, f.Int("num_attention_heads", 0, 1, B::kHeads));
+  ASSIGN_OR_RETURN(c.num_kv_heads, f.Int("num_key_value_heads", c.num_heads, 1, B::kHeads));
+  ASSIGN_OR_RETURN(c.head_dim, f.Int("head_dim", c.num_heads > 0 ? c.hidden_size / c.num_heads : 0,
+                                     1, B::kHeadDim));
+  ASSIGN_OR_RETURN(c.intermediate_size, f.Int("intermediate_size", 0, 0, B::kFfn));
+  ASSIGN_OR_RETURN(c.max_position_embeddings,
+                   f.Int("max_position_embeddings", 2048, 1, B::kPositions));
+  ASSIGN_OR_RETURN(const double eps, f.Real("rms_norm_eps", 1e-6, 0, 1));
+  c.rms_norm_eps = float(eps);
+  ASSIGN_OR_RETURN(c.tie_word_embeddings, f.Bool("tie_word_embeddings", false));
+  ASSIGN_OR_RETURN(c.attention_bias, f.Bool("attention_bias", false));
+  return Status::Ok();
 }
 
 // DeepSeek-style "noaux_tc" router: sigmoid, selection bias, groups, scaling.
-void ReadSigmoidMoe(const json& j, ModelConfig& c) {
+Status ReadSigmoidMoe(const Fields& f, ModelConfig& c) {
   MoeConfig& m = c.moe;
-  m.num_experts = JsonOr<int64_t>(j, "n_routed_experts", 0);
-  m.experts_per_token = JsonOr<int64_t>(j, "num_experts_per_tok", 0);
-  m.expert_ffn = JsonOr<int64_t>(j, "moe_intermediate_size", 0);
-  m.shared_ffn = m.expert_ffn * JsonOr<int64_t>(j, "n_shared_experts", 0);
-  m.n_group = JsonOr<int64_t>(j, "n_group", 1);
-  m.topk_group = JsonOr<int64_t>(j, "topk_group", 1);
-  m.norm_topk_prob = JsonOr<bool>(j, "norm_topk_prob", true);
-  m.routed_scaling_factor = JsonOr<float>(j, "routed_scaling_factor", 1.0f);
+  ASSIGN_OR_RETURN(m.num_experts, f.Int("n_routed_experts", 0, 0, B::kExperts));
+  ASSIGN_OR_RETURN(m.experts_per_token, f.Int("num_experts_per_tok", 0, 0, B::kExperts));
+  ASSIGN_OR_RETURN(m.expert_ffn, f.Int("moe_intermediate_size", 0, 0, B::kFfn));
+  ASSIGN_OR_RETURN(const int64_t shared, f.Int("n_shared_experts", 0, 0, 64));
+  m.shared_ffn = m.expert_ffn * shared;
+  ASSIGN_OR_RETURN(m.n_group, f.Int("n_group", 1, 1, B::kExperts));
+  ASSIGN_OR_RETURN(m.topk_group, f.Int("topk_group", 1, 1, B::kExperts));
+  ASSIGN_OR_RETURN(m.norm_topk_prob, f.Bool("norm_topk_prob", true));
+  ASSIGN_OR_RETURN(const double scale, f.Real("routed_scaling_factor", 1.0, 1e-6, B::kMaxFactor));
+  m.routed_scaling_factor = float(scale);
   m.scoring = MoeConfig::Scoring::kSigmoid;
   m.selection_bias = true;
+  return Status::Ok();
 }
 
 // `mlp_layer_types` when present, else the first `first_dense` layers dense.
-void ReadDenseLayers(const json& j, ModelConfig& c, int64_t first_dense) {
-  if (auto it = j.find("mlp_layer_types"); it != j.end() && it->is_array()) {
-    for (size_t i = 0; i < it->size() && i < c.ffn_kinds.size(); ++i) {
-      c.ffn_kinds[i] = (*it)[i] == "dense" ? FfnKind::kDense : FfnKind::kMoe;
-    }
-    return;
-  }
+Status ReadDenseLayers(const Fields& f, ModelConfig& c, int64_t first_dense) {
+  ASSIGN_OR_RETURN(auto types, f.Choices("mlp_layer_types", "dense", "sparse", c.ffn_kinds.size()));
   for (int64_t i = 0; i < c.num_layers; ++i) {
-    c.ffn_kinds[size_t(i)] = i < first_dense ? FfnKind::kDense : FfnKind::kMoe;
+    const bool dense = types ? bool((*types)[size_t(i)]) : i < first_dense;
+    c.ffn_kinds[size_t(i)] = dense ? FfnKind::kDense : FfnKind::kMoe;
   }
+  return Status::Ok();
 }
 
-Status ReadMla(const json& j, ModelConfig& c, const std::string& where) {
+Status ReadMla(const Fields& f, const json& j, ModelConfig& c, const std::string& where) {
   MlaConfig& m = c.mla;
   c.attention = AttentionKind::kMla;
-  m.q_lora_rank = JsonOr<int64_t>(j, "q_lora_rank", 0);
-  m.kv_lora_rank = JsonOr<int64_t>(j, "kv_lora_rank", 0);
-  m.qk_nope_head_dim = JsonOr<int64_t>(j, "qk_nope_head_dim", 0);
-  m.qk_rope_head_dim = JsonOr<int64_t>(j, "qk_rope_head_dim", 0);
-  if (c.arch == "glm4_moe_lite" && j.contains("head_dim")) {
-    m.qk_rope_head_dim = JsonOr<int64_t>(j, "head_dim", m.qk_rope_head_dim);  // attribute_map alias
+  ASSIGN_OR_RETURN(m.q_lora_rank, f.Int("q_lora_rank", 0, 0, B::kRank));
+  ASSIGN_OR_RETURN(m.kv_lora_rank, f.Int("kv_lora_rank", 0, 0, B::kRank));
+  ASSIGN_OR_RETURN(m.qk_nope_head_dim, f.Int("qk_nope_head_dim", 0, 0, B::kHeadDim));
+  ASSIGN_OR_RETURN(m.qk_rope_head_dim, f.Int("qk_rope_head_dim", 0, 0, B::kHeadDim));
+  if (c.arch == "glm4_moe_lite" && f.Has("head_dim")) {
+    // attribute_map alias
+    ASSIGN_OR_RETURN(m.qk_rope_head_dim, f.Int("head_dim", m.qk_rope_head_dim, 1, B::kHeadDim));
   }
-  m.v_head_dim = JsonOr<int64_t>(j, "v_head_dim", 0);
+  ASSIGN_OR_RETURN(m.v_head_dim, f.Int("v_head_dim", 0, 0, B::kHeadDim));
   c.head_dim = m.qk_nope_head_dim + m.qk_rope_head_dim;  // a `head_dim` key is ignored (GLM-5.2)
   c.num_kv_heads = c.num_heads;
-  c.rope_pairing =
-      JsonOr<bool>(j, "rope_interleave", true) ? RopePairing::kInterleaved : RopePairing::kHalfSplit;
-  return ReadRope(j, m.qk_rope_head_dim, c, where);
+  ASSIGN_OR_RETURN(const bool interleave, f.Bool("rope_interleave", true));
+  c.rope_pairing = interleave ? RopePairing::kInterleaved : RopePairing::kHalfSplit;
+  return ReadRope(f, j, m.qk_rope_head_dim, c, where);
 }
 
 // GLM-5's indexer and its full/shared layer schedule.
-Status ReadDsa(const json& j, ModelConfig& c, const std::string& where) {
+Status ReadDsa(const Fields& f, ModelConfig& c) {
   DsaConfig& d = c.dsa;
-  d.n_heads = JsonOr<int64_t>(j, "index_n_heads", 0);
-  d.head_dim = JsonOr<int64_t>(j, "index_head_dim", 0);
-  d.topk = JsonOr<int64_t>(j, "index_topk", 0);
-  d.pairing = JsonOr<bool>(j, "indexer_rope_interleave", true) ? RopePairing::kInterleaved
-                                                               : RopePairing::kHalfSplit;
+  ASSIGN_OR_RETURN(d.n_heads, f.Int("index_n_heads", 0, 0, B::kHeads));
+  ASSIGN_OR_RETURN(d.head_dim, f.Int("index_head_dim", 0, 0, B::kHeadDim));
+  ASSIGN_OR_RETURN(d.topk, f.Int("index_topk", 0, 0, B::kPositions));
+  ASSIGN_OR_RETURN(const bool interleave, f.Bool("indexer_rope_interleave", true));
+  d.pairing = interleave ? RopePairing::kInterleaved : RopePairing::kHalfSplit;
   c.indexer_kinds.assign(size_t(c.num_layers), IndexerKind::kFull);
-  if (auto it = j.find("indexer_types"); it != j.end() && it->is_array()) {
-    if (it->size() != size_t(c.num_layers)) {
-      return Status::Error(where + ": indexer_types has " + std::to_string(it->size()) +
-                           " entries for " + std::to_string(c.num_layers) + " layers");
+  ASSIGN_OR_RETURN(auto types,
+                   f.Choices("indexer_types", "full", "shared", c.indexer_kinds.size()));
+  ASSIGN_OR_RETURN(const std::string pattern, f.String("index_topk_pattern", ""));
+  if (types) {
+    for (size_t i = 0; i < types->size(); ++i) {
+      c.indexer_kinds[i] = (*types)[i] ? IndexerKind::kFull : IndexerKind::kShared;
     }
-    for (size_t i = 0; i < it->size(); ++i) {
-      c.indexer_kinds[i] = (*it)[i] == "shared" ? IndexerKind::kShared : IndexerKind::kFull;
-    }
-  } else if (auto p = j.find("index_topk_pattern"); p != j.end() && p->is_string()) {
-    const std::string pattern = p->get<std::string>();
+  } else if (f.Has("index_topk_pattern")) {
     for (size_t i = 0; i < pattern.size() && i < c.indexer_kinds.size(); ++i) {
       c.indexer_kinds[i] = pattern[i] == 'S' ? IndexerKind::kShared : IndexerKind::kFull;
     }
-  } else if (j.contains("index_topk_freq")) {
-    const int64_t freq = JsonOr<int64_t>(j, "index_topk_freq", 1);
-    const int64_t offset = JsonOr<int64_t>(j, "index_skip_topk_offset", 0);
-    for (int64_t i = 0; i < c.num_layers && freq > 0; ++i) {
+  } else if (f.Has("index_topk_freq")) {
+    ASSIGN_OR_RETURN(const int64_t freq, f.Int("index_topk_freq", 1, 1, c.num_layers));
+    ASSIGN_OR_RETURN(const int64_t offset, f.Int("index_skip_topk_offset", 0, 0, c.num_layers));
+    for (int64_t i = 0; i < c.num_layers; ++i) {
       const bool full = std::max<int64_t>(i - offset + 1, 0) % freq == 0;
       c.indexer_kinds[size_t(i)] = full ? IndexerKind::kFull : IndexerKind::kShared;
     }
@@ -148,51 +267,55 @@ Status ReadDsa(const json& j, ModelConfig& c, const std::string& where) {
   return Status::Ok();
 }
 
-Status ReadArchitecture(const json& j, ModelConfig& c, const std::string& where) {
+Status ReadArchitecture(const Fields& f, const json& j, ModelConfig& c, const std::string& where) {
   const std::string& a = c.arch;
-  if (a == "llama") return ReadRope(j, c.head_dim, c, where);
+  if (a == "llama") return ReadRope(f, j, c.head_dim, c, where);
   if (a == "qwen3_moe") {
     c.qk_norm = true;
     MoeConfig& m = c.moe;
     // Real Qwen3 checkpoints say num_experts; transformers 5.x writes num_local_experts.
-    m.num_experts = JsonOr<int64_t>(j, "num_experts", JsonOr<int64_t>(j, "num_local_experts", 0));
-    m.experts_per_token = JsonOr<int64_t>(j, "num_experts_per_tok", 0);
-    m.expert_ffn = JsonOr<int64_t>(j, "moe_intermediate_size", 0);
-    m.norm_topk_prob = JsonOr<bool>(j, "norm_topk_prob", false);
-    const auto dense = JsonOr<std::vector<int64_t>>(j, "mlp_only_layers", {});
-    const int64_t step = JsonOr<int64_t>(j, "decoder_sparse_step", 1);
+    ASSIGN_OR_RETURN(const int64_t local, f.Int("num_local_experts", 0, 0, B::kExperts));
+    ASSIGN_OR_RETURN(m.num_experts, f.Int("num_experts", local, 0, B::kExperts));
+    ASSIGN_OR_RETURN(m.experts_per_token, f.Int("num_experts_per_tok", 0, 0, B::kExperts));
+    ASSIGN_OR_RETURN(m.expert_ffn, f.Int("moe_intermediate_size", 0, 0, B::kFfn));
+    ASSIGN_OR_RETURN(m.norm_topk_prob, f.Bool("norm_topk_prob", false));
+    ASSIGN_OR_RETURN(const std::vector<int64_t> dense,
+                     f.IntList("mlp_only_layers", size_t(c.num_layers), 0, c.num_layers - 1));
+    ASSIGN_OR_RETURN(const int64_t step, f.Int("decoder_sparse_step", 1, 0, c.num_layers));
     for (int64_t i = 0; i < c.num_layers; ++i) {
       const bool moe = std::find(dense.begin(), dense.end(), i) == dense.end() &&
                        m.num_experts > 0 && step > 0 && (i + 1) % step == 0;
       c.ffn_kinds[size_t(i)] = moe ? FfnKind::kMoe : FfnKind::kDense;
     }
-    return ReadRope(j, c.head_dim, c, where);
+    return ReadRope(f, j, c.head_dim, c, where);
   }
   if (a == "mixtral") {
     MoeConfig& m = c.moe;
-    m.num_experts = JsonOr<int64_t>(j, "num_local_experts", 0);
-    m.experts_per_token = JsonOr<int64_t>(j, "num_experts_per_tok", 0);
+    ASSIGN_OR_RETURN(m.num_experts, f.Int("num_local_experts", 0, 0, B::kExperts));
+    ASSIGN_OR_RETURN(m.experts_per_token, f.Int("num_experts_per_tok", 0, 0, B::kExperts));
     m.expert_ffn = c.intermediate_size;
     m.norm_topk_prob = true;  // Mixtral always renormalises its top-k
     c.ffn_kinds.assign(size_t(c.num_layers), FfnKind::kMoe);
-    return ReadRope(j, c.head_dim, c, where);
+    return ReadRope(f, j, c.head_dim, c, where);
   }
   if (a == "glm4_moe") {
-    c.qk_norm = JsonOr<bool>(j, "use_qk_norm", false);
-    ReadSigmoidMoe(j, c);
-    ReadDenseLayers(j, c, JsonOr<int64_t>(j, "first_k_dense_replace", 0));
-    return ReadRope(j, c.head_dim, c, where);
+    ASSIGN_OR_RETURN(c.qk_norm, f.Bool("use_qk_norm", false));
+    RETURN_IF_ERROR(ReadSigmoidMoe(f, c));
+    ASSIGN_OR_RETURN(const int64_t first_dense, f.Int("first_k_dense_replace", 0, 0, c.num_layers));
+    RETURN_IF_ERROR(ReadDenseLayers(f, c, first_dense));
+    return ReadRope(f, j, c.head_dim, c, where);
   }
   if (a == "deepseek_v3" || a == "glm4_moe_lite" || a == "glm_moe_dsa") {
-    ReadSigmoidMoe(j, c);
+    RETURN_IF_ERROR(ReadSigmoidMoe(f, c));
     // glm4_moe_lite ignores first_k_dense_replace when mlp_layer_types is absent.
-    ReadDenseLayers(j, c, a == "glm4_moe_lite" ? 1 : JsonOr<int64_t>(j, "first_k_dense_replace", 0));
-    RETURN_IF_ERROR(ReadMla(j, c, where));
-    if (a == "glm_moe_dsa") RETURN_IF_ERROR(ReadDsa(j, c, where));
+    ASSIGN_OR_RETURN(const int64_t first_dense, f.Int("first_k_dense_replace", 0, 0, c.num_layers));
+    RETURN_IF_ERROR(ReadDenseLayers(f, c, a == "glm4_moe_lite" ? 1 : first_dense));
+    RETURN_IF_ERROR(ReadMla(f, j, c, where));
+    if (a == "glm_moe_dsa") RETURN_IF_ERROR(ReadDsa(f, c));
     return Status::Ok();
   }
-  return Status::Error(where + ": model_type '" + a +
-                       "' is not supported (supported: llama, qwen3_moe, mixtral, glm4_moe, "
+  return Status::Error(where + ": model_type " + QuoteName(a) +
+                       " is not supported (supported: llama, qwen3_moe, mixtral, glm4_moe, "
                        "deepseek_v3, glm4_moe_lite, glm_moe_dsa)");
 }
 
@@ -201,12 +324,15 @@ Status ReadArchitecture(const json& j, ModelConfig& c, const std::string& where)
 Expected<ModelConfig> ModelConfigFromHf(const HfConfig& hf) {
   const std::string& where = hf.path();
   const json& j = hf.json();
+  const Fields f(j, where);
   ModelConfig c;
   try {
-    c.arch = JsonOr<std::string>(j, "model_type", "");
-    ReadCommon(j, c);
-    RETURN_IF_ERROR(ReadArchitecture(j, c, where));
-  } catch (const json::exception& e) {
+    ASSIGN_OR_RETURN(c.arch, f.String("model_type", ""));
+    RETURN_IF_ERROR(ReadCommon(f, c));
+    // Only now, with num_layers within ConfigBounds::kLayers, is anything sized by it.
+    c.ffn_kinds.assign(size_t(c.num_layers), FfnKind::kDense);
+    RETURN_IF_ERROR(ReadArchitecture(f, j, c, where));
+  } catch (const std::exception& e) {  // no accessor above throws; never let one out
     return Status::Error(where + ": bad value in config.json: " + e.what());
   }
   RETURN_IF_ERROR(ValidateConfig(c, where));

@@ -37,9 +37,14 @@ void Sampler::ApplyRepetitionPenalty(std::span<float> logits,
 }
 
 void Sampler::Truncate(std::span<const float> logits) {
-  const float inv_temp = 1.0f / params_.temperature;
+  // Candidates are ordered by their raw logits (dividing by a positive
+  // temperature keeps the order), and the temperature only enters as
+  // (logit - max) / T <= 0: for any T > 0, even a subnormal one whose
+  // reciprocal overflows, the best token gets exp(0) = 1 and the others
+  // exp(-x) in [0, 1], never inf - inf = NaN.
+  const float temperature = params_.temperature;
   candidates_.resize(logits.size());
-  for (size_t i = 0; i < logits.size(); ++i) candidates_[i] = {logits[i] * inv_temp, int32_t(i)};
+  for (size_t i = 0; i < logits.size(); ++i) candidates_[i] = {logits[i], int32_t(i)};
   auto by_logit = [](const Candidate& a, const Candidate& b) {
     return a.logit != b.logit ? a.logit > b.logit : a.id < b.id;
   };
@@ -56,7 +61,7 @@ void Sampler::Truncate(std::span<const float> logits) {
   const float max_logit = candidates_[0].logit;
   double sum = 0;
   for (size_t i = 0; i < keep; ++i) {
-    probs_[i] = std::exp(candidates_[i].logit - max_logit);
+    probs_[i] = std::exp((candidates_[i].logit - max_logit) / temperature);
     sum += probs_[i];
   }
   for (float& p : probs_) p = float(p / sum);

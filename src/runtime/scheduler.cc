@@ -59,8 +59,22 @@ class Scheduler::Impl {
   }
 
   Status Start() {
+    if (opt_.max_parallel < 1 || opt_.max_queue < 1 || opt_.context < 2) {
+      return Status::Error("scheduler: max_parallel " + std::to_string(opt_.max_parallel) +
+                           ", max_queue " + std::to_string(opt_.max_queue) + ", context " +
+                           std::to_string(opt_.context) +
+                           ": need at least 1 slot, 1 queue place and a context of 2 tokens");
+    }
     const int64_t tokens =
         opt_.kv_cache_tokens > 0 ? opt_.kv_cache_tokens : opt_.max_parallel * opt_.context;
+    // A pool smaller than one context could never admit a request that uses
+    // its whole context: refuse the setting instead of queueing such
+    // requests forever (issue 20).
+    if (tokens < opt_.context) {
+      return Status::Error(
+          "KV cache of " + std::to_string(tokens) + " tokens is smaller than the context of " +
+          std::to_string(opt_.context) + " tokens: one sequence could never reach its context");
+    }
     ASSIGN_OR_RETURN(pool_, model_.NewPool(tokens));
     logits_.resize(size_t(model_.config().vocab_size));
     thread_ = std::thread([this] { Loop(); });
@@ -69,26 +83,50 @@ class Scheduler::Impl {
 
   Expected<std::shared_ptr<RequestHandle>> Submit(Request request) {
     const auto& prompt = request.prompt;
-    if (prompt.empty()) return Status::Error("the prompt is empty");
+    if (prompt.empty()) {
+      return Status::Error("the prompt is empty", ErrorKind::kInvalidArgument, "empty_prompt",
+                           "prompt");
+    }
     if (int64_t(prompt.size()) >= opt_.context) {
       return Status::Error("prompt of " + std::to_string(prompt.size()) +
-                           " tokens exceeds the context of " + std::to_string(opt_.context) +
-                           " tokens");
+                               " tokens exceeds the context of " + std::to_string(opt_.context) +
+                               " tokens",
+                           ErrorKind::kInvalidArgument, "context_length_exceeded", "prompt");
     }
     for (int32_t id : prompt) {
       if (id < 0 || id >= model_.config().vocab_size) {
-        return Status::Error("token id " + std::to_string(id) + " is outside the vocabulary");
+        return Status::Error("token id " + std::to_string(id) + " is outside the vocabulary",
+                             ErrorKind::kInvalidArgument, "invalid_token", "prompt");
       }
     }
-    if (request.options.max_new_tokens < 1) return Status::Error("max_tokens must be at least 1");
+    if (request.options.max_new_tokens < 1) {
+      return Status::Error("max_tokens must be at least 1", ErrorKind::kInvalidArgument, "",
+                           "max_tokens");
+    }
+    auto a = std::make_unique<Active>(std::move(request), nullptr);
+    // Admission reserves the request's whole budget at once; one that needs
+    // more blocks than the pool has would wait forever.
+    const int64_t need = a->budget(opt_.context);
+    const int64_t b = pool_->block_tokens();
+    if ((need + b - 1) / b > pool_->num_blocks()) {
+      return Status::Error("the request needs " + std::to_string(need) +
+                               " tokens of KV cache (prompt and max_tokens) but the cache holds " +
+                               std::to_string(pool_->num_blocks() * b),
+                           ErrorKind::kInvalidArgument, "kv_cache_too_small", "max_tokens");
+    }
     auto handle = std::make_shared<RequestHandle>();
+    a->handle = handle;
     std::lock_guard<std::mutex> lock(mu_);
-    if (stopping_) return Status::Error("server is shutting down");
+    if (stopping_) {
+      return Status::Error("server is shutting down", ErrorKind::kUnavailable, "shutting_down");
+    }
     if (int(waiting_.size()) >= opt_.max_queue) {
       return Status::Error("queue full: " + std::to_string(waiting_.size()) +
-                           " requests waiting (limit " + std::to_string(opt_.max_queue) + ")");
+                               " requests waiting (limit " + std::to_string(opt_.max_queue) + ")",
+                           ErrorKind::kUnavailable, "queue_full");
     }
-    waiting_.push_back(std::make_unique<Active>(std::move(request), handle));
+    waiting_.push_back(std::move(a));
+    ++submitted_;
     wake_.notify_one();
     return handle;
   }
@@ -115,10 +153,25 @@ class Scheduler::Impl {
 
  private:
   void Loop() {
+    uint64_t seen_submissions = 0;
     for (;;) {
       {
         std::unique_lock<std::mutex> lock(mu_);
-        wake_.wait(lock, [&] { return stopping_ || !waiting_.empty() || !running_.empty(); });
+        // With nothing running, wait for a new request, a shutdown, or (to
+        // see cancels of queued requests) 50 ms: never spin. Queued requests
+        // always fit an empty pool (Submit refuses the rest), so this wait
+        // only happens when there is really nothing to do.
+        if (running_.empty()) {
+          const auto wakeup = [&] {
+            return stopping_ || (!waiting_.empty() && submitted_ != seen_submissions);
+          };
+          if (waiting_.empty()) {
+            wake_.wait(lock, [&] { return stopping_ || !waiting_.empty(); });
+          } else if (!wakeup()) {
+            wake_.wait_for(lock, std::chrono::milliseconds(50), wakeup);
+          }
+          seen_submissions = submitted_;
+        }
         if (stopping_ && waiting_.empty() && running_.empty()) return;
         if (stopping_ && Clock::now() >= deadline_) {
           for (auto& a : waiting_) a->handle->Cancel();
@@ -132,8 +185,10 @@ class Scheduler::Impl {
       if (!running_.empty()) {
         Step();
         if (opt_.between_steps) opt_.between_steps();
+        PublishStats(/*stepped=*/true);
+      } else {
+        PublishStats(/*stepped=*/false);
       }
-      PublishStats();
     }
   }
 
@@ -286,7 +341,7 @@ class Scheduler::Impl {
     a.reset();
   }
 
-  void PublishStats() {
+  void PublishStats(bool stepped) {
     std::lock_guard<std::mutex> lock(mu_);
     stats_.running = int(running_.size());
     stats_.waiting = int(waiting_.size());
@@ -294,6 +349,7 @@ class Scheduler::Impl {
     stats_.kv_blocks_used = pool_->used_blocks();
     stats_.prompt_tokens = prompt_tokens_;
     stats_.generated_tokens = generated_tokens_;
+    if (!stepped) return;
     ++stats_.steps;
     if (model_.config().is_moe()) routing_ = model_.routing_stats();
   }
@@ -307,6 +363,7 @@ class Scheduler::Impl {
   mutable std::mutex mu_;  // guards everything below up to the scheduler-thread-only part
   std::condition_variable wake_;
   std::deque<std::unique_ptr<Active>> waiting_;
+  uint64_t submitted_ = 0;  // requests queued since start: wakes an idle loop
   bool stopping_ = false;
   Clock::time_point deadline_;
   SchedulerStats stats_;

@@ -24,6 +24,29 @@ ApiError Unavailable(std::string message, std::string code) {
   return e;
 }
 
+ApiError ApiErrorFromStatus(const Status& status) {
+  ApiError e;
+  e.message = status.message();
+  e.param = status.field();
+  e.code = status.code();
+  switch (status.kind()) {
+    case ErrorKind::kInvalidArgument:
+      e.status = 400;
+      e.type = "invalid_request_error";
+      break;
+    case ErrorKind::kUnavailable:
+      e.status = 503;
+      e.type = "unavailable_error";
+      break;
+    case ErrorKind::kUnknown:
+    case ErrorKind::kInternal:
+      e.status = 500;
+      e.type = "server_error";
+      break;
+  }
+  return e;
+}
+
 nlohmann::json ApiErrorValue(const ApiError& error) {
   nlohmann::json body = {{"message", error.message}, {"type", error.type}};
   body["param"] = error.param.empty() ? nlohmann::json(nullptr) : nlohmann::json(error.param);

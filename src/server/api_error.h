@@ -6,6 +6,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "core/status.h"
+
 namespace anymoe {
 
 struct ApiError {
@@ -20,6 +22,11 @@ struct ApiError {
 ApiError InvalidField(std::string param, std::string message, std::string code = "");
 // 503 with `code` (queue_full, model_loading, shutting_down).
 ApiError Unavailable(std::string message, std::string code);
+
+// The answer for a typed Status (core/status.h): kInvalidArgument is a 400
+// naming its field and code, kUnavailable a 503, anything else a 500. The
+// message is the Status's, so it must not hold request text or paths.
+ApiError ApiErrorFromStatus(const Status& status);
 
 // The JSON body for `error` (param/code are null when empty), as a value and as text.
 nlohmann::json ApiErrorValue(const ApiError& error);

@@ -1,6 +1,6 @@
 #include "server/completion_endpoint.h"
 
-#include <httplib.h>
+#include <malloc.h>
 
 #include <ctime>
 #include <deque>
@@ -28,11 +28,16 @@ constexpr auto kPollInterval = std::chrono::milliseconds(50);
 // an exact status; longer ones switch to a chunked body so a disconnect is seen.
 constexpr auto kNonStreamCommitDelay = std::chrono::milliseconds(500);
 constexpr auto kPingInterval = std::chrono::seconds(10);
+// After the client half-closed: how often a probe write checks it still reads.
+constexpr auto kProbeInterval = std::chrono::milliseconds(250);
 
-void SendError(httplib::Response& res, const ApiError& e) {
-  res.status = e.status;
-  if (e.status == 503) res.set_header("Retry-After", "1");
-  res.set_content(ApiErrorJson(e), "application/json");
+void SendError(ResponseStream& out, const ApiError& e) {
+  HttpResponse r;
+  r.status = e.status;
+  r.content_type = "application/json";
+  r.body = ApiErrorJson(e);
+  if (e.status == 503) r.SetHeader("Retry-After", "1");
+  out.Send(std::move(r));
 }
 
 std::string RandomId(const char* prefix) {
@@ -42,22 +47,11 @@ std::string RandomId(const char* prefix) {
   return std::string(prefix) + buf;
 }
 
-// Scheduler::Submit errors are one line; classify them by their documented words.
-ApiError SubmitError(const std::string& message) {
-  if (message.find("queue full") != std::string::npos) {
-    return Unavailable("the request queue is full; retry later", "queue_full");
-  }
-  if (message.find("shut") != std::string::npos) {
-    return Unavailable("the server is shutting down", "shutting_down");
-  }
-  if (message.find("context") != std::string::npos) {
-    return InvalidField("", message, "context_length_exceeded");
-  }
-  if (message.find("token") != std::string::npos) return InvalidField("", message, "invalid_token");
-  ApiError e;
-  e.status = 500;
-  e.type = "server_error";
-  e.message = message;
+// Scheduler::Submit errors are typed (core/status.h); the prompt of a chat
+// request is its `messages`.
+ApiError SubmitError(const Status& status, bool chat) {
+  ApiError e = ApiErrorFromStatus(status);
+  if (chat && e.param == "prompt") e.param = "messages";
   return e;
 }
 
@@ -207,33 +201,153 @@ std::optional<ApiError> PromptTokens(const Engine& engine, const CompletionReque
   return std::nullopt;
 }
 
+void ClientGone(Generation& g) {
+  g.client_gone = true;
+  g.handle->Cancel();
+}
+
+// Whether the client still reads, writing a probe when it half-closed: the
+// first write to a peer that closed makes it answer with a reset, which the
+// next check sees. Returns false when it is gone.
+bool StillThere(Generation& g, ResponseStream& out, std::string_view probe,
+                Clock::time_point* last_probe) {
+  const ResponseStream::Peer peer = out.PeerState();
+  if (peer == ResponseStream::Peer::kGone) return false;
+  if (peer == ResponseStream::Peer::kHalfClosed) {
+    const Clock::time_point now = Clock::now();
+    if (now - *last_probe >= kProbeInterval) {
+      *last_probe = now;
+      if (!out.Write(probe)) return false;
+      g.last_write = now;
+    }
+  }
+  return true;
+}
+
+// An SSE stream: a chunk per piece of text, pings while silent, the end.
+void Stream(Generation& g, ResponseStream& out) {
+  HttpResponse head;
+  head.content_type = "text/event-stream";
+  head.SetHeader("Cache-Control", "no-cache");
+  head.SetHeader("X-Accel-Buffering", "no");
+  if (!out.Begin(std::move(head))) return ClientGone(g);
+  Clock::time_point last_probe;
+  std::deque<TimedEvent> events;
+  for (;;) {
+    events.clear();
+    g.channel->Take(kPollInterval, &events);
+    std::string text;
+    if (g.params.chat && !g.role_sent) {
+      text = SseData(g.formatter.RoleChunk());
+      g.role_sent = true;
+    }
+    for (const TimedEvent& te : events) text += StreamEvent(g, te);
+    if (!StillThere(g, out, kSsePing, &last_probe)) return ClientGone(g);
+    const Clock::time_point now = Clock::now();
+    if (text.empty() && now - g.last_write >= kPingInterval) text = kSsePing;
+    if (!text.empty()) {
+      if (!out.Write(text)) return ClientGone(g);
+      g.last_write = now;
+    }
+    if (g.ended) {
+      out.End();
+      return;
+    }
+  }
+}
+
+// One JSON body: with its exact status when the request ends within
+// kNonStreamCommitDelay; after that a 200 whose body follows when ready, so
+// that the socket can be watched meanwhile (a late failure is then reported
+// in the body).
+void Answer(Generation& g, ResponseStream& out) {
+  const Clock::time_point commit_at = Clock::now() + kNonStreamCommitDelay;
+  std::deque<TimedEvent> events;
+  while (!g.ended && Clock::now() < commit_at) {
+    g.channel->Take(kPollInterval, &events);
+    for (const TimedEvent& te : events) g.Consume(te);
+    events.clear();
+  }
+  const auto body = [&g] {
+    return !g.error.empty() || g.cancelled_by_server() ? ApiErrorJson(GenerationError(g))
+                                                       : ResponseBody(g);
+  };
+  if (g.ended) {
+    if (!g.error.empty() || g.cancelled_by_server()) return SendError(out, GenerationError(g));
+    HttpResponse r;
+    r.content_type = "application/json";
+    r.body = body();
+    out.Send(std::move(r));
+    return;
+  }
+  HttpResponse head;
+  head.content_type = "application/json";
+  if (!out.Begin(std::move(head))) return ClientGone(g);
+  Clock::time_point last_probe;
+  for (;;) {
+    g.channel->Take(kPollInterval, &events);
+    for (const TimedEvent& te : events) g.Consume(te);
+    events.clear();
+    // JSON allows whitespace before a value: a space is a harmless probe.
+    if (!StillThere(g, out, " ", &last_probe)) return ClientGone(g);
+    if (g.ended) {
+      if (!out.Write(body())) return ClientGone(g);
+      out.End();
+      return;
+    }
+  }
+}
+
 }  // namespace
 
-void CompletionEndpoint::Handle(const ServingModel& model, bool chat, const httplib::Request& req,
-                                httplib::Response& res) {
-  Engine& engine = *model.engine;
-  JsonLimits limits;
-  limits.max_depth = options_.json_max_depth;
-  auto body = ParseJsonStrict(req.body, "request body", limits);
-  if (!body.ok()) return SendError(res, InvalidField("", body.status().message(), "invalid_json"));
-
-  RequestLimits request_limits;
-  request_limits.vocab_size =
-      std::min<int64_t>(engine.tokenizer().vocab_size(), engine.model().config().vocab_size);
-  CompletionRequest params;
-  if (auto e = ParseCompletionRequest(*body, chat, request_limits, &params)) {
-    return SendError(res, *e);
+std::optional<ApiError> CompletionEndpoint::Prepare(Engine& engine, bool chat,
+                                                    std::string_view body_text,
+                                                    CompletionRequest* params,
+                                                    std::vector<int32_t>* prompt) {
+  // A large body's JSON tree can take ~20x its bytes (a 1 MiB array of small
+  // numbers: ~20 MB): such bodies are prepared a few at a time, and what they
+  // used is given back to the system after (issue 20: every HTTP thread kept
+  // 12-25 MB after one max-size request).
+  const bool large = body_text.size() >= kLargeBody;
+  if (large) large_bodies_.acquire();
+  std::optional<ApiError> error;
+  {
+    JsonLimits limits;
+    limits.max_depth = options_.json_max_depth;
+    limits.quote_keys_in_errors = false;  // error messages never echo request text
+    auto body = ParseJsonStrict(body_text, "request body", limits);
+    if (!body.ok()) {
+      error = InvalidField("", body.status().message(), "invalid_json");
+    } else {
+      RequestLimits request_limits;
+      request_limits.vocab_size =
+          std::min<int64_t>(engine.tokenizer().vocab_size(), engine.model().config().vocab_size);
+      error = ParseCompletionRequest(*body, chat, request_limits, params);
+      if (!error) error = PromptTokens(engine, *params, prompt);
+    }
   }
+  if (large) {
+#ifdef __GLIBC__
+    malloc_trim(0);
+#endif
+    large_bodies_.release();
+  }
+  return error;
+}
 
+void CompletionEndpoint::Handle(const ServingModel& model, bool chat, const HttpRequest& req,
+                                ResponseStream& out) {
+  Engine& engine = *model.engine;
+  CompletionRequest params;
   std::vector<int32_t> prompt;
-  if (auto e = PromptTokens(engine, params, &prompt)) return SendError(res, *e);
+  if (auto e = Prepare(engine, chat, req.body, &params, &prompt)) return SendError(out, *e);
   const int64_t n_prompt = int64_t(prompt.size());
   if (n_prompt == 0) {
-    return SendError(res, InvalidField(chat ? "messages" : "prompt", "empty prompt"));
+    return SendError(out, InvalidField(chat ? "messages" : "prompt", "empty prompt"));
   }
   if (n_prompt >= model.context) {
     return SendError(
-        res, InvalidField(chat ? "messages" : "prompt",
+        out, InvalidField(chat ? "messages" : "prompt",
                           "the prompt has " + std::to_string(n_prompt) +
                               " tokens but the context holds " + std::to_string(model.context) +
                               " (prompt plus generated tokens)",
@@ -268,91 +382,23 @@ void CompletionEndpoint::Handle(const ServingModel& model, bool chat, const http
   };
 
   auto handle = model.service->Submit(std::move(request));
-  if (!handle.ok()) return SendError(res, SubmitError(handle.status().message()));
+  if (!handle.ok()) return SendError(out, SubmitError(handle.status(), chat));
   g->handle = *handle;
   tracker_.Enter();
-
-  // Runs once the response is over, written or not: a request whose client
-  // went away is cancelled here at the latest.
-  auto release = [g, this](bool /*success*/) {
-    g->channel->Close();
-    if (!g->ended) {
-      g->client_gone = true;
-      g->handle->Cancel();
-    }
-    Record(*g, metrics_);
-    tracker_.Leave();
-  };
-  auto client_gone = [g] {
+  if (g->params.stream) {
+    Stream(*g, out);
+  } else {
+    Answer(*g, out);
+  }
+  // The response is over, written or not: a request whose client went away
+  // is cancelled here at the latest.
+  g->channel->Close();
+  if (!g->ended) {
     g->client_gone = true;
     g->handle->Cancel();
-    return false;
-  };
-
-  if (g->params.stream) {
-    res.set_header("Cache-Control", "no-cache");
-    res.set_header("X-Accel-Buffering", "no");
-    res.set_chunked_content_provider(
-        "text/event-stream",
-        [g, client_gone](size_t, httplib::DataSink& sink) -> bool {
-          std::deque<TimedEvent> events;
-          g->channel->Take(kPollInterval, &events);
-          std::string out;
-          if (g->params.chat && !g->role_sent) {
-            out = SseData(g->formatter.RoleChunk());
-            g->role_sent = true;
-          }
-          for (const TimedEvent& te : events) out += StreamEvent(*g, te);
-          // is_writable() peeks the socket: EOF means the client closed it.
-          if (!sink.is_writable()) return client_gone();
-          const Clock::time_point now = Clock::now();
-          if (out.empty() && now - g->last_write >= kPingInterval) out = kSsePing;
-          if (!out.empty()) {
-            if (!sink.write(out.data(), out.size())) return client_gone();
-            g->last_write = now;
-          }
-          if (g->ended) sink.done();
-          return true;
-        },
-        release);
-    return;
   }
-
-  // Not streamed: wait a little for a complete answer with an exact status.
-  const Clock::time_point commit_at = Clock::now() + kNonStreamCommitDelay;
-  std::deque<TimedEvent> events;
-  while (!g->ended && Clock::now() < commit_at) {
-    g->channel->Take(kPollInterval, &events);
-    for (const TimedEvent& te : events) g->Consume(te);
-    events.clear();
-  }
-  if (g->ended) {
-    if (!g->error.empty() || g->cancelled_by_server()) {
-      SendError(res, GenerationError(*g));
-    } else {
-      res.set_content(ResponseBody(*g), "application/json");
-    }
-    release(true);
-    return;
-  }
-  // Still running: commit to 200 and a chunked body, watching the socket.
-  res.set_chunked_content_provider(
-      "application/json",
-      [g, client_gone](size_t, httplib::DataSink& sink) -> bool {
-        std::deque<TimedEvent> events;
-        g->channel->Take(kPollInterval, &events);
-        for (const TimedEvent& te : events) g->Consume(te);
-        if (!sink.is_writable()) return client_gone();
-        if (!g->ended) return true;
-        // The status line is gone already: a late failure is reported in the body.
-        const std::string body = !g->error.empty() || g->cancelled_by_server()
-                                     ? ApiErrorJson(GenerationError(*g))
-                                     : ResponseBody(*g);
-        if (!sink.write(body.data(), body.size())) return client_gone();
-        sink.done();
-        return true;
-      },
-      release);
+  Record(*g, metrics_);
+  tracker_.Leave();
 }
 
 }  // namespace anymoe

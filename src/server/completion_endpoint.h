@@ -2,19 +2,28 @@
 // tokenize (chat: the model's template via Engine::RenderChat), check the
 // context, submit to the CompletionService, and answer as one JSON body or as
 // an SSE stream. A client that goes away is noticed between events (its socket
-// reads EOF or a write fails) and its request is cancelled, freeing the slot.
+// is reset or a write fails) and its request is cancelled, freeing the slot. A
+// client that only half-closed (end of stream after its request) still gets
+// its answer: from then on the stream is probed (an SSE comment, or a space
+// before a JSON body) until a write shows whether anybody reads.
 #pragma once
 
+#include <optional>
+#include <semaphore>
+#include <string_view>
+#include <vector>
+
+#include "server/api_error.h"
+#include "server/http_message.h"
 #include "server/metrics.h"
+#include "server/request_params.h"
 #include "server/request_tracker.h"
+#include "server/response_stream.h"
 #include "server/server_options.h"
 
-namespace httplib {
-struct Request;
-struct Response;
-}  // namespace httplib
-
 namespace anymoe {
+
+class Engine;
 
 class CompletionEndpoint {
  public:
@@ -25,14 +34,22 @@ class CompletionEndpoint {
                      RequestTracker& unwritten)
       : options_(options), metrics_(metrics), tracker_(tracker), unwritten_(unwritten) {}
 
-  void Handle(const ServingModel& model, bool chat, const httplib::Request& req,
-              httplib::Response& res);
+  void Handle(const ServingModel& model, bool chat, const HttpRequest& req, ResponseStream& out);
 
  private:
+  // Bodies from this size on are parsed at most kLargeBodiesAtOnce at a time.
+  static constexpr size_t kLargeBody = 256 << 10;
+  static constexpr int kLargeBodiesAtOnce = 2;
+
+  // Parses and validates the body and tokenizes the prompt.
+  std::optional<ApiError> Prepare(Engine& engine, bool chat, std::string_view body,
+                                  CompletionRequest* params, std::vector<int32_t>* prompt);
+
   const ServerOptions& options_;
   ServerMetrics& metrics_;
   RequestTracker& tracker_;
   RequestTracker& unwritten_;
+  std::counting_semaphore<> large_bodies_{kLargeBodiesAtOnce};
 };
 
 }  // namespace anymoe

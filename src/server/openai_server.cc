@@ -1,10 +1,7 @@
 #include "server/openai_server.h"
 
 #include <arpa/inet.h>
-#include <sys/socket.h>
-#include <httplib.h>
 
-#include <csignal>
 #include <cstdio>
 #include <ctime>
 
@@ -14,7 +11,6 @@
 #include "server/auth.h"
 #include "server/completion_endpoint.h"
 #include "server/completion_service.h"
-#include "server/http_task_queue.h"
 #include "server/sse.h"
 #include "server/web_page.h"
 
@@ -24,12 +20,14 @@ namespace {
 using nlohmann::json;
 
 constexpr const char* kJson = "application/json";
-constexpr int kListenBacklog = 1024;  // capped by net.core.somaxconn
 
-void SendError(httplib::Response& res, const ApiError& e) {
-  res.status = e.status;
-  if (e.status == 503) res.set_header("Retry-After", "1");
-  res.set_content(ApiErrorJson(e), kJson);
+HttpResponse ErrorResponse(const ApiError& e) {
+  HttpResponse r;
+  r.status = e.status;
+  r.content_type = kJson;
+  r.body = ApiErrorJson(e);
+  if (e.status == 503) r.SetHeader("Retry-After", "1");
+  return r;
 }
 
 ApiError ErrorFor(int status) {
@@ -51,24 +49,8 @@ ApiError ErrorFor(int status) {
       e.message = "no such endpoint";
       break;
     case 405:
+      e.code = "method_not_allowed";
       e.message = "method not allowed";
-      break;
-    case 411:
-      e.code = "length_required";
-      e.message = "a request body needs a Content-Length header (chunked bodies are refused)";
-      break;
-    case 413:
-      e.code = "request_too_large";
-      e.message = "the request body is larger than the limit";
-      break;
-    case 414:
-      e.code = "uri_too_long";
-      e.message = "the request URI is too long";
-      break;
-    case 503:
-      e.type = "unavailable_error";
-      e.code = "too_many_connections";
-      e.message = "too many connections; retry later";
       break;
     default:
       if (status >= 500) {
@@ -81,29 +63,18 @@ ApiError ErrorFor(int status) {
   return e;
 }
 
-// Answers `res` and makes cpp-httplib close the connection after it: for
-// requests whose body we refuse to read, so leftover bytes are never parsed as
-// the next request. The body is written whole, then the provider reports
-// failure, which ends the connection.
-void SendErrorAndClose(httplib::Response& res, const ApiError& e) {
-  res.status = e.status;
-  auto body = std::make_shared<std::string>(ApiErrorJson(e));
-  res.set_header("Connection", "close");
-  res.set_content_provider(body->size(), kJson,
-                           [body](size_t offset, size_t length, httplib::DataSink& sink) {
-                             sink.write(body->data() + offset, length);
-                             return false;
-                           });
-}
-
 // Control bytes and quotes escaped, long paths cut: a log line stays one line.
-std::string LogSafe(const std::string& s) {
+std::string LogSafe(std::string_view s) {
   std::string q = QuoteName(s);
   return q.substr(1, q.size() - 2);
 }
 
-bool ExpectsBody(const std::string& method) {
-  return method == "POST" || method == "PUT" || method == "PATCH" || method == "DELETE";
+bool AllDigits(std::string_view s) {
+  if (s.empty() || s.size() > 5) return false;
+  for (char c : s) {
+    if (c < '0' || c > '9') return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -117,21 +88,36 @@ bool IsLoopbackHost(const std::string& host) {
   return false;
 }
 
-OpenAiServer::OpenAiServer(ServerOptions options)
-    : options_(std::move(options)), http_(std::make_unique<httplib::Server>()) {
+std::optional<std::string> HostOfHeader(std::string_view value) {
+  if (value.empty()) return std::nullopt;
+  if (value.front() == '[') {
+    const size_t close = value.find(']');
+    if (close == std::string_view::npos) return std::nullopt;
+    const std::string_view rest = value.substr(close + 1);
+    if (!rest.empty() && !(rest.front() == ':' && AllDigits(rest.substr(1)))) return std::nullopt;
+    return std::string(value.substr(0, close + 1));
+  }
+  const size_t colon = value.find(':');
+  if (colon == std::string_view::npos) return std::string(value);
+  if (!AllDigits(value.substr(colon + 1))) return std::nullopt;  // also bare IPv6
+  return std::string(value.substr(0, colon));
+}
+
+OpenAiServer::OpenAiServer(ServerOptions options) : options_(std::move(options)) {
   loopback_ = IsLoopbackHost(options_.host);
   completions_ = std::make_unique<CompletionEndpoint>(options_, metrics_, tracker_, unwritten_);
-  const size_t threads = options_.http_threads > 0 ? size_t(options_.http_threads) : 80;
-  http_->new_task_queue = [threads] { return new HttpTaskQueue(threads, threads); };
-  http_->set_payload_max_length(options_.max_body_bytes);
-  http_->set_read_timeout(options_.read_timeout);
-  http_->set_write_timeout(options_.write_timeout);
-  http_->set_keep_alive_timeout(options_.keep_alive_timeout.count());
-  http_->set_tcp_nodelay(true);
-  http_->set_socket_options([this](socket_t sock) {
-    httplib::default_socket_options(sock);
-    listen_fd_ = sock;
-  });
+  HttpServerOptions h;
+  h.host = options_.host;
+  h.port = options_.port;
+  h.max_body_bytes = options_.max_body_bytes;
+  h.handler_threads = options_.http_threads > 0 ? options_.http_threads : 80;
+  h.max_waiting = h.handler_threads;
+  h.max_connections = options_.max_connections > 0 ? options_.max_connections
+                                                   : std::max(256, 2 * h.handler_threads);
+  h.request_timeout = options_.request_timeout;
+  h.write_timeout = options_.write_timeout;
+  h.keep_alive_timeout = options_.keep_alive_timeout;
+  http_ = std::make_unique<HttpServer>(h, static_cast<HttpHandler&>(*this));
   RegisterRoutes();
 }
 
@@ -140,18 +126,7 @@ OpenAiServer::~OpenAiServer() { Stop(); }
 void OpenAiServer::AddRoute(const std::string& method, const std::string& path, bool is_public,
                             Handler handler) {
   routes_.push_back({method, path, is_public});
-  // Every handler checks the key itself as well: POST bodies are read before
-  // routing, so the pre-routing check leaves those requests to this one.
-  auto guarded = [this, is_public, handler = std::move(handler)](const httplib::Request& req,
-                                                                 httplib::Response& res) {
-    if (!is_public && !Authorized(req)) return SendError(res, ErrorFor(401));
-    handler(req, res);
-  };
-  if (method == "GET") {
-    http_->Get(path, guarded);
-  } else if (method == "POST") {
-    http_->Post(path, guarded);
-  }
+  route_table_.push_back({routes_.back(), std::move(handler)});
 }
 
 void OpenAiServer::RegisterRoutes() {
@@ -163,162 +138,153 @@ void OpenAiServer::RegisterRoutes() {
   AddRoute("GET", "/metrics", false, std::bind(&OpenAiServer::HandleMetrics, this, _1, _2));
   for (bool chat : {false, true}) {
     AddRoute("POST", chat ? "/v1/chat/completions" : "/v1/completions", false,
-             [this, chat](const httplib::Request& req, httplib::Response& res) {
-               const ServingModel* model = Serving(res);
+             [this, chat](const HttpRequest& req, ResponseStream& out) {
+               const ServingModel* model = Serving(out);
                if (model == nullptr) return;
-               completions_->Handle(*model, chat, req, res);
+               completions_->Handle(*model, chat, req, out);
              });
   }
-  if (!options_.cors_origin.empty()) {
-    // Preflights carry no credentials; they reveal nothing but the CORS policy.
-    http_->Options(".*", [](const httplib::Request&, httplib::Response& res) { res.status = 204; });
+}
+
+const OpenAiServer::Route* OpenAiServer::FindRoute(const HttpRequest& request) const {
+  const std::string& method = request.method == "HEAD" ? std::string("GET") : request.method;
+  for (const Route& r : route_table_) {
+    if (r.info.path == request.path && r.info.method == method) return &r;
   }
-
-  http_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    using R = httplib::Server::HandlerResponse;
-    if (HttpTaskQueue::OnOverflowThread()) {  // over the connection limit
-      if (options_.log_requests) {
-        std::fprintf(stderr, "anymoe: %s \"%s %s\" refused: too many connections\n",
-                     LogSafe(req.remote_addr).c_str(), LogSafe(req.method).c_str(),
-                     LogSafe(req.path).c_str());
-      }
-      res.set_header("Retry-After", "1");
-      SendErrorAndClose(res, ErrorFor(503));
-      return R::Handled;
-    }
-    if (!HostAllowed(req)) {
-      SendErrorAndClose(res, ErrorFor(403));
-      return R::Handled;
-    }
-    ApplyCors(req, res);
-    const bool has_body = ExpectsBody(req.method);
-    if (has_body && (req.has_header("Transfer-Encoding") || !req.has_header("Content-Length"))) {
-      SendErrorAndClose(res, ErrorFor(411));
-      return R::Handled;
-    }
-    if (!has_body && req.get_header_value_count("Content-Length") > 0 &&
-        req.get_header_value("Content-Length") != "0") {
-      SendErrorAndClose(res, ErrorFor(400));  // a body we would not read
-      return R::Handled;
-    }
-    if (req.method == "OPTIONS" && !options_.cors_origin.empty()) return R::Unhandled;
-    // Requests with a body are checked after it was read (see AddRoute and the
-    // error handler), so the connection stays in step.
-    if (!has_body && !Authorized(req)) {
-      bool is_public = false;
-      for (const RouteInfo& r : routes_) {
-        if (r.is_public && r.path == req.path && (req.method == "GET" || req.method == "HEAD")) {
-          is_public = true;
-        }
-      }
-      if (!is_public) {
-        SendError(res, ErrorFor(401));
-        return R::Handled;
-      }
-    }
-    return R::Unhandled;
-  });
-
-  // JSON bodies for errors cpp-httplib raises itself (404, 413, 400 on a
-  // malformed request), and 401 instead of 404 for clients without the key, so
-  // unknown paths reveal nothing either.
-  http_->set_error_handler(httplib::Server::HandlerWithResponse(
-      [this](const httplib::Request& req, httplib::Response& res) {
-        using R = httplib::Server::HandlerResponse;
-        if (!res.body.empty() || res.content_provider_) return R::Unhandled;
-        int status = res.status;
-        if ((status == 404 || status == 405) && !Authorized(req)) status = 401;
-        res.status = status;
-        res.set_content(ApiErrorJson(ErrorFor(status)), kJson);
-        return R::Handled;
-      }));
-  http_->set_exception_handler([](const httplib::Request&, httplib::Response& res,
-                                  std::exception_ptr) { SendError(res, ErrorFor(500)); });
-  http_->set_logger(
-      [this](const httplib::Request& req, const httplib::Response& res) { LogAndCount(req, res); });
+  return nullptr;
 }
 
-bool OpenAiServer::Authorized(const httplib::Request& req) const {
-  if (options_.api_key.empty()) return true;
-  const std::string authorization = req.get_header_value("Authorization");
-  const std::string x_api_key = req.get_header_value("X-Api-Key");
-  return ConstantTimeEquals(PresentedApiKey(authorization, x_api_key), options_.api_key);
-}
-
-// DNS rebinding: a page on evil.example that resolves to 127.0.0.1 sends
-// "Host: evil.example"; on a loopback bind only loopback names are accepted.
-bool OpenAiServer::HostAllowed(const httplib::Request& req) const {
-  if (!loopback_) return true;
-  std::string host = req.get_header_value("Host");
-  if (host.empty()) return true;  // HTTP/1.0 clients
-  if (host.front() == '[') {
-    const size_t close = host.find(']');
-    host = close == std::string::npos ? host : host.substr(0, close + 1);
-  } else if (const size_t colon = host.find(':'); colon != std::string::npos) {
-    host = host.substr(0, colon);
+std::optional<HttpResponse> OpenAiServer::CheckHeader(const HttpRequest& head) {
+  if (!HostAllowed(head)) {
+    HttpResponse r = ErrorResponse(ErrorFor(403));
+    r.close = true;
+    return r;
   }
-  return IsLoopbackHost(host);
-}
-
-void OpenAiServer::ApplyCors(const httplib::Request& req, httplib::Response& res) const {
-  if (options_.cors_origin.empty() || !req.has_header("Origin")) return;
-  const std::string origin = req.get_header_value("Origin");
-  if (options_.cors_origin != "*" && origin != options_.cors_origin) return;
-  res.set_header("Access-Control-Allow-Origin", options_.cors_origin == "*" ? "*" : origin);
-  res.set_header("Vary", "Origin");
-  if (req.method == "OPTIONS") {
-    res.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
-    res.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type, X-Api-Key");
-    res.set_header("Access-Control-Max-Age", "600");
+  const HttpHeaders cors = CorsHeaders(head);
+  const auto answer = [&](HttpResponse r) {
+    for (const auto& [k, v] : cors) r.SetHeader(k, v);
+    return std::optional<HttpResponse>(std::move(r));
+  };
+  // Preflights carry no credentials; they reveal nothing but the CORS policy.
+  if (head.method == "OPTIONS" && !options_.cors_origin.empty()) {
+    HttpResponse r;
+    r.status = 204;
+    return answer(std::move(r));
   }
+  const Route* route = FindRoute(head);
+  if (route != nullptr && route->info.is_public) return std::nullopt;
+  // Everything else needs the key, checked before the body is read. Unknown
+  // paths answer 401 too, so they reveal nothing to clients without it.
+  if (!Authorized(head)) return answer(ErrorResponse(ErrorFor(401)));
+  if (route != nullptr) return std::nullopt;
+  bool path_known = false;
+  for (const Route& r : route_table_) path_known |= r.info.path == head.path;
+  return answer(ErrorResponse(ErrorFor(path_known ? 405 : 404)));
 }
 
-void OpenAiServer::LogAndCount(const httplib::Request& req, const httplib::Response& res) {
+void OpenAiServer::Handle(const HttpRequest& request, ResponseStream& out) {
+  for (auto& [k, v] : CorsHeaders(request)) out.AddHeader(std::move(k), std::move(v));
+  const Route* route = FindRoute(request);
+  if (route == nullptr) {  // CheckHeader answered every other request
+    out.Send(ErrorResponse(ErrorFor(404)));
+    return;
+  }
+  route->handler(request, out);
+}
+
+HttpResponse OpenAiServer::Refusal(int status, std::string_view code, std::string_view message) {
+  ApiError e = ErrorFor(status);
+  if (status == 503) e.type = "unavailable_error";
+  if (!code.empty()) e.code = std::string(code);
+  if (!message.empty()) e.message = std::string(message);
+  return ErrorResponse(e);
+}
+
+void OpenAiServer::Answered(const HttpRequest& req, int status) {
   std::string endpoint = "other";
   for (const RouteInfo& r : routes_) {
     if (r.path == req.path) endpoint = r.path;
   }
-  metrics_.CountResponse(endpoint, res.status);
+  metrics_.CountResponse(endpoint, status);
   if (options_.log_requests) {
-    std::fprintf(stderr, "anymoe: %s \"%s %s\" %d\n", LogSafe(req.remote_addr).c_str(),
-                 LogSafe(req.method).c_str(), LogSafe(req.path).c_str(), res.status);
+    std::fprintf(stderr, "anymoe: %s \"%s %s\" %d\n", LogSafe(req.remote).c_str(),
+                 LogSafe(req.method.empty() ? "-" : req.method).c_str(),
+                 LogSafe(req.path.empty() ? "-" : req.path).c_str(), status);
   }
 }
 
-const ServingModel* OpenAiServer::Serving(httplib::Response& res) const {
+bool OpenAiServer::Authorized(const HttpRequest& req) const {
+  if (options_.api_key.empty()) return true;
+  return ConstantTimeEquals(PresentedApiKey(req.Header("Authorization"), req.Header("X-Api-Key")),
+                            options_.api_key);
+}
+
+// DNS rebinding: a page on evil.example that resolves to 127.0.0.1 sends
+// "Host: evil.example"; on a loopback bind only loopback names are accepted,
+// and only in the exact forms name, name:port, [v6], [v6]:port.
+bool OpenAiServer::HostAllowed(const HttpRequest& req) const {
+  if (!loopback_) return true;
+  if (req.HeaderCount("Host") > 1) return false;
+  if (!req.HasHeader("Host")) return true;  // HTTP/1.0 clients
+  const std::optional<std::string> host = HostOfHeader(req.Header("Host"));
+  return host && IsLoopbackHost(*host);
+}
+
+HttpHeaders OpenAiServer::CorsHeaders(const HttpRequest& req) const {
+  HttpHeaders h;
+  if (options_.cors_origin.empty() || !req.HasHeader("Origin")) return h;
+  const std::string origin(req.Header("Origin"));
+  if (options_.cors_origin != "*" && origin != options_.cors_origin) return h;
+  h.emplace_back("Access-Control-Allow-Origin", options_.cors_origin == "*" ? "*" : origin);
+  h.emplace_back("Vary", "Origin");
+  if (req.method == "OPTIONS") {
+    h.emplace_back("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+    h.emplace_back("Access-Control-Allow-Headers", "Authorization, Content-Type, X-Api-Key");
+    h.emplace_back("Access-Control-Max-Age", "600");
+  }
+  return h;
+}
+
+const ServingModel* OpenAiServer::Serving(ResponseStream& out) const {
   if (draining_.load()) {
-    SendError(res, Unavailable("the server is shutting down", "shutting_down"));
+    out.Send(ErrorResponse(Unavailable("the server is shutting down", "shutting_down")));
     return nullptr;
   }
   if (!ready_.load(std::memory_order_acquire)) {
-    SendError(res, Unavailable("the model is loading", "model_loading"));
+    out.Send(ErrorResponse(Unavailable("the model is loading", "model_loading")));
     return nullptr;
   }
   return &model_;
 }
 
-void OpenAiServer::HandleHealth(const httplib::Request&, httplib::Response& res) {
+void OpenAiServer::HandleHealth(const HttpRequest&, ResponseStream& out) {
+  HttpResponse r;
+  r.content_type = kJson;
   if (draining_.load()) {
-    res.status = 503;
-    res.set_content(R"({"status":"shutting down"})", kJson);
+    r.status = 503;
+    r.body = R"({"status":"shutting down"})";
   } else if (!ready_.load(std::memory_order_acquire)) {
-    res.status = 503;
-    res.set_content(R"({"status":"loading"})", kJson);
+    r.status = 503;
+    r.body = R"({"status":"loading"})";
   } else {
-    res.set_content(R"({"status":"ok"})", kJson);
+    r.body = R"({"status":"ok"})";
   }
+  out.Send(std::move(r));
 }
 
-void OpenAiServer::HandleModels(const httplib::Request&, httplib::Response& res) {
+void OpenAiServer::HandleModels(const HttpRequest&, ResponseStream& out) {
   json model = {{"id", options_.model_name},
                 {"object", "model"},
                 {"created", int64_t(std::time(nullptr))},
                 {"owned_by", "anymoe"}};
   if (ready_.load(std::memory_order_acquire)) model["context_length"] = model_.context;
-  res.set_content(DumpJson({{"object", "list"}, {"data", json::array({model})}}), kJson);
+  HttpResponse r;
+  r.content_type = kJson;
+  r.body = DumpJson({{"object", "list"}, {"data", json::array({model})}});
+  out.Send(std::move(r));
 }
 
-void OpenAiServer::HandleMetrics(const httplib::Request&, httplib::Response& res) {
+void OpenAiServer::HandleMetrics(const HttpRequest&, ResponseStream& out) {
   MetricsSnapshot snapshot;
   SchedulerStats stats;
   RoutingStats routing;
@@ -331,48 +297,27 @@ void OpenAiServer::HandleMetrics(const httplib::Request&, httplib::Response& res
     routing = model_.service->routing_stats();
     snapshot.routing = &routing;
   }
-  res.set_content(metrics_.Render(snapshot), "text/plain; version=0.0.4; charset=utf-8");
+  HttpResponse r;
+  r.content_type = "text/plain; version=0.0.4; charset=utf-8";
+  r.body = metrics_.Render(snapshot);
+  out.Send(std::move(r));
 }
 
-void OpenAiServer::HandlePage(const httplib::Request&, httplib::Response& res) {
-  const std::string_view page = ChatPageHtml();
-  res.set_header("Content-Security-Policy",
-                 "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
-                 "connect-src 'self'; img-src data:; base-uri 'none'; form-action 'none'");
-  res.set_header("X-Content-Type-Options", "nosniff");
-  res.set_header("Referrer-Policy", "no-referrer");
-  res.set_content(page.data(), page.size(), "text/html; charset=utf-8");
+void OpenAiServer::HandlePage(const HttpRequest&, ResponseStream& out) {
+  HttpResponse r;
+  r.content_type = "text/html; charset=utf-8";
+  r.SetHeader("Content-Security-Policy",
+              "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
+              "connect-src 'self'; img-src data:; base-uri 'none'; form-action 'none'");
+  r.SetHeader("X-Content-Type-Options", "nosniff");
+  r.SetHeader("Referrer-Policy", "no-referrer");
+  r.body = std::string(ChatPageHtml());
+  out.Send(std::move(r));
 }
 
-Status OpenAiServer::Bind() {
-  if (options_.port == 0) {
-    port_ = http_->bind_to_any_port(options_.host);
-    if (port_ < 0) return Status::Error("cannot bind to " + options_.host + " (any port)");
-  } else {
-    if (!http_->bind_to_port(options_.host, options_.port)) {
-      return Status::Error("cannot bind to " + options_.host + ":" + std::to_string(options_.port) +
-                           " (in use, or not an address of this machine)");
-    }
-    port_ = options_.port;
-  }
-  // cpp-httplib 0.11 listens with a backlog of 5: bursts of new connections
-  // overflow it while the accept thread waits for a core, and the kernel
-  // then drops or resets handshakes (seen as rare ECONNRESET under load).
-  // listen() on a listening socket only changes its backlog.
-  if (listen_fd_ >= 0) ::listen(listen_fd_, kListenBacklog);
-  return Status::Ok();
-}
+Status OpenAiServer::Bind() { return http_->Bind(); }
 
-void OpenAiServer::Start() {
-  // cpp-httplib 0.11 writes without MSG_NOSIGNAL: a client that resets its
-  // connection mid-write would raise SIGPIPE and kill the whole process.
-  std::signal(SIGPIPE, SIG_IGN);
-  listen_thread_ = std::thread([this] { http_->listen_after_bind(); });
-  // stop() is a no-op until the accept loop runs; wait for it so Stop() works.
-  for (int i = 0; i < 2000 && !http_->is_running(); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-}
+void OpenAiServer::Start() { http_->Start(); }
 
 void OpenAiServer::SetReady(const ServingModel& model) {
   model_ = model;
@@ -391,9 +336,6 @@ void OpenAiServer::AwaitResponseWrites(std::chrono::microseconds limit) {
   unwritten_.WaitIdle(std::chrono::steady_clock::now() + limit);
 }
 
-void OpenAiServer::Stop() {
-  if (http_->is_running() || listen_thread_.joinable()) http_->stop();
-  if (listen_thread_.joinable()) listen_thread_.join();
-}
+void OpenAiServer::Stop() { http_->Stop(); }
 
 }  // namespace anymoe

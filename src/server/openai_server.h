@@ -5,27 +5,27 @@
 // when its client goes away, and drains on shutdown. Security defaults follow
 // reliability.md §3: loopback bind, API key on every route but /health and the
 // static page, constant-time compare, no CORS unless configured, Host checked
-// on loopback, 1 MiB body limit, JSON depth limit, bounded connections.
+// on loopback, 1 MiB body limit, JSON depth limit, bounded connections. The
+// transport (HTTP parsing, deadlines, connection limits) is HttpServer; this
+// class is its HttpHandler: routes, auth and the Host check run on each
+// request's header, before its body is read.
 #pragma once
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "core/status.h"
+#include "server/http_server.h"
 #include "server/metrics.h"
 #include "server/request_tracker.h"
 #include "server/server_options.h"
-
-namespace httplib {
-class Server;
-struct Request;
-struct Response;
-}  // namespace httplib
 
 namespace anymoe {
 
@@ -38,10 +38,10 @@ struct RouteInfo {
   bool is_public = false;  // served without the API key
 };
 
-class OpenAiServer {
+class OpenAiServer : private HttpHandler {
  public:
   explicit OpenAiServer(ServerOptions options);
-  ~OpenAiServer();  // Stop()s if still running
+  ~OpenAiServer() override;  // Stop()s if still running
   OpenAiServer(const OpenAiServer&) = delete;
   OpenAiServer& operator=(const OpenAiServer&) = delete;
 
@@ -49,7 +49,7 @@ class OpenAiServer {
   Status Bind();
   // Serves on a background thread until Stop().
   void Start();
-  int port() const { return port_; }
+  int port() const { return http_->port(); }
 
   // The model is loaded: generation requests are served from now on.
   void SetReady(const ServingModel& model);
@@ -65,6 +65,8 @@ class OpenAiServer {
 
   // Generation requests between arrival and the end of their response.
   int in_flight() const { return tracker_.count(); }
+  // Open HTTP connections (idle ones included).
+  size_t open_connections() const { return http_->open_connections(); }
 
   // For SchedulerOptions::between_steps: waits until the HTTP threads have
   // written every event handed to them, or for `limit` at most. On a machine
@@ -78,31 +80,40 @@ class OpenAiServer {
   int unwritten() const { return unwritten_.count(); }
 
  private:
-  using Handler = std::function<void(const httplib::Request&, httplib::Response&)>;
+  using Handler = std::function<void(const HttpRequest&, ResponseStream&)>;
+  struct Route {
+    RouteInfo info;
+    Handler handler;
+  };
+
+  // HttpHandler.
+  std::optional<HttpResponse> CheckHeader(const HttpRequest& head) override;
+  void Handle(const HttpRequest& request, ResponseStream& out) override;
+  HttpResponse Refusal(int status, std::string_view code, std::string_view message) override;
+  void Answered(const HttpRequest& request, int status) override;
 
   void AddRoute(const std::string& method, const std::string& path, bool is_public,
                 Handler handler);
   void RegisterRoutes();
-  bool Authorized(const httplib::Request& req) const;
-  bool HostAllowed(const httplib::Request& req) const;
-  void ApplyCors(const httplib::Request& req, httplib::Response& res) const;
-  void LogAndCount(const httplib::Request& req, const httplib::Response& res);
-  // Null while loading or draining, after answering `res` with a 503.
-  const ServingModel* Serving(httplib::Response& res) const;
+  // The route for `request` (HEAD is served as GET), or null.
+  const Route* FindRoute(const HttpRequest& request) const;
+  bool Authorized(const HttpRequest& req) const;
+  bool HostAllowed(const HttpRequest& req) const;
+  HttpHeaders CorsHeaders(const HttpRequest& req) const;
+  // Null while loading or draining, after answering `out` with a 503.
+  const ServingModel* Serving(ResponseStream& out) const;
 
-  void HandleHealth(const httplib::Request& req, httplib::Response& res);
-  void HandleModels(const httplib::Request& req, httplib::Response& res);
-  void HandleMetrics(const httplib::Request& req, httplib::Response& res);
-  void HandlePage(const httplib::Request& req, httplib::Response& res);
+  void HandleHealth(const HttpRequest& req, ResponseStream& out);
+  void HandleModels(const HttpRequest& req, ResponseStream& out);
+  void HandleMetrics(const HttpRequest& req, ResponseStream& out);
+  void HandlePage(const HttpRequest& req, ResponseStream& out);
 
   ServerOptions options_;
-  std::unique_ptr<httplib::Server> http_;
   std::unique_ptr<CompletionEndpoint> completions_;
+  std::vector<Route> route_table_;
   std::vector<RouteInfo> routes_;
-  std::thread listen_thread_;
-  int port_ = -1;
-  int listen_fd_ = -1;  // the listening socket, to deepen its accept backlog
   bool loopback_ = true;
+  std::unique_ptr<HttpServer> http_;  // stopped by the destructor before any member goes
 
   ServingModel model_;
   std::atomic<bool> ready_{false};
@@ -114,5 +125,9 @@ class OpenAiServer {
 
 // True for 127.0.0.0/8, ::1 and "localhost".
 bool IsLoopbackHost(const std::string& host);
+
+// The host of a Host header value ("name", "name:port", "[v6]", "[v6]:port"),
+// or nullopt when the value is not one of those forms (e.g. "[::1]evil.example").
+std::optional<std::string> HostOfHeader(std::string_view value);
 
 }  // namespace anymoe

@@ -20,12 +20,19 @@ struct ServerOptions {
   std::string model_name;   // the id in /v1/models and responses
   size_t max_body_bytes = 1 << 20;
   int json_max_depth = 32;
-  // Connections served at once (0: 80); as many more wait for a thread, and
-  // connections past that get 503 too_many_connections.
+  // Requests handled at once (0: 80): a streamed generation holds one until
+  // its last event. As many more complete requests may wait for one; past
+  // that, 503 too_many_connections.
   int http_threads = 0;
-  std::chrono::seconds read_timeout{30};
-  std::chrono::seconds write_timeout{30};
-  std::chrono::seconds keep_alive_timeout{3};
+  // Open connections (0: max(256, 2 x http_threads)). A new one past the
+  // limit replaces the connection idle longest, or gets 503 when none is
+  // idle. Each open connection may buffer up to max_body_bytes.
+  int max_connections = 0;
+  // From a request's first byte to the end of its body (408 past it): slow
+  // clients are dropped however they trickle.
+  std::chrono::milliseconds request_timeout{10000};
+  std::chrono::milliseconds write_timeout{30000};      // each write of a response
+  std::chrono::milliseconds keep_alive_timeout{3000};  // idle between requests
   bool log_requests = true;  // one line per request on stderr
   // Test hook: sleep this long on the scheduler thread after each token, to
   // make a tiny model slow enough to fill queues and disconnect mid-stream.

@@ -6,6 +6,7 @@
 #include <array>
 #include <queue>
 
+#include "formats/parse_util.h"
 #include "tokenizer/unicode_class.h"
 
 namespace anymoe {
@@ -70,41 +71,79 @@ std::string ByteLevelEncode(std::string_view bytes) {
   return text;
 }
 
-BpeModel BpeModel::Build(const std::vector<std::pair<std::string, int32_t>>& vocab,
-                         const std::vector<Merge>& merges, bool ignore_merges) {
+Expected<BpeModel> BpeModel::Build(const TokenTable& texts, const std::vector<int32_t>& ids,
+                                   const std::vector<Merge>& merges, bool ignore_merges,
+                                   const std::function<bool(std::string_view)>& is_token) {
   BpeModel model;
   model.ignore_merges_ = ignore_merges;
+  size_t text_bytes = 0;
+  for (const int32_t id : ids) text_bytes += texts[size_t(id)].size();
+  model.vocab_bytes_.Reserve(ids.size(), text_bytes);
+  model.vocab_ids_.reserve(ids.size());
   std::string bytes;
-  for (const auto& [text, id] : vocab) {
-    if (ByteLevelDecode(text, &bytes)) model.vocab_.emplace(bytes, id);
+  for (const int32_t id : ids) {
+    if (!ByteLevelDecode(texts[size_t(id)], &bytes)) continue;
+    model.vocab_bytes_.Add(bytes);
+    model.vocab_ids_.push_back(id);
   }
+  // A repeated text: the last id, as HF.
+  model.vocab_bytes_.BuildIndex(TokenTable::Repeats::kLastWins, [](size_t) { return true; });
   for (int b = 0; b < 256; ++b) {
     const char byte = static_cast<char>(b);
-    auto it = model.vocab_.find(std::string_view(&byte, 1));
-    model.byte_ids_[b] = it == model.vocab_.end() ? -1 : it->second;
+    model.byte_ids_[b] = model.VocabId(std::string_view(&byte, 1));
   }
-  std::string left, right;
+  size_t capacity = 16;
+  while (capacity < 2 * merges.size()) capacity *= 2;
+  model.merges_.assign(capacity, MergeSlot{});
+  std::string left, right, joined;
   for (size_t rank = 0; rank < merges.size(); ++rank) {
     const Merge& m = merges[rank];
-    if (!ByteLevelDecode(m.left, &left) || !ByteLevelDecode(m.right, &right)) {
-      ++model.skipped_merges_;
+    const bool decoded = ByteLevelDecode(m.left, &left) && ByteLevelDecode(m.right, &right);
+    const int32_t l = decoded ? model.VocabId(left) : -1;
+    const int32_t r = decoded ? model.VocabId(right) : -1;
+    const int32_t j = decoded ? model.VocabId(left + right) : -1;
+    if (l >= 0 && r >= 0 && j >= 0) {
+      model.SetMerge(PairKey(l, r), {static_cast<int32_t>(rank), j});
       continue;
     }
-    auto l = model.vocab_.find(left);
-    auto r = model.vocab_.find(right);
-    auto joined = model.vocab_.find(left + right);
-    if (l == model.vocab_.end() || r == model.vocab_.end() || joined == model.vocab_.end()) {
-      ++model.skipped_merges_;
-      continue;
+    joined = m.left + m.right;
+    for (const std::string* part : {&m.left, &m.right, static_cast<const std::string*>(&joined)}) {
+      if (!is_token(*part)) {
+        return Status::Error("merge " + std::to_string(rank) + " names " + QuoteName(*part) +
+                             ", which is not in the vocabulary");
+      }
     }
-    model.merges_[PairKey(l->second, r->second)] = {static_cast<int32_t>(rank), joined->second};
+    ++model.skipped_merges_;  // tokens of the file, but not byte-level BPE ones
   }
   return model;
 }
 
+int32_t BpeModel::VocabId(std::string_view bytes) const {
+  const int32_t i = vocab_bytes_.Find(bytes);
+  return i < 0 ? -1 : vocab_ids_[size_t(i)];
+}
+
+void BpeModel::SetMerge(uint64_t key, MergeResult result) {
+  const size_t mask = merges_.size() - 1;
+  for (size_t slot = std::hash<uint64_t>{}(key * 0x9E3779B97F4A7C15ull) & mask;;
+       slot = (slot + 1) & mask) {
+    if (merges_[slot].key == kEmpty) ++merge_count_;
+    if (merges_[slot].key == kEmpty || merges_[slot].key == key) {
+      merges_[slot] = {key, result};  // a repeated pair keeps its last rank, as HF's BPE
+      return;
+    }
+  }
+}
+
 const BpeModel::MergeResult* BpeModel::FindMerge(int32_t left, int32_t right) const {
-  auto it = merges_.find(PairKey(left, right));
-  return it == merges_.end() ? nullptr : &it->second;
+  if (merges_.empty()) return nullptr;
+  const uint64_t key = PairKey(left, right);
+  const size_t mask = merges_.size() - 1;
+  for (size_t slot = std::hash<uint64_t>{}(key * 0x9E3779B97F4A7C15ull) & mask;;
+       slot = (slot + 1) & mask) {
+    if (merges_[slot].key == key) return &merges_[slot].result;
+    if (merges_[slot].key == kEmpty) return nullptr;
+  }
 }
 
 void BpeModel::Encode(std::string_view piece, std::vector<int32_t>* ids) const {
@@ -118,9 +157,9 @@ void BpeModel::Encode(std::string_view piece, std::vector<int32_t>* ids) const {
     return;
   }
   if (ignore_merges_ || piece.size() == 1) {
-    auto it = vocab_.find(piece);
-    if (it != vocab_.end()) {
-      ids->push_back(it->second);
+    const int32_t id = VocabId(piece);
+    if (id >= 0) {
+      ids->push_back(id);
       return;
     }
   }

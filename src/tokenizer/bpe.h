@@ -1,17 +1,18 @@
 // Byte-level BPE: GPT-2's byte<->character alphabet and the merge-by-rank model
 // that HF tokenizers' BPE implements. Vocabulary entries are keyed by their raw
-// bytes; merging uses a heap over a linked list of symbols, O(n log n) per piece.
+// bytes (a TokenTable index); merges live in one open-addressing array; merging
+// uses a heap over a linked list of symbols, O(n log n) per piece.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "core/status.h"
+#include "tokenizer/token_table.h"
 
 namespace anymoe {
 
@@ -22,31 +23,34 @@ bool ByteLevelDecode(std::string_view token_text, std::string* bytes);
 // Encodes raw bytes into GPT-2 byte-level text.
 std::string ByteLevelEncode(std::string_view bytes);
 
-// Heterogeneous hashing so string_view keys look up std::string maps.
-struct StringHash {
-  using is_transparent = void;
-  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-};
-using BytesToId = std::unordered_map<std::string, int32_t, StringHash, std::equal_to<>>;
-
 class BpeModel {
  public:
   struct Merge {
     std::string left, right;  // byte-level text, as tokenizer.json / GGUF store them
   };
 
-  // `vocab`: byte-level token text -> id for the model's vocabulary. Entries whose
-  // text is outside the byte alphabet can never be produced and are dropped; merges
-  // that name unknown tokens are skipped (counted in skipped_merges()). A repeated
-  // pair keeps its last rank, as HF's BPE does.
-  static BpeModel Build(const std::vector<std::pair<std::string, int32_t>>& vocab,
-                        const std::vector<Merge>& merges, bool ignore_merges);
+  // `ids`: the model's vocabulary, whose byte-level texts are `texts[id]`.
+  // Entries whose text is outside the byte alphabet can never be produced and
+  // are dropped. A
+  // merge must name tokens of the file, as HF tokenizers requires (it refuses a
+  // merge whose parts or result are not in the vocabulary): one naming a text
+  // for which `is_token` is false is an error; one whose tokens exist but
+  // outside the byte-level vocabulary (special or undecodable tokens) is
+  // skipped (counted in skipped_merges()). A repeated pair keeps its last rank,
+  // as HF's BPE does.
+  static Expected<BpeModel> Build(const TokenTable& texts, const std::vector<int32_t>& ids,
+                                  const std::vector<Merge>& merges, bool ignore_merges,
+                                  const std::function<bool(std::string_view)>& is_token);
 
   // Appends the ids of one pre-tokenized piece (raw bytes). Bytes without a
   // single-byte token are dropped, as HF's BPE does when it has no unk token.
   void Encode(std::string_view piece, std::vector<int32_t>* ids) const;
 
-  size_t merge_count() const { return merges_.size(); }
+  size_t merge_count() const { return merge_count_; }
+  size_t memory_bytes() const {
+    return vocab_bytes_.memory_bytes() + vocab_ids_.capacity() * 4 +
+           merges_.capacity() * sizeof(MergeSlot);
+  }
   size_t skipped_merges() const { return skipped_merges_; }
 
  private:
@@ -54,14 +58,24 @@ class BpeModel {
     int32_t rank;
     int32_t id;
   };
+  struct MergeSlot {
+    uint64_t key = kEmpty;
+    MergeResult result{};
+  };
+  static constexpr uint64_t kEmpty = ~uint64_t{0};  // no pair of ids >= 0 makes it
   static uint64_t PairKey(int32_t left, int32_t right) {
     return (static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32) |
            static_cast<uint32_t>(right);
   }
   const MergeResult* FindMerge(int32_t left, int32_t right) const;
+  void SetMerge(uint64_t key, MergeResult result);
+  // Id of the vocabulary entry whose bytes are `bytes`, or -1.
+  int32_t VocabId(std::string_view bytes) const;
 
-  BytesToId vocab_;
-  std::unordered_map<uint64_t, MergeResult> merges_;
+  TokenTable vocab_bytes_;          // decoded bytes of each vocabulary entry, indexed
+  std::vector<int32_t> vocab_ids_;  // entry -> token id
+  std::vector<MergeSlot> merges_;   // open addressing, a power of two, at most half full
+  size_t merge_count_ = 0;
   int32_t byte_ids_[256];
   bool ignore_merges_ = false;
   size_t skipped_merges_ = 0;

@@ -14,7 +14,7 @@ namespace anymoe {
 namespace {
 
 // Upper bound on ids a model file may declare; rejects absurd sizes before allocating.
-constexpr int64_t kMaxVocab = 1 << 24;
+constexpr int64_t kMaxVocab = kMaxVocabTokens;
 
 // HF ByteLevel decoder: a token whose characters are all in the byte alphabet
 // stands for those bytes; any other token stands for its own UTF-8 text.
@@ -55,7 +55,7 @@ Status Validate(const TokenizerSpec& spec) {
     return Status::Error(spec.source + ": token kinds (" + std::to_string(spec.kinds.size()) +
                          ") do not match the vocabulary size (" + std::to_string(n) + ")");
   }
-  for (const auto& [text, id] : spec.model_vocab) {
+  for (const int32_t id : spec.bpe_ids) {
     if (id < 0 || static_cast<size_t>(id) >= n) {
       return Status::Error(spec.source + ": vocabulary token id " + std::to_string(id) +
                            " out of range");
@@ -81,20 +81,33 @@ Status Validate(const TokenizerSpec& spec) {
 Expected<std::unique_ptr<Tokenizer>> Tokenizer::Create(TokenizerSpec spec) {
   RETURN_IF_ERROR(Validate(spec));
   std::unique_ptr<Tokenizer> tok(new Tokenizer());
-  tok->pieces_.reserve(spec.token_texts.size());
-  for (size_t id = 0; id < spec.token_texts.size(); ++id) {
-    tok->pieces_.push_back(TokenBytes(spec.token_texts[id]));
-    tok->text_to_id_.emplace(spec.token_texts[id], static_cast<int32_t>(id));
+  size_t text_bytes = 0;
+  for (const std::string& t : spec.token_texts) text_bytes += t.size();
+  tok->texts_.Reserve(spec.token_texts.size(), text_bytes);
+  tok->pieces_.Reserve(spec.token_texts.size(), text_bytes);
+  for (std::string& text : spec.token_texts) {
+    tok->texts_.Add(text);
+    tok->pieces_.Add(TokenBytes(text));
+    std::string().swap(text);  // the tables hold it now
   }
-  tok->bpe_ = BpeModel::Build(spec.model_vocab, spec.merges, spec.ignore_merges);
+  std::vector<std::string>().swap(spec.token_texts);
+  // The first id of a text, as before (FindToken of a repeated text).
+  tok->texts_.BuildIndex(TokenTable::Repeats::kFirstWins, [](size_t) { return true; });
+  auto bpe = BpeModel::Build(tok->texts_, spec.bpe_ids, spec.merges, spec.ignore_merges,
+                             [&](std::string_view text) { return tok->texts_.Find(text) >= 0; });
+  if (!bpe.ok()) return bpe.status().WithContext(spec.source);
+  tok->bpe_ = std::move(bpe).value();
+  std::vector<BpeModel::Merge>().swap(spec.merges);
+  std::vector<int32_t>().swap(spec.bpe_ids);
   tok->added_ = AddedTokenMatcher(spec.added);
-  spec.merges.clear();
-  spec.merges.shrink_to_fit();
-  spec.model_vocab.clear();
-  spec.model_vocab.shrink_to_fit();
   tok->spec_ = std::move(spec);
   tok->CollectStopIds();
   return tok;
+}
+
+size_t Tokenizer::table_bytes() const {
+  return texts_.memory_bytes() + pieces_.memory_bytes() + bpe_.memory_bytes() +
+         spec_.kinds.capacity();
 }
 
 void Tokenizer::CollectStopIds() {
@@ -111,10 +124,7 @@ void Tokenizer::CollectStopIds() {
   }
 }
 
-int32_t Tokenizer::FindToken(std::string_view text) const {
-  auto it = text_to_id_.find(text);
-  return it == text_to_id_.end() ? -1 : it->second;
-}
+int32_t Tokenizer::FindToken(std::string_view text) const { return texts_.Find(text); }
 
 TokenKind Tokenizer::kind(int32_t id) const {
   if (id < 0 || id >= vocab_size()) return TokenKind::kUnused;
@@ -125,7 +135,7 @@ bool Tokenizer::IsSpecial(int32_t id) const { return kind(id) == TokenKind::kSpe
 
 std::string_view Tokenizer::TokenPiece(int32_t id) const {
   if (id < 0 || id >= vocab_size()) return {};
-  return pieces_[id];
+  return pieces_[size_t(id)];
 }
 
 void Tokenizer::EncodeText(std::string_view text, std::vector<int32_t>* ids) const {
@@ -175,7 +185,7 @@ std::string Tokenizer::Decode(std::span<const int32_t> ids, bool skip_special) c
       continue;
     }
     if (skip_special && k == TokenKind::kSpecial) continue;
-    bytes.append(pieces_[id]);
+    bytes.append(pieces_[size_t(id)]);
   }
   return ToValidUtf8(bytes);
 }

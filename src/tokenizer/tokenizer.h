@@ -15,6 +15,7 @@
 #include "tokenizer/added_tokens.h"
 #include "tokenizer/bpe.h"
 #include "tokenizer/pre_tokenizer.h"
+#include "tokenizer/token_table.h"
 
 namespace anymoe {
 
@@ -28,12 +29,21 @@ enum class TokenKind : uint8_t {
   kUnused,   // no text (gap in the id space or GGUF "unused")
 };
 
+// Limits on a vocabulary read from a file, checked by the loaders before
+// they build anything from it: 4x the largest real vocabulary (262,144
+// tokens), merges to match, and tokens far longer than any real one (real
+// tokens are under 256 bytes). Each keeps the tables a hostile file can make
+// in proportion to what the file holds (docs/reliability.md, "Memory").
+inline constexpr int64_t kMaxVocabTokens = int64_t(1) << 20;
+inline constexpr int64_t kMaxMerges = int64_t(1) << 21;
+inline constexpr size_t kMaxTokenBytes = size_t(16) << 10;
+
 // Everything a loader extracts from a model file; Tokenizer::Create validates it.
 struct TokenizerSpec {
   std::string source;                    // file name, for error messages
   std::vector<std::string> token_texts;  // id -> text as stored (byte-level for BPE)
   std::vector<TokenKind> kinds;          // id -> kind, same size
-  std::vector<std::pair<std::string, int32_t>> model_vocab;  // BPE vocabulary
+  std::vector<int32_t> bpe_ids;          // ids of the BPE vocabulary (texts in token_texts)
   std::vector<BpeModel::Merge> merges;                       // in rank order
   std::vector<AddedToken> added;                             // split out before pre-tokenization
   PreTokenizerKind pre = PreTokenizerKind::kGpt2;
@@ -79,6 +89,8 @@ class Tokenizer {
   std::string_view TokenPiece(int32_t id) const;
 
   int32_t vocab_size() const { return static_cast<int32_t>(pieces_.size()); }
+  // Heap bytes of the vocabulary tables (texts, pieces, BPE vocabulary and merges).
+  size_t table_bytes() const;
   int32_t bos_id() const { return spec_.bos_id; }  // -1 when none
   int32_t eos_id() const { return spec_.eos_id; }
   int32_t pad_id() const { return spec_.pad_id; }
@@ -101,11 +113,11 @@ class Tokenizer {
   void EncodeText(std::string_view text, std::vector<int32_t>* ids) const;
   void CollectStopIds();
 
-  TokenizerSpec spec_;
-  std::vector<std::string> pieces_;  // id -> raw bytes
+  TokenizerSpec spec_;  // its token texts and vocabulary moved into the tables below
+  TokenTable texts_;    // id -> text as stored, indexed (FindToken)
+  TokenTable pieces_;   // id -> raw bytes
   BpeModel bpe_;
   AddedTokenMatcher added_;
-  BytesToId text_to_id_;  // stored text -> id
   std::vector<int32_t> stop_ids_;
 };
 

@@ -52,8 +52,21 @@ Status ReadSpecialId(const GgufFile& gguf, std::string_view key, int32_t* id) {
 }
 
 Status ReadTokens(const GgufFile& gguf, TokenizerSpec* spec) {
-  ASSIGN_OR_RETURN(std::span<const std::string> tokens,
+  ASSIGN_OR_RETURN(std::span<const std::string_view> tokens,
                    gguf.GetStringArray("tokenizer.ggml.tokens"));
+  // Checked before anything is copied out of the file.
+  if (int64_t(tokens.size()) > kMaxVocabTokens) {
+    return Status::Error(gguf.path() + ": tokenizer.ggml.tokens has " +
+                         std::to_string(tokens.size()) + " entries, over the limit of " +
+                         std::to_string(kMaxVocabTokens));
+  }
+  for (size_t id = 0; id < tokens.size(); ++id) {
+    if (tokens[id].size() > kMaxTokenBytes) {
+      return Status::Error(gguf.path() + ": tokenizer.ggml.tokens[" + std::to_string(id) + "] is " +
+                           std::to_string(tokens[id].size()) + " bytes, over the limit of " +
+                           std::to_string(kMaxTokenBytes));
+    }
+  }
   std::vector<int32_t> types(tokens.size(), kTypeNormal);
   if (gguf.FindValue("tokenizer.ggml.token_type") != nullptr) {
     ASSIGN_OR_RETURN(types, gguf.GetI32Array("tokenizer.ggml.token_type"));
@@ -70,11 +83,11 @@ Status ReadTokens(const GgufFile& gguf, TokenizerSpec* spec) {
     spec->kinds.push_back(kind);
     const auto token_id = static_cast<int32_t>(id);
     if (kind == TokenKind::kNormal) {
-      spec->model_vocab.emplace_back(tokens[id], token_id);
+      spec->bpe_ids.push_back(token_id);
     } else if ((kind == TokenKind::kSpecial || kind == TokenKind::kAdded) && !tokens[id].empty()) {
       AddedToken added;
       added.id = token_id;
-      added.content = tokens[id];
+      added.content = std::string(tokens[id]);
       added.special = kind == TokenKind::kSpecial;
       spec->added.push_back(std::move(added));
     }
@@ -83,17 +96,22 @@ Status ReadTokens(const GgufFile& gguf, TokenizerSpec* spec) {
 }
 
 Status ReadMerges(const GgufFile& gguf, TokenizerSpec* spec) {
-  ASSIGN_OR_RETURN(std::span<const std::string> merges,
+  ASSIGN_OR_RETURN(std::span<const std::string_view> merges,
                    gguf.GetStringArray("tokenizer.ggml.merges"));
+  if (int64_t(merges.size()) > kMaxMerges) {
+    return Status::Error(gguf.path() + ": tokenizer.ggml.merges has " +
+                         std::to_string(merges.size()) + " entries, over the limit of " +
+                         std::to_string(kMaxMerges));
+  }
   spec->merges.reserve(merges.size());
   for (size_t i = 0; i < merges.size(); ++i) {
-    const std::string& m = merges[i];
-    const size_t space = m.size() > 1 ? m.find(' ', 1) : std::string::npos;
-    if (space == std::string::npos) {
+    const std::string_view m = merges[i];
+    const size_t space = m.size() > 1 ? m.find(' ', 1) : std::string_view::npos;
+    if (space == std::string_view::npos || m.size() > 2 * kMaxTokenBytes) {
       return Status::Error(gguf.path() + ": tokenizer.ggml.merges[" + std::to_string(i) +
                            "] is not two space-separated tokens");
     }
-    spec->merges.push_back({m.substr(0, space), m.substr(space + 1)});
+    spec->merges.push_back({std::string(m.substr(0, space)), std::string(m.substr(space + 1))});
   }
   return Status::Ok();
 }

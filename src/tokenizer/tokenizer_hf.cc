@@ -1,12 +1,14 @@
 // Tokenizer::FromHfJson: reads an HF tokenizer.json (and optionally its
 // tokenizer_config.json) into a TokenizerSpec. Only the byte-level BPE pipelines
 // whose pre-tokenizers we have scanners for are accepted; anything else is an
-// error that names the field and lists what is supported.
-#include <fstream>
+// error that names the field and lists what is supported. The vocabulary,
+// merges and added tokens are streamed from the parser straight into the spec
+// (JsonDomBuilder::StreamChildren), each entry checked as it arrives, so a
+// file costs about what its tables cost, never a JSON tree of all of them.
 #include <map>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
+#include "core/mapped_file.h"
 #include "formats/parse_util.h"
 #include "tokenizer/tokenizer.h"
 
@@ -17,25 +19,34 @@ using Json = nlohmann::json;
 
 constexpr size_t kMaxJsonBytes = size_t{512} << 20;
 constexpr int kMaxJsonDepth = 64;  // real tokenizer.json files nest about 6 deep
+constexpr int64_t kMaxId = int64_t{1} << 24;
+// Ids index tables sized by the largest one: they must be (nearly) dense.
+// Real files number 0..n-1, sometimes with a few unused ids before the added
+// tokens; the slack allows that, and no more.
+constexpr int64_t kIdSlack = 1024;
+
+Expected<std::unique_ptr<MappedFile>> OpenJson(const std::string& path) {
+  auto file = MappedFile::Open(path);
+  if (!file.ok()) return Status::Error(path + ": cannot open");
+  if ((*file)->size() > kMaxJsonBytes) {
+    return Status::Error(path + ": size " + std::to_string((*file)->size()) +
+                         " exceeds the limit of " + std::to_string(kMaxJsonBytes) + " bytes");
+  }
+  return file;
+}
+
+std::string_view TextOf(const MappedFile& file) {
+  return std::string_view(reinterpret_cast<const char*>(file.data()), file.size());
+}
 
 Expected<Json> ReadJson(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::Error(path + ": cannot open");
-  in.seekg(0, std::ios::end);
-  const std::streamoff size = in.tellg();
-  if (size < 0 || static_cast<size_t>(size) > kMaxJsonBytes) {
-    return Status::Error(path + ": size " + std::to_string(size) + " exceeds the limit of " +
-                         std::to_string(kMaxJsonBytes) + " bytes");
-  }
-  in.seekg(0);
-  std::string text(static_cast<size_t>(size), '\0');
-  in.read(text.data(), size);
+  ASSIGN_OR_RETURN(std::unique_ptr<MappedFile> file, OpenJson(path));
   // Depth is capped while parsing: copying or dumping a deeply nested value
   // recurses once per level and would overflow the stack (nlohmann/json #5387).
   JsonLimits limits;
   limits.max_depth = kMaxJsonDepth;
   limits.reject_duplicate_keys = false;  // as HF tokenizers, the last one wins
-  auto json = ParseJsonStrict(text, path, limits);
+  auto json = ParseJsonStrict(TextOf(*file), path, limits);
   if (!json.ok()) return Status::Error("not valid JSON: " + json.status().message());
   return std::move(json).value();
 }
@@ -106,7 +117,129 @@ Status ReadNormalizer(const Json& root, const std::string& path, TokenizerSpec* 
   return Status::Error(path + ": unsupported normalizer '" + type + "'; supported: none, NFC");
 }
 
-Status ReadModel(const Json& model, const std::string& path, TokenizerSpec* spec, int64_t* max_id) {
+// A merge as tokenizer.json writes it: "a b" or ["a", "b"].
+bool ParseMerge(const Json& m, BpeModel::Merge* out) {
+  if (m.is_string()) {
+    const std::string& s = m.get_ref<const std::string&>();
+    const size_t space = s.size() > 1 ? s.find(' ', 1) : std::string::npos;
+    if (space == std::string::npos) return false;
+    out->left = s.substr(0, space);
+    out->right = s.substr(space + 1);
+    return true;
+  }
+  if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
+    out->left = m[0].get<std::string>();
+    out->right = m[1].get<std::string>();
+    return true;
+  }
+  return false;
+}
+
+// Streams model.vocab, model.merges and added_tokens into `spec` while the
+// file is parsed; everything else becomes a (small) tree in `root`.
+class TokenizerJsonReader {
+ public:
+  explicit TokenizerJsonReader(TokenizerSpec* spec) : spec_(spec), builder_(Limits()) {
+    builder_.StreamChildren({"model", "vocab"}, [this](std::string_view key, size_t, Json&& v) {
+      return Vocab(key, v);
+    });
+    builder_.StreamChildren({"model", "merges"},
+                            [this](std::string_view, size_t i, Json&& v) { return Merge(i, v); });
+    builder_.StreamChildren({"added_tokens"},
+                            [this](std::string_view, size_t, Json&& v) { return Added(v); });
+  }
+
+  Status Read(const std::string& path) {
+    ASSIGN_OR_RETURN(std::unique_ptr<MappedFile> file, OpenJson(path));
+    const Status st = ParseJsonWith(TextOf(*file), path, builder_);
+    if (!st.ok()) return entry_error_ ? st : Status::Error("not valid JSON: " + st.message());
+    return Status::Ok();
+  }
+  Json& root() { return builder_.root(); }
+  int64_t max_id() const { return max_id_; }
+  // model.vocab as read: (text, id) in file order.
+  std::vector<std::pair<std::string, int32_t>>& vocab() { return vocab_; }
+
+ private:
+  static JsonLimits Limits() {
+    JsonLimits limits;
+    limits.max_depth = kMaxJsonDepth;
+    limits.reject_duplicate_keys = false;  // as HF tokenizers, the last one wins
+    return limits;
+  }
+  bool Fail(std::string message) {
+    entry_error_ = true;
+    return builder_.Fail(std::move(message));
+  }
+  bool CheckId(const Json& v, const char* what) {
+    if (!v.is_number_integer()) return Fail(std::string(what) + " entry is not an integer id");
+    const int64_t id = v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(INT64_MAX)
+                           ? INT64_MAX
+                           : v.get<int64_t>();
+    if (id < 0 || id >= kMaxId) {
+      return Fail(std::string(what) + " id " + std::to_string(id) + " out of range");
+    }
+    max_id_ = std::max(max_id_, id);
+    return true;
+  }
+  bool CheckCount(size_t n, int64_t limit, const char* what) {
+    if (int64_t(n) < limit) return true;
+    return Fail(std::string(what) + " has more than " + std::to_string(limit) + " entries");
+  }
+  bool CheckText(std::string_view text, const char* what) {
+    if (text.size() <= kMaxTokenBytes) return true;
+    return Fail(std::string(what) + " has a token of " + std::to_string(text.size()) +
+                " bytes, over the limit of " + std::to_string(kMaxTokenBytes));
+  }
+
+  bool Vocab(std::string_view key, const Json& v) {
+    if (!CheckCount(vocab_.size(), kMaxVocabTokens, "model.vocab") ||
+        !CheckText(key, "model.vocab") || !CheckId(v, "model.vocab")) {
+      return false;
+    }
+    vocab_.emplace_back(std::string(key), int32_t(v.get<int64_t>()));
+    return true;
+  }
+  bool Merge(size_t i, const Json& m) {
+    if (!CheckCount(spec_->merges.size(), kMaxMerges, "model.merges")) return false;
+    BpeModel::Merge merge;
+    if (!ParseMerge(m, &merge)) {
+      return Fail("model.merges[" + std::to_string(i) + "] is not two tokens");
+    }
+    if (!CheckText(merge.left, "model.merges") || !CheckText(merge.right, "model.merges")) {
+      return false;
+    }
+    spec_->merges.push_back(std::move(merge));
+    return true;
+  }
+  bool Added(const Json& t) {
+    if (!CheckCount(spec_->added.size(), kMaxVocabTokens, "added_tokens")) return false;
+    if (!t.is_object() || !t.contains("id") || !t.contains("content") ||
+        !t["content"].is_string()) {
+      return Fail("added_tokens entry without integer id and string content");
+    }
+    if (!CheckId(t["id"], "added_tokens")) return false;
+    AddedToken token;
+    token.id = int32_t(t["id"].get<int64_t>());
+    token.content = t["content"].get<std::string>();
+    if (!CheckText(token.content, "added_tokens")) return false;
+    token.special = BoolOr(t, "special", false);
+    token.lstrip = BoolOr(t, "lstrip", false);
+    token.rstrip = BoolOr(t, "rstrip", false);
+    token.single_word = BoolOr(t, "single_word", false);
+    spec_->added.push_back(std::move(token));
+    return true;
+  }
+
+  TokenizerSpec* spec_;
+  JsonDomBuilder builder_;
+  std::vector<std::pair<std::string, int32_t>> vocab_;
+  int64_t max_id_ = -1;
+  bool entry_error_ = false;
+};
+
+// model: the tree with its vocab and merges already streamed into `spec`.
+Status ReadModel(const Json& model, const std::string& path, TokenizerSpec* spec) {
   if (TypeOf(model) != "BPE") {
     return Status::Error(path + ": model.type '" + TypeOf(model) +
                          "' is not supported; "
@@ -124,57 +257,9 @@ Status ReadModel(const Json& model, const std::string& path, TokenizerSpec* spec
   if (vocab == model.end() || !vocab->is_object()) {
     return Status::Error(path + ": model.vocab is missing or not an object");
   }
-  for (auto it = vocab->begin(); it != vocab->end(); ++it) {
-    if (!it.value().is_number_integer()) {
-      return Status::Error(path + ": model.vocab entry is not an integer id");
-    }
-    const int64_t id = it.value().get<int64_t>();
-    if (id < 0 || id >= (int64_t{1} << 24)) {
-      return Status::Error(path + ": model.vocab id " + std::to_string(id) + " out of range");
-    }
-    spec->model_vocab.emplace_back(it.key(), static_cast<int32_t>(id));
-    *max_id = std::max(*max_id, id);
-  }
   auto merges = model.find("merges");
-  if (merges == model.end() || !merges->is_array()) return Status::Ok();
-  for (const Json& m : *merges) {
-    if (m.is_string()) {
-      const std::string s = m.get<std::string>();
-      const size_t space = s.size() > 1 ? s.find(' ', 1) : std::string::npos;
-      if (space == std::string::npos) return Status::Error(path + ": malformed merge '" + s + "'");
-      spec->merges.push_back({s.substr(0, space), s.substr(space + 1)});
-    } else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
-      spec->merges.push_back({m[0].get<std::string>(), m[1].get<std::string>()});
-    } else {
-      return Status::Error(path + ": malformed entry in model.merges");
-    }
-  }
-  return Status::Ok();
-}
-
-Status ReadAddedTokens(const Json& root, const std::string& path, TokenizerSpec* spec,
-                       int64_t* max_id) {
-  auto added = root.find("added_tokens");
-  if (added == root.end() || added->is_null()) return Status::Ok();
-  if (!added->is_array()) return Status::Error(path + ": added_tokens is not an array");
-  for (const Json& t : *added) {
-    if (!t.is_object() || !t.contains("id") || !t["id"].is_number_integer() ||
-        !t.contains("content") || !t["content"].is_string()) {
-      return Status::Error(path + ": added_tokens entry without integer id and string content");
-    }
-    const int64_t id = t["id"].get<int64_t>();
-    if (id < 0 || id >= (int64_t{1} << 24)) {
-      return Status::Error(path + ": added token id " + std::to_string(id) + " out of range");
-    }
-    AddedToken token;
-    token.id = static_cast<int32_t>(id);
-    token.content = t["content"].get<std::string>();
-    token.special = BoolOr(t, "special", false);
-    token.lstrip = BoolOr(t, "lstrip", false);
-    token.rstrip = BoolOr(t, "rstrip", false);
-    token.single_word = BoolOr(t, "single_word", false);
-    spec->added.push_back(std::move(token));
-    *max_id = std::max(*max_id, id);
+  if (merges != model.end() && !merges->is_array() && !merges->is_null()) {
+    return Status::Error(path + ": model.merges is not an array");
   }
   return Status::Ok();
 }
@@ -198,25 +283,37 @@ std::string LeadingSpecialToken(const Json& post) {
   return StringOr(first["SpecialToken"], "id");
 }
 
-void BuildIdTables(TokenizerSpec* spec, int64_t max_id) {
+// Places model.vocab and added_tokens by id; `vocab` is consumed.
+Status BuildIdTables(TokenizerSpec* spec, std::vector<std::pair<std::string, int32_t>>* vocab,
+                     int64_t max_id, const std::string& path) {
+  const int64_t entries = int64_t(vocab->size() + spec->added.size());
+  if (max_id + 1 > 2 * entries + kIdSlack) {
+    return Status::Error(path + ": token id " + std::to_string(max_id) + " is far past the " +
+                         std::to_string(entries) +
+                         " entries of model.vocab and added_tokens (ids must be dense)");
+  }
   spec->token_texts.assign(static_cast<size_t>(max_id + 1), std::string());
   spec->kinds.assign(static_cast<size_t>(max_id + 1), TokenKind::kUnused);
-  for (const auto& [text, id] : spec->model_vocab) {
-    spec->token_texts[id] = text;
+  spec->bpe_ids.reserve(vocab->size());
+  for (auto& [text, id] : *vocab) {
+    spec->token_texts[id] = std::move(text);
     spec->kinds[id] = TokenKind::kNormal;
+    spec->bpe_ids.push_back(id);
   }
+  std::vector<std::pair<std::string, int32_t>>().swap(*vocab);
   for (const AddedToken& t : spec->added) {
     spec->token_texts[t.id] = t.content;
     spec->kinds[t.id] = t.special ? TokenKind::kSpecial : TokenKind::kAdded;
   }
+  return Status::Ok();
 }
 
 int32_t IdOfText(const TokenizerSpec& spec, const std::string& text) {
   for (const AddedToken& t : spec.added) {
     if (t.content == text) return t.id;
   }
-  for (const auto& [vocab_text, id] : spec.model_vocab) {
-    if (vocab_text == text) return id;
+  for (const int32_t id : spec.bpe_ids) {
+    if (spec.token_texts[id] == text) return id;
   }
   return -1;
 }
@@ -256,13 +353,18 @@ Status ReadConfig(const std::string& path, TokenizerSpec* spec) {
   return Status::Ok();
 }
 
-Status ReadTokenizerJson(const Json& root, const std::string& path, TokenizerSpec* spec) {
+Status ReadTokenizerJson(const std::string& path, TokenizerSpec* spec) {
+  TokenizerJsonReader reader(spec);
+  RETURN_IF_ERROR(reader.Read(path));
+  const Json& root = reader.root();
   if (!root.is_object() || !root.contains("model")) {
     return Status::Error(path + ": not a tokenizer.json (no model)");
   }
-  int64_t max_id = -1;
-  RETURN_IF_ERROR(ReadModel(root["model"], path, spec, &max_id));
-  RETURN_IF_ERROR(ReadAddedTokens(root, path, spec, &max_id));
+  RETURN_IF_ERROR(ReadModel(root["model"], path, spec));
+  if (root.contains("added_tokens") && !root["added_tokens"].is_null() &&
+      !root["added_tokens"].is_array()) {
+    return Status::Error(path + ": added_tokens is not an array");
+  }
   RETURN_IF_ERROR(ReadNormalizer(root, path, spec));
   const Json pre = root.contains("pre_tokenizer") ? root["pre_tokenizer"] : Json();
   ASSIGN_OR_RETURN(spec->pre, PreTokenizerOf(pre, path));
@@ -271,8 +373,8 @@ Status ReadTokenizerJson(const Json& root, const std::string& path, TokenizerSpe
     return Status::Error(path + ": decoder '" + TypeOf(root["decoder"]) +
                          "' is not supported; supported: ByteLevel");
   }
-  if (max_id < 0) return Status::Error(path + ": empty vocabulary");
-  BuildIdTables(spec, max_id);
+  if (reader.max_id() < 0) return Status::Error(path + ": empty vocabulary");
+  RETURN_IF_ERROR(BuildIdTables(spec, &reader.vocab(), reader.max_id(), path));
   if (root.contains("post_processor") && !root["post_processor"].is_null()) {
     const std::string bos = LeadingSpecialToken(root["post_processor"]);
     if (!bos.empty()) {
@@ -294,8 +396,7 @@ Expected<std::unique_ptr<Tokenizer>> Tokenizer::FromHfJson(
   TokenizerSpec spec;
   spec.source = tokenizer_json_path;
   try {
-    ASSIGN_OR_RETURN(Json root, ReadJson(tokenizer_json_path));
-    RETURN_IF_ERROR(ReadTokenizerJson(root, tokenizer_json_path, &spec));
+    RETURN_IF_ERROR(ReadTokenizerJson(tokenizer_json_path, &spec));
     if (!tokenizer_config_path_or_empty.empty()) {
       RETURN_IF_ERROR(ReadConfig(tokenizer_config_path_or_empty, &spec));
     }

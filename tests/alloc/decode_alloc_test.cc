@@ -1,17 +1,25 @@
 // Proves the decode loop allocates nothing: global operator new/delete are
-// replaced (for this test binary only) by counting versions, and a decode step
+// replaced (for this test binary only) by counting versions (which also keep
+// the live and peak heap bytes for heap_counter.h), and a decode step
 // (forward one token, read the logits, sample) must not touch them once warm,
 // for a dense model, a GQA MoE model and an MLA + DSA MoE model.
 #include <gtest/gtest.h>
+#include <malloc.h>
 
 #include <atomic>
 #include <cstdlib>
 #include <new>
 #include <vector>
 
+#include "heap_counter.h"
 #include "models/model.h"
 #include "models/model_file.h"
 #include "runtime/sampler.h"
+
+namespace anymoe::testing {
+std::atomic<int64_t> g_heap_live{0};
+std::atomic<int64_t> g_heap_peak{0};
+}  // namespace anymoe::testing
 
 namespace {
 std::atomic<int64_t> g_allocations{0};
@@ -21,7 +29,21 @@ void* CountedAlloc(std::size_t n, std::size_t align) {
   void* p = align > alignof(std::max_align_t) ? std::aligned_alloc(align, (n + align - 1) / align * align)
                                               : std::malloc(n ? n : 1);
   if (p == nullptr) throw std::bad_alloc();
+  using anymoe::testing::g_heap_live;
+  using anymoe::testing::g_heap_peak;
+  const int64_t live =
+      g_heap_live.fetch_add(int64_t(malloc_usable_size(p)), std::memory_order_relaxed) +
+      int64_t(malloc_usable_size(p));
+  int64_t peak = g_heap_peak.load(std::memory_order_relaxed);
+  while (live > peak && !g_heap_peak.compare_exchange_weak(peak, live)) {
+  }
   return p;
+}
+
+void CountedFree(void* p) {
+  if (p == nullptr) return;
+  anymoe::testing::g_heap_live.fetch_sub(int64_t(malloc_usable_size(p)), std::memory_order_relaxed);
+  std::free(p);
 }
 }  // namespace
 
@@ -35,13 +57,14 @@ void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
 void* operator new(std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {
   try { return CountedAlloc(n, std::size_t(a)); } catch (...) { return nullptr; }
 }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
-void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+void operator delete(void* p) noexcept { CountedFree(p); }
+void operator delete[](void* p) noexcept { CountedFree(p); }
+void operator delete(void* p, std::size_t) noexcept { CountedFree(p); }
+void operator delete[](void* p, std::size_t) noexcept { CountedFree(p); }
+void operator delete(void* p, std::align_val_t) noexcept { CountedFree(p); }
+void operator delete[](void* p, std::align_val_t) noexcept { CountedFree(p); }
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept { CountedFree(p); }
+void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { CountedFree(p); }
 
 namespace anymoe {
 namespace {

@@ -46,7 +46,12 @@ std::string PickRole(anymoe::fuzz::ByteReader& in) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  if (size > (64 << 10)) return 0;
+  static std::string storage;
+  const std::string_view expanded = anymoe::fuzz::ExpandInput(data, size, 256 << 10, &storage);
+  data = reinterpret_cast<const uint8_t*>(expanded.data());
+  size = expanded.size();
+  if (size > (256 << 10)) return 0;
+  const anymoe::fuzz::CpuBudget budget("fuzz_chat_template");
   anymoe::fuzz::ByteReader in(data, size);
   const auto kind = ChatTemplateKind(in.Below(3));
   const bool generation_prompt = in.Bool();

@@ -41,7 +41,11 @@ void TouchTensors(const GgufFile& f) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  const std::string path = anymoe::fuzz::MemoryFile("fuzz.gguf", data, size);
+  static std::string storage;
+  const std::string_view bytes = anymoe::fuzz::ExpandInput(data, size, 1 << 20, &storage);
+  const anymoe::fuzz::CpuBudget budget("fuzz_gguf");
+  const std::string path = anymoe::fuzz::MemoryFile(
+      "fuzz.gguf", reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
   auto file = GgufFile::Open(path);
   if (!file.ok()) return 0;
   const GgufFile& f = **file;

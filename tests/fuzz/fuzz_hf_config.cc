@@ -5,11 +5,14 @@
 #include <string_view>
 
 #include "formats/hf_config.h"
+#include "fuzz_input.h"
 #include "models/config_loader.h"
 #include "models/model_config.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  const std::string_view text(reinterpret_cast<const char*>(data), size);
+  static std::string storage;
+  const std::string_view text = anymoe::fuzz::ExpandInput(data, size, 1 << 20, &storage);
+  const anymoe::fuzz::CpuBudget budget("fuzz_hf_config");
   auto config = anymoe::HfConfig::Parse(text, "config.json");
   if (!config.ok()) return 0;
   const anymoe::HfConfig& c = **config;

@@ -1,5 +1,8 @@
 // Helpers shared by the fuzz targets: hand the fuzzer's bytes to readers that
-// take a path (the model-file readers mmap files) and locate golden data.
+// take a path (the model-file readers mmap files) and locate golden data;
+// expand small inputs into large ones (parsers must stay linear up to their
+// caps, and libFuzzer's own inputs stay small); fail an input that takes more
+// than a second of CPU time.
 #pragma once
 
 #include <cstddef>
@@ -50,5 +53,33 @@ std::string MemoryFile(const char* name, const uint8_t* data, size_t size);
 
 // The tests/golden folder of the source tree this target was built from.
 std::string GoldenDir();
+
+// Large inputs from small ones (issue 20: quadratic parsing hid behind the
+// fuzzers' 64 KiB inputs). An input that starts with kExpandMarker is a
+// recipe, not a document:
+//   0xA5 | e (1 byte) | a (2 bytes LE) | b (2 bytes LE) | body
+// and stands for body[0, a) + body[a, b) repeated 2^(e mod 21) times +
+// body[b, end), cut at `cap` bytes (a, b clamped to the body). So a dozen
+// bytes become `{"x":[` + a million `{},` + `{}]}`. Any other input is
+// returned as it is.
+inline constexpr uint8_t kExpandMarker = 0xA5;
+std::string_view ExpandInput(const uint8_t* data, size_t size, size_t cap, std::string* storage);
+
+// Aborts (a crash libFuzzer records, with the input) when the scope used
+// more than `limit_ms` of this thread's CPU time: an input slower than a
+// second is a failure however loaded the machine is (libFuzzer's -timeout
+// counts wall time, which a busy shared machine stretches).
+class CpuBudget {
+ public:
+  explicit CpuBudget(const char* target, int64_t limit_ms = 1000);
+  ~CpuBudget();
+  CpuBudget(const CpuBudget&) = delete;
+  CpuBudget& operator=(const CpuBudget&) = delete;
+
+ private:
+  const char* target_;
+  int64_t limit_ns_;
+  int64_t start_ns_;
+};
 
 }  // namespace anymoe::fuzz

@@ -84,11 +84,18 @@ void Respond(const anymoe::CompletionRequest& r, const std::string& text) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  if (size < 1 || size > (256 << 10)) return 0;
+  // Up to the server's 1 MiB body limit (ServerOptions::max_body_bytes).
+  static std::string storage;
+  const std::string_view expanded = anymoe::fuzz::ExpandInput(data, size, (1 << 20) + 1, &storage);
+  data = reinterpret_cast<const uint8_t*>(expanded.data());
+  size = expanded.size();
+  if (size < 1 || size > (1 << 20) + 1) return 0;
+  const anymoe::fuzz::CpuBudget budget("fuzz_request");
   const bool chat = data[0] & 1;
   const std::string_view body(reinterpret_cast<const char*>(data + 1), size - 1);
   anymoe::JsonLimits limits;
   limits.max_depth = 32;  // ServerOptions::json_max_depth
+  limits.quote_keys_in_errors = false;
   auto parsed = anymoe::ParseJsonStrict(body, "request body", limits);
   if (!parsed.ok()) return 0;
   const int64_t vocab = SmolTokenizer().vocab_size();

@@ -7,7 +7,11 @@
 #include "fuzz_input.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  const std::string path = anymoe::fuzz::MemoryFile("fuzz.safetensors", data, size);
+  static std::string storage;
+  const std::string_view bytes = anymoe::fuzz::ExpandInput(data, size, 1 << 20, &storage);
+  const anymoe::fuzz::CpuBudget budget("fuzz_safetensors");
+  const std::string path = anymoe::fuzz::MemoryFile(
+      "fuzz.safetensors", reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
   auto model = anymoe::SafetensorsModel::Open(path);
   if (!model.ok()) return 0;
   volatile uint8_t sink = 0;

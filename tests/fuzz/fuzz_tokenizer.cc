@@ -100,7 +100,12 @@ void CheckIds(const Loaded& t, const uint8_t* data, size_t size) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  if (size < 1 || size > (64 << 10)) return 0;
+  static std::string storage;
+  const std::string_view expanded = anymoe::fuzz::ExpandInput(data, size, 256 << 10, &storage);
+  data = reinterpret_cast<const uint8_t*>(expanded.data());
+  size = expanded.size();
+  if (size < 1 || size > (256 << 10)) return 0;
+  const anymoe::fuzz::CpuBudget budget("fuzz_tokenizer");
   const std::vector<Loaded>& all = Tokenizers();
   const uint8_t selector = data[0];
   const Loaded& t = all[(selector & 0x0f) % all.size()];

@@ -153,6 +153,8 @@ TEST_P(SchedulerTest, FullQueueIsRefused) {
     if (!h.ok()) {
       ++refused;
       EXPECT_NE(h.status().message().find("queue full"), std::string::npos);
+      EXPECT_EQ(h.status().kind(), ErrorKind::kUnavailable);
+      EXPECT_EQ(h.status().code(), "queue_full");
       results.pop_back();
     }
   }
@@ -203,6 +205,66 @@ TEST_P(SchedulerTest, OverlongPromptNamesTheLimit) {
   auto h = sched->Submit(MakeRequest(std::vector<int32_t>(20, 5), 4, &c));
   ASSERT_FALSE(h.ok());
   EXPECT_NE(h.status().message().find("context of 16"), std::string::npos);
+}
+
+// Issue 20, defect 4: with a KV pool smaller than one context (`serve
+// --kv-tokens 256 -c 2048`), a request that uses its whole context could never
+// be admitted; it stayed queued while the loop spun without waiting, and every
+// request behind it waited too. Such a pool is refused when the scheduler is
+// created, as are settings that can serve nothing.
+TEST_P(SchedulerTest, SettingsThatCanNeverServeAreRefused) {
+  auto small = Scheduler::Create(
+      *engine_, SchedulerOptions{.max_parallel = 2, .context = 256, .kv_cache_tokens = 64});
+  ASSERT_FALSE(small.ok());
+  EXPECT_NE(small.status().message().find("smaller than the context of 256"), std::string::npos)
+      << small.status().message();
+  EXPECT_FALSE(Scheduler::Create(*engine_, SchedulerOptions{.max_queue = 0, .context = 64}).ok());
+  EXPECT_FALSE(Scheduler::Create(*engine_, SchedulerOptions{.context = 1}).ok());
+  EXPECT_FALSE(
+      Scheduler::Create(*engine_, SchedulerOptions{.max_parallel = 0, .context = 64}).ok());
+  // A pool of exactly one context admits a request that fills it.
+  auto exact = Scheduler::Create(
+      *engine_, SchedulerOptions{.max_parallel = 2, .context = 64, .kv_cache_tokens = 64});
+  ASSERT_TRUE(exact.ok()) << exact.status().message();
+  Collected c;
+  ASSERT_TRUE((*exact)->Submit(MakeRequest(Prompt(0), 1000, &c)).ok());
+  ASSERT_EQ(c.done.get_future().wait_for(60s), std::future_status::ready);
+  EXPECT_EQ(c.reason, StopReason::kContextFull);
+}
+
+// An idle scheduler waits: no steps are taken (or counted) while nothing runs.
+TEST_P(SchedulerTest, IdleSchedulerTakesNoSteps) {
+  auto sched = std::move(Scheduler::Create(*engine_, SchedulerOptions{.context = 64})).value();
+  Collected c;
+  ASSERT_TRUE(sched->Submit(MakeRequest(Prompt(1), 3, &c)).ok());
+  ASSERT_EQ(c.done.get_future().wait_for(60s), std::future_status::ready);
+  std::this_thread::sleep_for(50ms);  // the step that finished it is published
+  const uint64_t steps = sched->stats().steps;
+  EXPECT_GE(steps, 3u);
+  std::this_thread::sleep_for(300ms);
+  EXPECT_EQ(sched->stats().steps, steps);
+}
+
+// Submit's refusals are typed, so the server maps them without reading text.
+TEST_P(SchedulerTest, RefusalsCarryAKindACodeAndAField) {
+  auto sched =
+      std::move(Scheduler::Create(
+                    *engine_, SchedulerOptions{.max_parallel = 1, .max_queue = 1, .context = 16}))
+          .value();
+  Collected c;
+  auto overlong = sched->Submit(MakeRequest(std::vector<int32_t>(20, 5), 4, &c));
+  ASSERT_FALSE(overlong.ok());
+  EXPECT_EQ(overlong.status().kind(), ErrorKind::kInvalidArgument);
+  EXPECT_EQ(overlong.status().code(), "context_length_exceeded");
+  EXPECT_EQ(overlong.status().field(), "prompt");
+  auto bad_id = sched->Submit(MakeRequest({5, -1}, 4, &c));
+  ASSERT_FALSE(bad_id.ok());
+  EXPECT_EQ(bad_id.status().code(), "invalid_token");
+  sched->Shutdown(std::chrono::steady_clock::now());
+  auto late = sched->Submit(MakeRequest({5, 6}, 4, &c));
+  ASSERT_FALSE(late.ok());
+  EXPECT_EQ(late.status().kind(), ErrorKind::kUnavailable);
+  EXPECT_EQ(late.status().code(), "shutting_down");
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, SchedulerTest,

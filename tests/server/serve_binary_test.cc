@@ -57,6 +57,7 @@ class Process {
     }
   }
   void Signal(int sig) { kill(pid_, sig); }
+  pid_t pid() const { return pid_; }
   // Exit code, 128 + signal, or -1 on timeout.
   int Wait(std::chrono::milliseconds timeout) {
     const auto end = Clock::now() + timeout;
@@ -351,6 +352,93 @@ TEST_F(ServeBinary, NonLoopbackBindNeedsAKey) {
       Path("out"), Path("err"));
   EXPECT_EQ(p.Wait(std::chrono::seconds(10)), 1);
   EXPECT_NE(p.err().find("--api-key"), std::string::npos) << p.err();
+}
+
+// Flag values that could only refuse every request, or never admit one, are
+// refused at start with a one-line error naming the flag (issue 20: `--queue
+// 0`, `--ctx 0/1`, `--shutdown-timeout nan` were accepted, and `--kv-tokens
+// 256 -c 2048` queued a full-context request forever while the scheduler spun).
+TEST_F(ServeBinary, ImpossibleFlagsAreRefusedAtStart) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--queue", "0"}, "--queue"},
+      {{"-c", "0"}, "--ctx"},
+      {{"-c", "1"}, "--ctx"},
+      {{"--shutdown-timeout", "nan"}, "--shutdown-timeout"},
+      {{"--shutdown-timeout", "inf"}, "--shutdown-timeout"},
+      {{"--request-timeout", "nan"}, "--request-timeout"},
+      {{"--kv-tokens", "64", "-c", "128"}, "--kv-tokens 64"},
+  };
+  for (const auto& [flags, needle] : cases) {
+    std::vector<std::string> args = {ANYMOE_BINARY, "serve", "-m", GoldenPath("llama_tiny"),
+                                     "--port",      "0",     "-t", "1"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    Process p(args, Path("out"), Path("err"));
+    const int code = p.Wait(std::chrono::seconds(20));
+    SCOPED_TRACE(flags[0] + " " + flags[1]);
+    EXPECT_NE(code, 0);
+    EXPECT_NE(code, -1) << "still running: " << p.err();
+    EXPECT_NE(p.err().find(needle), std::string::npos) << p.err();
+    EXPECT_EQ(p.err().find("ready"), std::string::npos) << p.err();
+  }
+  // `run` refuses a tiny context too, and a tiny temperature is greedy.
+  Process run({ANYMOE_BINARY, "run", "-m", GoldenPath("llama_tiny"), "-c", "1", "-p", "hi"},
+              Path("out"), Path("err"));
+  EXPECT_NE(run.Wait(std::chrono::seconds(20)), 0);
+  EXPECT_NE(run.err().find("--ctx"), std::string::npos) << run.err();
+}
+
+// Issue 20, defect 1: `anymoe run --temp 1e-39` printed nothing (1/T was inf,
+// every probability NaN). A tiny temperature samples the greedy tokens.
+TEST_F(ServeBinary, TinyTemperatureRunsGreedily) {
+  const auto run = [&](const std::string& temp) {
+    Process p({ANYMOE_BINARY, "run", "-m", GoldenPath("llama_tiny"), "-p", "The quick brown fox",
+               "-n", "12", "-t", "1", "--temp", temp, "--seed", "3"},
+              Path("out"), Path("err"));
+    EXPECT_EQ(p.Wait(std::chrono::seconds(30)), 0) << p.err();
+    return p.out();
+  };
+  const std::string greedy = run("0");
+  ASSERT_FALSE(greedy.empty());
+  EXPECT_EQ(run("1e-39"), greedy);
+  EXPECT_EQ(run("1.4e-45"), greedy);
+}
+
+// Per-thread malloc arenas kept what each large request needed (issue 20:
+// +12-25 MB per HTTP thread, ~+230 MB). serve limits them to two, parses
+// large bodies two at a time and trims after them: RSS after many rounds of
+// 16 concurrent 1 MiB bodies stays near RSS at start.
+TEST_F(ServeBinary, LargeRequestsOnManyThreadsDoNotGrowMemory) {
+  StartServe({"--http-threads", "16"});
+  // A body of many small values: its JSON tree is ~15x the bytes.
+  std::string body = "{\"prompt\":\"hi\",\"max_tokens\":1,\"x\":[0";
+  while (body.size() < (1 << 20) - 64) body += ",0";
+  body += "]}";
+  const auto rss_kib = [&] {
+    std::ifstream status("/proc/" + std::to_string(serve_->pid()) + "/status");
+    for (std::string line; std::getline(status, line);) {
+      if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
+    }
+    return 0L;
+  };
+  const auto round = [&] {
+    std::vector<std::future<int>> clients;
+    for (int i = 0; i < 16; ++i) {
+      clients.push_back(std::async(std::launch::async, [&] {
+        auto res = Http()->Post("/v1/completions", body, "application/json");
+        return res ? res->status : -1;
+      }));
+    }
+    for (auto& c : clients) EXPECT_EQ(c.get(), 200);
+  };
+  const long at_ready = rss_kib();
+  for (int i = 0; i < 6; ++i) round();
+  const long after = rss_kib();
+  std::printf("serve RSS: %ld KiB when ready, %ld KiB after six rounds of 16 x 1 MiB\n", at_ready,
+              after);
+  // main 53f1f7f: +12-25 MB per HTTP thread that parsed a large body.
+  EXPECT_LT(after - at_ready, 64 << 10);
+  serve_->Signal(SIGTERM);
+  EXPECT_EQ(serve_->Wait(std::chrono::seconds(10)), 0) << serve_->err();
 }
 
 // Headless Chromium loads the page, which sends ?q= and streams the reply.

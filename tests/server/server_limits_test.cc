@@ -23,33 +23,39 @@ using nlohmann::json;
 
 class ServerLimits : public ServerTest {
  protected:
-  // A connected socket that sends nothing: it holds one HTTP worker until
-  // the read timeout.
-  int IdleConnection() const {
+  // A connected socket that has sent `bytes` (nothing: an idle connection;
+  // part of a request: one in progress).
+  int Connection(const std::string& bytes = "") const {
     const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
     addr.sin_port = htons(uint16_t(server_->port()));
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+    if (!bytes.empty())
+      EXPECT_EQ(::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL), ssize_t(bytes.size()));
     return fd;
   }
 };
 
+// Connections are limited in number; a connection past the limit replaces
+// one that is idle (it holds nothing anybody waits for), and gets a 503 only
+// when every open connection is in the middle of a request.
 TEST_F(ServerLimits, ConnectionsPastTheLimitGet503AndTheServerRecovers) {
   ServerOptions o;
-  o.http_threads = 2;  // 2 served + 2 waiting; the fifth connection is over
+  o.http_threads = 2;
+  o.max_connections = 4;
   StartServer(o);
-  std::vector<int> idle;
-  for (int i = 0; i < 4; ++i) idle.push_back(IdleConnection());
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // all four accepted
+  std::vector<int> busy;
+  for (int i = 0; i < 4; ++i) busy.push_back(Connection("GET /health HTTP/1.1\r\n"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // all four accepted and read
   auto res = Client()->Get("/health");
   ASSERT_TRUE(res) << httplib::to_string(res.error());
   EXPECT_EQ(res->status, 503) << res->body;
   const json body = ParseBody(res);
   EXPECT_EQ(body["error"]["code"], "too_many_connections") << res->body;
   EXPECT_EQ(res->get_header_value("Retry-After"), "1");
-  for (int fd : idle) ::close(fd);
+  for (int fd : busy) ::close(fd);
   EXPECT_TRUE(Eventually([&] {
     auto r = Client()->Get("/health");
     return r && r->status == 200;
@@ -57,6 +63,14 @@ TEST_F(ServerLimits, ConnectionsPastTheLimitGet503AndTheServerRecovers) {
   auto ok = PostJson("/v1/completions", {{"prompt", "hi"}, {"max_tokens", 2}});
   ASSERT_TRUE(ok);
   EXPECT_EQ(ok->status, 200) << ok->body;
+  // Idle connections make room for new ones instead.
+  std::vector<int> idle;
+  for (int i = 0; i < 4; ++i) idle.push_back(Connection());
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  res = Client()->Get("/health");
+  ASSERT_TRUE(res) << httplib::to_string(res.error());
+  EXPECT_EQ(res->status, 200) << res->body;
+  for (int fd : idle) ::close(fd);
 }
 
 // A copy of llama_tiny whose final norm has a NaN: every logit is NaN.

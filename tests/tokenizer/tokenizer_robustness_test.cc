@@ -301,8 +301,18 @@ TEST(TokenizerLoadErrorTest, GgufErrorsNameTheProblem) {
   GgufBuilder ok;
   ok.String("tokenizer.ggml.model", "gpt2");
   ok.StringArray("tokenizer.ggml.tokens", {"a", "b", "ab", "<|end|>"});
-  ok.StringArray("tokenizer.ggml.merges", {"a b", "zz q"});
+  ok.StringArray("tokenizer.ggml.merges", {"a b"});
   EXPECT_EQ(GgufError(ok), "");
+
+  // A merge naming tokens the vocabulary lacks is refused, as HF tokenizers
+  // refuses it (issue 20; it used to be skipped silently).
+  GgufBuilder unknown;
+  unknown.String("tokenizer.ggml.model", "gpt2");
+  unknown.StringArray("tokenizer.ggml.tokens", {"a", "b", "ab", "<|end|>"});
+  unknown.StringArray("tokenizer.ggml.merges", {"a b", "zz q"});
+  EXPECT_NE(GgufError(unknown).find("merge 1 names 'zz', which is not in the vocabulary"),
+            std::string::npos)
+      << GgufError(unknown);
 }
 
 }  // namespace

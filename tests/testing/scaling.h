@@ -1,0 +1,67 @@
+// Linear-time checks for parsers (issue 20): time one input of size n and one
+// of size 2n and compare the two as a ratio, never against an absolute time,
+// so the check holds on a slow or loaded machine. Linear (or n log n) work
+// gives ~2x; quadratic work ~4x. Each size runs several times, interleaved,
+// and the fastest run of each counts (noise only ever adds time). Inputs
+// should be large enough that both sizes miss the caches alike. A 1x run
+// slower than `budget` fails at once, so a quadratic parser fails the test in
+// seconds instead of running for minutes.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <functional>
+#include <limits>
+#include <string>
+
+namespace anymoe::testing {
+
+struct GrowthOptions {
+  int repeats = 7;              // runs per size; the minimum of each counts
+  double max_ratio = 3.0;       // linear: ~2, quadratic: ~4
+  double budget_seconds = 5.0;  // one 1x run slower than this fails at once
+};
+
+// `run(scale)` parses the input built for `scale` (1 or 2) once. Returns the
+// ratio of the fastest 2x run to the fastest 1x run, and fails the test when
+// it reaches `max_ratio`.
+inline double ExpectLinearGrowth(const std::string& what, const std::function<void(int)>& run,
+                                 const GrowthOptions& o = {}) {
+  using Clock = std::chrono::steady_clock;
+  const auto time = [&](int scale) {
+    const auto start = Clock::now();
+    run(scale);
+    return std::chrono::duration<double>(Clock::now() - start).count();
+  };
+  double best1 = std::numeric_limits<double>::infinity();
+  double best2 = best1;
+  // One untimed run of each first: the allocator gets the memory of the
+  // larger input once, so later runs do not pay first-touch page faults
+  // that only the larger one would.
+  if (time(1) > o.budget_seconds) {
+    ADD_FAILURE() << what << ": one run at 1x took over the " << o.budget_seconds
+                  << " s budget (super-linear?)";
+    return std::numeric_limits<double>::infinity();
+  }
+  time(2);
+  for (int i = 0; i < o.repeats; ++i) {
+    const double t1 = time(1);
+    best1 = std::min(best1, t1);
+    if (t1 > o.budget_seconds) {
+      ADD_FAILURE() << what << ": one run at 1x took " << t1 << " s, over the " << o.budget_seconds
+                    << " s budget (super-linear?)";
+      return std::numeric_limits<double>::infinity();
+    }
+    best2 = std::min(best2, time(2));
+  }
+  const double ratio = best2 / best1;
+  EXPECT_LT(ratio, o.max_ratio) << what << ": 1x " << best1 * 1e3 << " ms, 2x " << best2 * 1e3
+                                << " ms";
+  std::printf("%s: 1x %.2f ms, 2x %.2f ms, ratio %.2f\n", what.c_str(), best1 * 1e3, best2 * 1e3,
+              ratio);
+  return ratio;
+}
+
+}  // namespace anymoe::testing
