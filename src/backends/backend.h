@@ -234,6 +234,11 @@ class Backend {
   // tokens): the backend may hand its worker threads' cores back to the OS
   // until the next op.
   virtual void Idle() {}
+  // Device commands enqueued since creation (kernel launches, fills and
+  // device-to-device copies) and host<->device copies: `anymoe bench
+  // --op-profile` reports them per op and per step. 0 on the CPU.
+  virtual uint64_t launches() const { return 0; }
+  virtual uint64_t transfers() const { return 0; }
 };
 
 struct BackendOptions {

@@ -2,8 +2,11 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/kernels/kernels.h"
+#include "core/check.h"
 
 namespace anymoe::cuda {
 
@@ -20,7 +23,14 @@ void CheckCublas(cublasStatus_t status, const char* what) {
   std::abort();
 }
 
-void CheckLaunch(const char* kernel) { CheckCuda(cudaGetLastError(), kernel); }
+namespace kernels {
+
+void CheckLaunch(const Stream& s, const char* kernel) {
+  s.device->CountLaunch();
+  CheckCuda(cudaGetLastError(), kernel);
+}
+
+}  // namespace kernels
 
 Expected<std::unique_ptr<CudaDevice>> CudaDevice::Create(int device_index) {
   int count = 0;
@@ -61,6 +71,10 @@ Expected<std::unique_ptr<CudaDevice>> CudaDevice::Create(int device_index) {
 }
 
 CudaDevice::~CudaDevice() {
+  if (pinned_ != nullptr) {
+    cudaStreamSynchronize(compute_);
+    cudaFreeHost(pinned_);
+  }
   if (blas_ != nullptr) cublasDestroy(blas_);
   if (compute_done_ != nullptr) cudaEventDestroy(compute_done_);
   if (copies_ != nullptr) cudaStreamDestroy(copies_);
@@ -74,7 +88,7 @@ void CudaDevice::Bind() const {
   current = device_.index;
 }
 
-Expected<void*> CudaDevice::Malloc(uint64_t bytes) {
+Expected<void*> CudaDevice::NewChunk(uint64_t bytes) {
   Bind();
   void* p = nullptr;
   if (const cudaError_t err = cudaMalloc(&p, bytes); err != cudaSuccess) {
@@ -82,22 +96,83 @@ Expected<void*> CudaDevice::Malloc(uint64_t bytes) {
     return Status::Error("cuda: cudaMalloc of " + std::to_string(bytes) + " bytes on " +
                          device_.name + " failed: " + cudaGetErrorString(err));
   }
-  ++allocations_;
   return p;
 }
 
-void CudaDevice::Free(void* p) { CheckCuda(cudaFree(p), "cudaFree"); }
+void CudaDevice::DeleteChunk(void* chunk) { CheckCuda(cudaFree(chunk), "cudaFree"); }
 
-uint64_t CudaDevice::FreeBytes() const {
+uint64_t CudaDevice::available_memory() const {
   Bind();
   size_t free = 0, total = 0;
   CheckCuda(cudaMemGetInfo(&free, &total), "cudaMemGetInfo");
   return free;
 }
 
+Status CudaDevice::BindStaging(void* region, uint64_t bytes) {
+  if (pinned_ != nullptr) {
+    CheckCuda(cudaStreamSynchronize(compute()), "cudaStreamSynchronize");
+    CheckCuda(cudaFreeHost(pinned_), "cudaFreeHost");
+    pinned_ = nullptr;
+  }
+  void* host = nullptr;
+  if (const cudaError_t err = cudaMallocHost(&host, bytes); err != cudaSuccess) {
+    cudaGetLastError();
+    return Status::Error("cuda: cannot pin " + std::to_string(bytes) +
+                         " bytes of host staging: " + cudaGetErrorString(err));
+  }
+  staging_ = static_cast<char*>(region);
+  pinned_ = static_cast<char*>(host);
+  return Status::Ok();
+}
+
 void CudaDevice::CopiesAfterCompute() {
-  CheckCuda(cudaEventRecord(compute_done_, compute_), "cudaEventRecord");
+  CheckCuda(cudaEventRecord(compute_done_, compute()), "cudaEventRecord");
   CheckCuda(cudaStreamWaitEvent(copies_, compute_done_, 0), "cudaStreamWaitEvent");
+}
+
+// After whatever queued compute work still uses the destination; done before returning.
+void CudaDevice::DoWrite(void* base, uint64_t offset, const void* src, uint64_t bytes) {
+  CopiesAfterCompute();
+  CheckCuda(cudaMemcpyAsync(static_cast<char*>(base) + offset, src, bytes, cudaMemcpyHostToDevice,
+                            copies()),
+            "cudaMemcpyAsync (from host)");
+  CheckCuda(cudaStreamSynchronize(copies()), "cudaStreamSynchronize (from host)");
+}
+
+// On the copy stream, after the compute work queued so far.
+void CudaDevice::DoRead(const void* base, uint64_t offset, void* dst, uint64_t bytes) {
+  CopiesAfterCompute();
+  CheckCuda(cudaMemcpyAsync(dst, static_cast<const char*>(base) + offset, bytes,
+                            cudaMemcpyDeviceToHost, copies()),
+            "cudaMemcpyAsync (to host)");
+  CheckCuda(cudaStreamSynchronize(copies()), "cudaStreamSynchronize (to host)");
+}
+
+// The pinned bytes at `offset` are not reused before the ring wraps, which
+// first waits for the compute stream (StagingRing::Begin).
+void CudaDevice::DoStage(void* ring, uint64_t offset, const void* src, uint64_t bytes) {
+  CHECK(ring == staging_ && pinned_ != nullptr);
+  char* pinned = pinned_ + offset;
+  std::memcpy(pinned, src, bytes);
+  CheckCuda(cudaMemcpyAsync(staging_ + offset, pinned, bytes, cudaMemcpyHostToDevice, compute()),
+            "cudaMemcpyAsync (staging)");
+}
+
+void CudaDevice::DoFillZero(void* base, uint64_t offset, uint64_t bytes) {
+  CheckCuda(cudaMemsetAsync(static_cast<char*>(base) + offset, 0, bytes, compute()),
+            "cudaMemsetAsync");
+}
+
+void CudaDevice::DoCopy(const void* src, uint64_t src_offset, void* dst, uint64_t dst_offset,
+                        uint64_t bytes) {
+  CheckCuda(cudaMemcpyAsync(static_cast<char*>(dst) + dst_offset,
+                            static_cast<const char*>(src) + src_offset, bytes,
+                            cudaMemcpyDeviceToDevice, compute()),
+            "cudaMemcpyAsync (device to device)");
+}
+
+void CudaDevice::Finish() {
+  CheckCuda(cudaStreamSynchronize(compute()), "cudaStreamSynchronize");
 }
 
 }  // namespace anymoe::cuda

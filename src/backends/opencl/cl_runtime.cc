@@ -135,16 +135,65 @@ cl_kernel ClRuntime::kernel(const char* name) const {
   return it->second;
 }
 
-Expected<cl_mem> ClRuntime::CreateBuffer(uint64_t bytes) {
+Expected<void*> ClRuntime::NewChunk(uint64_t bytes) {
   cl_int err = CL_SUCCESS;
   cl_mem m = clCreateBuffer(context_, CL_MEM_READ_WRITE, bytes, nullptr, &err);
   if (err != CL_SUCCESS) {
     return Status::Error("opencl: cannot create a buffer of " + std::to_string(bytes) +
                          " bytes on " + device_.name + " (error " + std::to_string(err) + ")");
   }
-  ++buffers_created_;
+  return static_cast<void*>(m);
+}
+
+void ClRuntime::DeleteChunk(void* chunk) { clReleaseMemObject(static_cast<cl_mem>(chunk)); }
+
+void* ClRuntime::Region(void* chunk, uint64_t offset, uint64_t bytes) {
+  cl_buffer_region region{offset, bytes};
+  cl_int err = CL_SUCCESS;
+  cl_mem m = clCreateSubBuffer(static_cast<cl_mem>(chunk), CL_MEM_READ_WRITE,
+                               CL_BUFFER_CREATE_TYPE_REGION, &region, &err);
+  CheckCl(err, "clCreateSubBuffer");
   return m;
 }
+
+void ClRuntime::ReleaseRegion(void* region) { clReleaseMemObject(static_cast<cl_mem>(region)); }
+
+void ClRuntime::DoWrite(void* base, uint64_t offset, const void* src, uint64_t bytes) {
+  CheckCl(clEnqueueWriteBuffer(queue_, static_cast<cl_mem>(base), CL_TRUE, offset, bytes, src, 0,
+                               nullptr, nullptr),
+          "clEnqueueWriteBuffer");
+}
+
+void ClRuntime::DoRead(const void* base, uint64_t offset, void* dst, uint64_t bytes) {
+  CheckCl(clEnqueueReadBuffer(queue_, static_cast<cl_mem>(const_cast<void*>(base)), CL_TRUE,
+                              offset, bytes, dst, 0, nullptr, nullptr),
+          "clEnqueueReadBuffer");
+}
+
+// The queue is in order and the write blocks, so the kernels after it see the
+// bytes and `src` may be reused at once.
+void ClRuntime::DoStage(void* ring, uint64_t offset, const void* src, uint64_t bytes) {
+  CheckCl(clEnqueueWriteBuffer(queue_, static_cast<cl_mem>(ring), CL_TRUE, offset, bytes, src, 0,
+                               nullptr, nullptr),
+          "clEnqueueWriteBuffer (staging)");
+}
+
+void ClRuntime::DoFillZero(void* base, uint64_t offset, uint64_t bytes) {
+  const cl_uint zero = 0;
+  CheckCl(clEnqueueFillBuffer(queue_, static_cast<cl_mem>(base), &zero, sizeof(zero), offset,
+                              bytes, 0, nullptr, nullptr),
+          "clEnqueueFillBuffer");
+}
+
+void ClRuntime::DoCopy(const void* src, uint64_t src_offset, void* dst, uint64_t dst_offset,
+                       uint64_t bytes) {
+  CheckCl(clEnqueueCopyBuffer(queue_, static_cast<cl_mem>(const_cast<void*>(src)),
+                              static_cast<cl_mem>(dst), src_offset, dst_offset, bytes, 0, nullptr,
+                              nullptr),
+          "clEnqueueCopyBuffer");
+}
+
+void ClRuntime::Finish() { CheckCl(clFinish(queue_), "clFinish"); }
 
 ClRuntime::~ClRuntime() {
   for (auto& [name, k] : kernels_) clReleaseKernel(k);

@@ -1,6 +1,8 @@
 // The OpenCL objects one backend uses: a device chosen by index over all
 // platforms, its context, one in-order queue, and the program built from the
-// embedded kernel sources (kernels/*.cl) when the backend is created.
+// embedded kernel sources (kernels/*.cl) when the backend is created. As the
+// device layer's DeviceRuntime: chunks are buffers (the only clCreateBuffer),
+// regions are sub-buffers, transfers are blocking reads and writes.
 #pragma once
 
 #ifndef CL_TARGET_OPENCL_VERSION
@@ -14,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/device/device_runtime.h"
 #include "core/status.h"
 
 namespace anymoe::opencl {
@@ -34,34 +37,44 @@ struct DeviceDescription {
 // Every OpenCL device of every platform, in a stable order (--device N).
 std::vector<DeviceDescription> ListDevices();
 
-class ClRuntime {
+class ClRuntime final : public device::DeviceRuntime {
  public:
   static Expected<std::unique_ptr<ClRuntime>> Create(int device_index);
-  ~ClRuntime();
+  ~ClRuntime() override;
   ClRuntime(const ClRuntime&) = delete;
   ClRuntime& operator=(const ClRuntime&) = delete;
 
   const DeviceDescription& device() const { return device_; }
-  cl_context context() const { return context_; }
   cl_command_queue queue() const { return queue_; }
   // The kernel of that name (created once at build time).
   cl_kernel kernel(const char* name) const;
 
-  // The one place device memory is created; counted so tests can prove that no
-  // token allocates (see DeviceArena).
-  Expected<cl_mem> CreateBuffer(uint64_t bytes);
-  uint64_t buffers_created() const { return buffers_created_; }
+  std::string device_name() const override { return device_.name; }
+  uint64_t device_memory() const override { return device_.global_memory; }
+  uint64_t available_memory() const override { return device_.global_memory; }
+  uint64_t alignment() const override { return device_.base_align; }
+  uint64_t max_chunk_bytes() const override { return device_.max_alloc; }
+  Expected<void*> NewChunk(uint64_t bytes) override;
+  void DeleteChunk(void* chunk) override;
+  void* Region(void* chunk, uint64_t offset, uint64_t bytes) override;
+  void ReleaseRegion(void* region) override;
+  void Finish() override;
 
  private:
   ClRuntime() = default;
   Status Build();
+  void DoWrite(void* base, uint64_t offset, const void* src, uint64_t bytes) override;
+  void DoRead(const void* base, uint64_t offset, void* dst, uint64_t bytes) override;
+  void DoStage(void* ring, uint64_t offset, const void* src, uint64_t bytes) override;
+  void DoFillZero(void* base, uint64_t offset, uint64_t bytes) override;
+  void DoCopy(const void* src, uint64_t src_offset, void* dst, uint64_t dst_offset,
+              uint64_t bytes) override;
 
   DeviceDescription device_;
   cl_context context_ = nullptr;
   cl_command_queue queue_ = nullptr;
   cl_program program_ = nullptr;
   std::map<std::string, cl_kernel> kernels_;
-  uint64_t buffers_created_ = 0;
 };
 
 }  // namespace anymoe::opencl

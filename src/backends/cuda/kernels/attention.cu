@@ -78,10 +78,10 @@ __global__ void AttentionKernel(AttentionArgs a) {
 
 }  // namespace
 
-void Attention(const AttentionArgs& a, cudaStream_t s) {
+void Attention(const AttentionArgs& a, const Stream& s) {
   if (a.tokens == 0 || a.n_h == 0) return;
-  AttentionKernel<<<unsigned(a.tokens) * unsigned(a.n_h), kWarps * kWarp, 0, s>>>(a);
-  CheckLaunch("Attention");
+  AttentionKernel<<<unsigned(a.tokens) * unsigned(a.n_h), kWarps * kWarp, 0, s.stream>>>(a);
+  CheckLaunch(s, "Attention");
 }
 
 }  // namespace anymoe::cuda::kernels
