@@ -57,13 +57,19 @@ class FallbackBackend::OpScope {
  public:
   OpScope(FallbackBackend& fb, Op op, DType dtype)
       : native(fb.OnDevice(op, dtype)), fb_(fb), op_(size_t(op)), dtype_(size_t(dtype)) {
-    if (fb_.time_ops_) start_ = Clock::now();
+    if (!fb_.time_ops_) return;
+    launches_ = fb_.device_->launches();
+    transfers_ = fb_.device_->transfers();
+    start_ = Clock::now();
   }
   ~OpScope() {
     if (!fb_.time_ops_) return;
     fb_.device_->Synchronize();
     fb_.seconds_[op_][dtype_] += std::chrono::duration<double>(Clock::now() - start_).count();
     ++fb_.timed_calls_[op_][dtype_];
+    // A fallback's copies are transfers too; the CPU's own work launches nothing.
+    fb_.launches_[op_][dtype_] += fb_.device_->launches() - launches_;
+    fb_.transfers_[op_][dtype_] += fb_.device_->transfers() - transfers_;
   }
   OpScope(const OpScope&) = delete;
   OpScope& operator=(const OpScope&) = delete;
@@ -75,6 +81,7 @@ class FallbackBackend::OpScope {
   FallbackBackend& fb_;
   size_t op_, dtype_;
   Clock::time_point start_;
+  uint64_t launches_ = 0, transfers_ = 0;  // the device's counts at the call
 };
 
 namespace {
@@ -135,7 +142,10 @@ std::vector<FallbackBackend::OpTime> FallbackBackend::times() const {
   for (int o = 0; o < kNumOps; ++o) {
     for (int d = 0; d < kDTypes; ++d) {
       const uint64_t calls = timed_calls_[size_t(o)][size_t(d)];
-      if (calls > 0) out.push_back(OpTime{Op(o), DType(d), calls, seconds_[size_t(o)][size_t(d)]});
+      if (calls > 0) {
+        out.push_back(OpTime{Op(o), DType(d), calls, seconds_[size_t(o)][size_t(d)],
+                             launches_[size_t(o)][size_t(d)], transfers_[size_t(o)][size_t(d)]});
+      }
     }
   }
   return out;
@@ -144,6 +154,8 @@ std::vector<FallbackBackend::OpTime> FallbackBackend::times() const {
 void FallbackBackend::ResetTimes() {
   timed_calls_ = {};
   seconds_ = {};
+  launches_ = {};
+  transfers_ = {};
 }
 
 Expected<std::unique_ptr<Buffer>> FallbackBackend::Allocate(uint64_t bytes,

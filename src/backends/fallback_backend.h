@@ -41,7 +41,9 @@ class FallbackBackend final : public Backend {
     Op op;
     DType dtype;
     uint64_t calls;
-    double seconds;  // wall time from the call to the op's completion
+    double seconds;      // wall time from the call to the op's completion
+    uint64_t launches;   // device commands it enqueued (Backend::launches)
+    uint64_t transfers;  // host<->device copies it made (Backend::transfers)
   };
   // With time_ops: every op x dtype called since ResetTimes, in op order. A
   // fused call (MultiMatmul, MultiAttention, MultiGroupedMatmul) counts as
@@ -101,6 +103,8 @@ class FallbackBackend final : public Backend {
     device_->WriteF32(src, dst);
   }
   void Synchronize() override { device_->Synchronize(); }
+  uint64_t launches() const override { return device_->launches(); }
+  uint64_t transfers() const override { return device_->transfers(); }
   void Idle() override {
     device_->Idle();
     cpu_->Idle();
@@ -134,6 +138,7 @@ class FallbackBackend final : public Backend {
   bool time_ops_ = false;
   std::array<std::array<uint64_t, kDTypes>, kNumOps> timed_calls_{};
   std::array<std::array<double, kDTypes>, kNumOps> seconds_{};
+  std::array<std::array<uint64_t, kDTypes>, kNumOps> launches_{}, transfers_{};
   std::unordered_map<void*, Tensor> weights_;  // device weight base -> host tensor
   std::unordered_map<void*, Mirror> mirrors_;  // device buffer base -> host copy
 };

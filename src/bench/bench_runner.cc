@@ -158,7 +158,11 @@ Expected<std::vector<uint64_t>> BenchRunner::Measure(const BenchTest& test, int 
   RETURN_IF_ERROR(RunOnce(warm_up));
   std::vector<uint64_t> samples;
   auto* timer = dynamic_cast<FallbackBackend*>(&engine_.backend());  // null on a bare CPU backend
-  std::map<std::pair<Op, DType>, std::pair<uint64_t, double>> ops;   // calls, seconds
+  struct Totals {
+    uint64_t calls = 0, launches = 0, transfers = 0;
+    double seconds = 0;
+  };
+  std::map<std::pair<Op, DType>, Totals> ops;
   for (int r = 0; r < repetitions; ++r) {
     RETURN_IF_ERROR(Reset(test));  // untimed, as llama-bench fills its depth
     if (timer != nullptr) timer->ResetTimes();
@@ -169,15 +173,19 @@ Expected<std::vector<uint64_t>> BenchRunner::Measure(const BenchTest& test, int 
     samples.push_back(uint64_t(ns.count()));
     if (timer == nullptr) continue;
     for (const FallbackBackend::OpTime& t : timer->times()) {
-      auto& [calls, seconds] = ops[{t.op, t.dtype}];
-      calls += t.calls;
-      seconds += t.seconds;
+      Totals& total = ops[{t.op, t.dtype}];
+      total.calls += t.calls;
+      total.seconds += t.seconds;
+      total.launches += t.launches;
+      total.transfers += t.transfers;
     }
   }
   op_profile_.clear();
-  for (const auto& [key, value] : ops) {
+  const double n = repetitions;
+  for (const auto& [key, total] : ops) {
     op_profile_.push_back({std::string(OpName(key.first)), std::string(Name(key.second)),
-                           double(value.first) / repetitions, 1e3 * value.second / repetitions});
+                           double(total.calls) / n, 1e3 * total.seconds / n,
+                           double(total.launches) / n, double(total.transfers) / n});
   }
   std::sort(op_profile_.begin(), op_profile_.end(),
             [](const OpProfileEntry& a, const OpProfileEntry& b) { return a.ms > b.ms; });

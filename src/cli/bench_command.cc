@@ -214,8 +214,9 @@ CommandFn RegisterBench(CLI::App& cmd) {
   cmd.add_flag("--membw", f->membw,
                "measure read memory bandwidth and print each model's decode roofline");
   cmd.add_flag("--op-profile", f->op_profile,
-               "time every backend op of the timed runs and print, per test, each op's calls "
-               "and time per run (device backends wait for each op: the runs are slower)");
+               "time every backend op of the timed runs and print, per test, each op's calls, "
+               "time, device launches and host<->device copies per run (device backends wait "
+               "for each op: the runs are slower)");
   cmd.add_option("--membw-mib", f->membw_mib, "bandwidth buffer size in MiB")
       ->check(CLI::Range(int64_t(1), int64_t(1) << 20))
       ->capture_default_str();
