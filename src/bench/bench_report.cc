@@ -112,10 +112,12 @@ std::string MarkdownOpProfile(const BenchResult& r) {
   }
   out +=
       "\n\n"
-      "| op               | dtype |      calls |         ms | % of run |   launches |     copies |\n"
-      "| ---------------- | ----- | ---------: | ---------: | -------: | ---------: | ---------: |\n";
+      "| op                         | dtype |      calls |         ms | % of run |   launches |"
+      "     copies |\n"
+      "| -------------------------- | ----- | ---------: | ---------: | -------: | ---------: |"
+      " ---------: |\n";
   for (const OpProfileEntry& e : r.op_profile) {
-    out += Printf("| %-16s | %-5s | %10.1f | %10.3f | %8.1f | %10.1f | %10.1f |\n", e.op.c_str(),
+    out += Printf("| %-26s | %-5s | %10.1f | %10.3f | %8.1f | %10.1f | %10.1f |\n", e.op.c_str(),
                   e.dtype.c_str(), e.calls, e.ms, percent(e.ms), e.launches, e.transfers);
   }
   return out;

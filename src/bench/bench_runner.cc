@@ -162,7 +162,7 @@ Expected<std::vector<uint64_t>> BenchRunner::Measure(const BenchTest& test, int 
     uint64_t calls = 0, launches = 0, transfers = 0;
     double seconds = 0;
   };
-  std::map<std::pair<Op, DType>, Totals> ops;
+  std::map<std::pair<std::string, DType>, Totals> ops;  // by op label
   for (int r = 0; r < repetitions; ++r) {
     RETURN_IF_ERROR(Reset(test));  // untimed, as llama-bench fills its depth
     if (timer != nullptr) timer->ResetTimes();
@@ -173,7 +173,7 @@ Expected<std::vector<uint64_t>> BenchRunner::Measure(const BenchTest& test, int 
     samples.push_back(uint64_t(ns.count()));
     if (timer == nullptr) continue;
     for (const FallbackBackend::OpTime& t : timer->times()) {
-      Totals& total = ops[{t.op, t.dtype}];
+      Totals& total = ops[{FallbackBackend::Label(t.op, t.fusion), t.dtype}];
       total.calls += t.calls;
       total.seconds += t.seconds;
       total.launches += t.launches;
@@ -183,7 +183,7 @@ Expected<std::vector<uint64_t>> BenchRunner::Measure(const BenchTest& test, int 
   op_profile_.clear();
   const double n = repetitions;
   for (const auto& [key, total] : ops) {
-    op_profile_.push_back({std::string(OpName(key.first)), std::string(Name(key.second)),
+    op_profile_.push_back({key.first, std::string(Name(key.second)),
                            double(total.calls) / n, 1e3 * total.seconds / n,
                            double(total.launches) / n, double(total.transfers) / n});
   }

@@ -20,7 +20,10 @@ class MoeBlock final : public FeedForwardBlock {
  public:
   static Expected<std::unique_ptr<MoeBlock>> Bind(WeightBinder& w, const ModelConfig& c,
                                                   int64_t layer, int64_t max_step_tokens);
-  void Forward(StepContext& ctx, const Tensor& x, const Tensor& out) override;
+  void AddTo(StepContext& ctx, const Tensor& x, const RowNorm& norm, const Tensor& y) override {
+    AddNormed(ctx.backend, x, norm, y,
+              [&](const Tensor& xn, const Tensor& out) { Forward(ctx, xn, out); });
+  }
   uint64_t workspace_floats(int64_t t) const override;
 
   // Tokens routed to each expert since load (or the last reset).
@@ -29,6 +32,8 @@ class MoeBlock final : public FeedForwardBlock {
 
  private:
   MoeBlock(const ModelConfig& c) : c_(c) {}
+  // x: the normed hidden state [T, H]; writes the block output [T, H] to `out`.
+  void Forward(StepContext& ctx, const Tensor& x, const Tensor& out);
   // Groups the step's (token, expert) pairs by expert: rows_/scales_ hold each
   // expert's tokens and weights contiguously, starting at offsets_[e].
   void GroupByExpert(int64_t t);
