@@ -1,6 +1,20 @@
-#include "backends/cuda/cuda_backend.h"
-
-#include "backends/backend_registry.h"
+// The CUDA backend: the shared device layer (backends/device/) over
+// CudaDevice; this file is its kernel launchers: cuBLAS SGEMM for prefill
+// matmuls (dense_gemm.h) and CUDA kernels (kernels/*.cu) for the decode matvec
+// of f32/f16/bf16/q8_0/q4_0/q4_1 weights and for every other op. Weights keep
+// their file dtype on the device; other dtypes (k-quants) are declared
+// unsupported and FallbackBackend runs those ops on the CPU. Activations are
+// f32. Tensor::base is a device pointer (of an arena region), Tensor::offset
+// bytes from it. The kernels do not fuse (DeviceTraits), so the layer makes a
+// fused call's separate launches.
+//
+// Built and linked in CI (nvcc, sm_80 + sm_90); its kernels mirror the OpenCL
+// backend's, which PoCL runs in CI. See docs/backends.md for what has and has
+// not been run on a GPU.
+#include "backends/cuda/cuda_device.h"
+#include "backends/cuda/dense_gemm.h"
+#include "backends/cuda/kernels/kernels.h"
+#include "backends/device/device_backend.h"
 
 namespace anymoe::cuda {
 namespace {
@@ -46,155 +60,156 @@ int I(int64_t v) {
   return int(v);
 }
 
-}  // namespace
-
-Expected<std::unique_ptr<Backend>> CudaBackend::Create(const BackendOptions& options) {
-  ASSIGN_OR_RETURN(auto dev, CudaDevice::Create(options.device));
-  return std::unique_ptr<Backend>(new CudaBackend(std::move(dev), options));
-}
-
-CudaBackend::CudaBackend(std::unique_ptr<CudaDevice> dev, const BackendOptions& options)
-    : DeviceBackend(std::move(dev), Traits(), options),
-      dev_(static_cast<CudaDevice&>(runtime())) {}
-
-bool CudaBackend::RunsWeightType(DType d) {
+// The weight dtypes the kernels decode (kernels/common.cuh).
+bool RunsWeightType(DType d) {
   return d == DType::kF32 || d == DType::kF16 || d == DType::kBF16 || d == DType::kQ8_0 ||
          d == DType::kQ4_0 || d == DType::kQ4_1;
 }
 
-uint64_t CudaBackend::ExpertLocation(const Tensor& w) const {
-  return reinterpret_cast<uint64_t>(At<const char>(w));
-}
+class CudaBackend final : public device::DeviceBackend {
+ public:
+  CudaBackend(std::unique_ptr<CudaDevice> dev, const BackendOptions& options)
+      : DeviceBackend(std::move(dev), Traits(), options),
+        dev_(static_cast<CudaDevice&>(runtime())) {}
 
-Status CudaBackend::UseScratch(const device::Region& scratch) {
-  char* base = static_cast<char*>(scratch.handle);
-  gemm_.Init(dev_, base, base + DenseGemm::kTileBytes);
-  return Status::Ok();
-}
+ private:
+  kernels::Stream stream() const { return kernels::Stream{dev_.compute(), &dev_}; }
+  bool RunsWeight(DType dtype) const override { return RunsWeightType(dtype); }
 
-void CudaBackend::RunEmbedding(const Tensor& table, const Tensor& ids, const Tensor& out) {
-  k::Embedding(At<const char>(table), table.row_bytes(), int(table.dtype), At<const int32_t>(ids),
-               I(ids.elements()), At(out), I(table.cols()), stream());
-}
-
-void CudaBackend::RunRmsNorm(const Tensor& x, const Tensor& w, float eps, const Tensor& out) {
-  k::RmsNorm(At(x), At(w), eps, I(x.rows()), I(x.cols()), At(out), stream());
-}
-
-void CudaBackend::RunLayerNorm(const Tensor& x, const Tensor& w, const Tensor& b, float eps,
-                               const Tensor& out) {
-  k::LayerNorm(At(x), At(w), At(b), eps, I(x.rows()), I(x.cols()), At(out), stream());
-}
-
-void CudaBackend::RunMatmul(const device::MatmulArgs& m) {
-  CHECK(m.projections.size() == 1);
-  const Projection& p = m.projections[0];
-  const Tensor& x = m.x;
-  const Tensor& w = *p.weight;
-  const int64_t t = x.rows(), kk = x.cols(), n = w.rows();
-  const float* b = At<float>(p.bias);
-  if (t <= kMatvecMaxTokens) {  // decode: bandwidth-bound, weights read once
-    k::Matvec(At(x), At<const char>(w), w.row_bytes(), int(w.dtype), b, At(p.out), I(t), I(kk),
-              I(n), stream());
-    return;
+  uint64_t ExpertLocation(const Tensor& w) const override {
+    return reinterpret_cast<uint64_t>(At<const char>(w));
   }
-  gemm_.Run(At(x), I(t), I(kk), Weight(w), I(n), At(p.out));
-  if (b) k::AddBias(At(p.out), b, I(t), I(n), stream());
-}
 
-// Decode: one launch; each row finds its expert's weight address.
-void CudaBackend::RunGroupedMatmul(const device::GroupedMatmulArgs& g) {
-  k::GroupedMatvec(At(g.x), At<const char* const>(g.locations), g.weight0.row_bytes(),
-                   int(g.weight0.dtype), At<const int32_t>(g.offsets), I(g.groups), At(g.y),
-                   I(g.rows), I(g.x.cols()), I(g.y.cols()), stream());
-}
+  Status UseScratch(const device::Region& scratch) override {
+    char* base = static_cast<char*>(scratch.handle);
+    gemm_.Init(dev_, base, base + DenseGemm::kTileBytes);
+    return Status::Ok();
+  }
 
-void CudaBackend::RunRope(const Tensor& x, const Tensor& positions, const Tensor& inv_freq,
-                          const RopeTable& rope) {
-  k::Rope(At(x), I(x.dim(0)), I(x.dim(1)), I(x.dim(2)), At<const int32_t>(positions),
-          At<const float>(inv_freq), rope.rotary_dims, rope.rotary_offset, rope.attention_factor,
-          rope.pairing == RopePairing::kInterleaved, stream());
-}
+  void RunEmbedding(const Tensor& table, const Tensor& ids, const Tensor& out) override {
+    k::Embedding(At<const char>(table), table.row_bytes(), int(table.dtype), At<const int32_t>(ids),
+                 I(ids.elements()), At(out), I(table.cols()), stream());
+  }
 
-void CudaBackend::RunAttention(const device::AttentionArgs& a) {
-  k::AttentionArgs args;
-  args.q = At(a.q);
-  args.k = At(a.k);
-  args.v = At(a.v);
-  args.rows = At<const int32_t>(a.rows);
-  args.rows_stride = I(a.rows_stride);
-  args.counts = At<int32_t>(a.counts);
-  args.n_past = I(a.n_past);
-  args.tokens = I(a.tokens);
-  args.n_h = I(a.n_h);
-  args.group = I(a.group);
-  args.k_row = I(a.k_row);
-  args.v_row = I(a.v_row);
-  args.d_k = I(a.d_k);
-  args.d_v = I(a.d_v);
-  args.scale = a.scale;
-  args.out = At(a.out);
-  k::Attention(args, stream());
-}
+  void RunRmsNorm(const Tensor& x, const Tensor& w, float eps, const Tensor& out) override {
+    k::RmsNorm(At(x), At(w), eps, I(x.rows()), I(x.cols()), At(out), stream());
+  }
 
-void CudaBackend::RunHeadMatmul(const Tensor& x, int64_t x_stride, const Tensor& w,
-                                const Tensor& y, int64_t y_stride, int64_t tokens) {
-  k::HeadMatmul(At(x), I(x_stride), At(w), At(y), I(y_stride), I(tokens), I(w.dim(0)),
-                I(w.dim(1)), I(w.dim(2)), stream());
-}
+  void RunLayerNorm(const Tensor& x, const Tensor& w, const Tensor& b, float eps,
+                    const Tensor& out) override {
+    k::LayerNorm(At(x), At(w), At(b), eps, I(x.rows()), I(x.cols()), At(out), stream());
+  }
 
-void CudaBackend::RunCopyColumns(const Tensor& src, int64_t src_col, const Tensor& dst,
-                                 int64_t dst_col, int64_t n) {
-  k::CopyColumns(At(src), I(src.cols()), I(src_col), At(dst), I(dst.cols()), I(dst_col),
-                 I(src.rows()), I(n), stream());
-}
+  void RunMatmul(const device::MatmulArgs& m) override {
+    CHECK(m.projections.size() == 1);
+    const Projection& p = m.projections[0];
+    const Tensor& x = m.x;
+    const Tensor& w = *p.weight;
+    const int64_t t = x.rows(), kk = x.cols(), n = w.rows();
+    const float* b = At<float>(p.bias);
+    if (t <= kMatvecMaxTokens) {  // decode: bandwidth-bound, weights read once
+      k::Matvec(At(x), At<const char>(w), w.row_bytes(), int(w.dtype), b, At(p.out), I(t), I(kk),
+                I(n), stream());
+      return;
+    }
+    gemm_.Run(At(x), I(t), I(kk), Weight(w), I(n), At(p.out));
+    if (b) k::AddBias(At(p.out), b, I(t), I(n), stream());
+  }
 
-void CudaBackend::RunIndexerTopK(const device::IndexerArgs& a) {
-  k::IndexerTopK(At(a.q), At(a.pool), At<const int32_t>(a.rows), At(a.head_weights),
-                 I(a.n_heads), I(a.dim), I(a.n_past), I(a.tokens), a.scale, I(a.topk),
-                 At(a.scores), At<int32_t>(a.keep), At<int32_t>(a.selection),
-                 At<int32_t>(a.counts), stream());
-}
+  // Decode: one launch; each row finds its expert's weight address.
+  void RunGroupedMatmul(const device::GroupedMatmulArgs& g) override {
+    k::GroupedMatvec(At(g.x), At<const char* const>(g.locations), g.weight0.row_bytes(),
+                     int(g.weight0.dtype), At<const int32_t>(g.offsets), I(g.groups), At(g.y),
+                     I(g.rows), I(g.x.cols()), I(g.y.cols()), stream());
+  }
 
-void CudaBackend::RunRoute(const Tensor& logits, const Tensor* bias, const RouterSpec& spec,
-                           const Tensor& scratch, const Tensor& ids, const Tensor& weights) {
-  k::Route(At(logits), At<float>(bias), I(logits.rows()), I(logits.cols()),
-           spec.scoring == RouterSpec::Scoring::kSigmoid, spec.experts_per_token, spec.n_group,
-           spec.topk_group, spec.normalize, spec.scaling, At(scratch), At<int32_t>(ids),
-           At(weights), stream());
-}
+  void RunRope(const Tensor& x, const Tensor& positions, const Tensor& inv_freq,
+               const RopeTable& rope) override {
+    k::Rope(At(x), I(x.dim(0)), I(x.dim(1)), I(x.dim(2)), At<const int32_t>(positions),
+            At<const float>(inv_freq), rope.rotary_dims, rope.rotary_offset, rope.attention_factor,
+            rope.pairing == RopePairing::kInterleaved, stream());
+  }
 
-void CudaBackend::RunScatterRows(const Tensor& src, const Tensor& rows, const Tensor& dst) {
-  k::ScatterRows(At<const uint32_t>(src), At<const int32_t>(rows), I(rows.elements()),
-                 At<uint32_t>(dst), I(int64_t(src.row_bytes() / 4)), stream());
-}
+  void RunAttention(const device::AttentionArgs& a) override {
+    k::AttentionArgs args;
+    args.q = At(a.q);
+    args.k = At(a.k);
+    args.v = At(a.v);
+    args.rows = At<const int32_t>(a.rows);
+    args.starts = At<int32_t>(a.starts);
+    args.rows_stride = I(a.rows_stride);
+    args.counts = At<int32_t>(a.counts);
+    args.n_past = I(a.n_past);
+    args.tokens = I(a.tokens);
+    args.n_h = I(a.n_h);
+    args.group = I(a.group);
+    args.k_row = I(a.k_row);
+    args.v_row = I(a.v_row);
+    args.d_k = I(a.d_k);
+    args.d_v = I(a.d_v);
+    args.scale = a.scale;
+    args.out = At(a.out);
+    k::Attention(args, stream());
+  }
 
-void CudaBackend::RunGatherRows(const Tensor& src, const Tensor& rows, const Tensor& dst) {
-  k::GatherRows(At<const uint32_t>(src), At<const int32_t>(rows), I(rows.elements()),
-                At<uint32_t>(dst), I(int64_t(src.row_bytes() / 4)), stream());
-}
+  void RunHeadMatmul(const Tensor& x, int64_t x_stride, const Tensor& w, const Tensor& y,
+                     int64_t y_stride, int64_t tokens) override {
+    k::HeadMatmul(At(x), I(x_stride), At(w), At(y), I(y_stride), I(tokens), I(w.dim(0)),
+                  I(w.dim(1)), I(w.dim(2)), stream());
+  }
 
-void CudaBackend::RunScatterAddRows(const Tensor& src, const Tensor& rows, const Tensor& scales,
-                                    const Tensor& dst) {
-  k::ScatterAddRows(At(src), At<const int32_t>(rows), At<const float>(scales),
-                    I(rows.elements()), At(dst), I(src.cols()), stream());
-}
+  void RunCopyColumns(const Tensor& src, int64_t src_col, const Tensor& dst, int64_t dst_col,
+                      int64_t n) override {
+    k::CopyColumns(At(src), I(src.cols()), I(src_col), At(dst), I(dst.cols()), I(dst_col),
+                   I(src.rows()), I(n), stream());
+  }
 
-void CudaBackend::RunSwiGlu(const Tensor& gate, const Tensor& up, const Tensor& out) {
-  k::SwiGlu(At(gate), At(up), At(out), gate.elements(), stream());
-}
+  void RunIndexerTopK(const device::IndexerArgs& a) override {
+    k::IndexerTopK(At(a.q), At(a.pool), At<const int32_t>(a.rows), At(a.head_weights), I(a.n_heads),
+                   I(a.dim), I(a.n_past), I(a.tokens), a.scale, I(a.topk), At(a.scores),
+                   At<int32_t>(a.keep), At<int32_t>(a.selection), At<int32_t>(a.counts), stream());
+  }
 
-void CudaBackend::RunAdd(const Tensor& a, const Tensor& b, const Tensor& out) {
-  k::Add(At(a), At(b), At(out), a.elements(), stream());
-}
+  void RunRoute(const Tensor& logits, const Tensor* bias, const RouterSpec& spec,
+                const Tensor& scratch, const Tensor& ids, const Tensor& weights) override {
+    k::Route(At(logits), At<float>(bias), I(logits.rows()), I(logits.cols()),
+             spec.scoring == RouterSpec::Scoring::kSigmoid, spec.experts_per_token, spec.n_group,
+             spec.topk_group, spec.normalize, spec.scaling, At(scratch), At<int32_t>(ids),
+             At(weights), stream());
+  }
+
+  void RunScatterRows(const Tensor& src, const Tensor& rows, const Tensor& dst) override {
+    k::ScatterRows(At<const uint32_t>(src), At<const int32_t>(rows), I(rows.elements()),
+                   At<uint32_t>(dst), I(int64_t(src.row_bytes() / 4)), stream());
+  }
+
+  void RunGatherRows(const Tensor& src, const Tensor& rows, const Tensor& dst) override {
+    k::GatherRows(At<const uint32_t>(src), At<const int32_t>(rows), I(rows.elements()),
+                  At<uint32_t>(dst), I(int64_t(src.row_bytes() / 4)), stream());
+  }
+
+  void RunScatterAddRows(const Tensor& src, const Tensor& rows, const Tensor& scales,
+                         const Tensor& dst) override {
+    k::ScatterAddRows(At(src), At<const int32_t>(rows), At<const float>(scales), I(rows.elements()),
+                      At(dst), I(src.cols()), stream());
+  }
+
+  void RunSwiGlu(const Tensor& gate, const Tensor& up, const Tensor& out) override {
+    k::SwiGlu(At(gate), At(up), At(out), gate.elements(), stream());
+  }
+
+  void RunAdd(const Tensor& a, const Tensor& b, const Tensor& out) override {
+    k::Add(At(a), At(b), At(out), a.elements(), stream());
+  }
+
+  CudaDevice& dev_;
+  DenseGemm gemm_;
+};
+
+}  // namespace
 
 void RegisterCudaBackend() {
-  RegisterBackend(BackendEntry{
-      .name = "cuda",
-      .create = &CudaBackend::Create,
-      .supports = [](Op op, DType dtype) {
-        return device::DeviceSupports(op, dtype, CudaBackend::RunsWeightType(dtype));
-      }});
+  device::RegisterDeviceBackend<CudaDevice, CudaBackend, RunsWeightType>("cuda");
 }
 
 }  // namespace anymoe::cuda

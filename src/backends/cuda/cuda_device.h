@@ -2,7 +2,8 @@
 // compute and one for copies (weight uploads at load, results read back), the
 // cuBLAS handle bound to the compute stream, and the pinned host twin of the
 // staging ring. As the device layer's DeviceRuntime: chunks are cudaMallocs
-// (the only ones), regions are device addresses.
+// (the only ones), regions are device addresses, uploads go through the pinned
+// twin on the compute stream, reads on the copy stream after an event.
 #pragma once
 
 #include <cublas_v2.h>
@@ -24,14 +25,15 @@ struct DeviceDescription {
   int sm_major = 0, sm_minor = 0;
 };
 
-class CudaDevice final : public device::DeviceRuntime {
+// The device layer's runtime (its memory and copies, with the pinned host twin
+// of the staging ring) is CudaDevice's implementation in cuda_device.cc; what
+// the kernel launchers and cuBLAS use is here.
+class CudaDevice : public device::DeviceRuntime {
  public:
   // An error (never an abort) when the build has no usable device: no driver,
   // no GPU, or an index out of range.
   static Expected<std::unique_ptr<CudaDevice>> Create(int device_index);
   ~CudaDevice() override;
-  CudaDevice(const CudaDevice&) = delete;
-  CudaDevice& operator=(const CudaDevice&) = delete;
 
   const DeviceDescription& device() const { return device_; }
   // The streams and the cuBLAS handle, with this device made current on the
@@ -41,32 +43,9 @@ class CudaDevice final : public device::DeviceRuntime {
   cudaStream_t copies() const { return Bind(), copies_; }
   cublasHandle_t blas() const { return Bind(), blas_; }
 
-  std::string device_name() const override { return device_.name; }
-  uint64_t device_memory() const override { return device_.global_memory; }
-  uint64_t available_memory() const override;  // cudaMemGetInfo's free bytes
-  uint64_t alignment() const override { return 256; }  // cudaMalloc's own
-  Expected<void*> NewChunk(uint64_t bytes) override;
-  void DeleteChunk(void* chunk) override;
-  void* Region(void* chunk, uint64_t offset, uint64_t bytes) override {
-    return static_cast<char*>(chunk) + offset;
-  }
-  // Pins a host twin of the ring: uploads are a memcpy into it and an async
-  // copy on the compute stream, ordered before the kernels that read them.
-  Status BindStaging(void* region, uint64_t bytes) override;
-  void Finish() override;
-
- private:
+ protected:
   CudaDevice() = default;
   void Bind() const;
-  // Makes the copy stream wait for the compute work queued so far (results
-  // read back after the kernels that wrote them).
-  void CopiesAfterCompute();
-  void DoWrite(void* base, uint64_t offset, const void* src, uint64_t bytes) override;
-  void DoRead(const void* base, uint64_t offset, void* dst, uint64_t bytes) override;
-  void DoStage(void* ring, uint64_t offset, const void* src, uint64_t bytes) override;
-  void DoFillZero(void* base, uint64_t offset, uint64_t bytes) override;
-  void DoCopy(const void* src, uint64_t src_offset, void* dst, uint64_t dst_offset,
-              uint64_t bytes) override;
 
   DeviceDescription device_;
   cudaStream_t compute_ = nullptr, copies_ = nullptr;

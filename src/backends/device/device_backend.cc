@@ -64,10 +64,10 @@ Status DeviceBackend::ReserveMemory(const MemoryPlan& plan) {
   // Each region is rounded up to the alignment; the ring and the scratch are two more.
   const uint64_t slack = (plan.buffers + 3) * arena_.Aligned(1);
   const uint64_t needed = plan.total() + staging + scratch + slack;
-  std::string breakdown =
-      "weights " + BytesText(plan.weights) + ", KV cache for " + std::to_string(plan.kv_tokens) +
-      " tokens " + BytesText(plan.kv_cache) + ", activations " + BytesText(plan.activations) +
-      ", staging " + BytesText(staging);
+  std::string breakdown = "weights " + BytesText(plan.weights) + ", KV cache for " +
+                          std::to_string(plan.kv_tokens) + " tokens " + BytesText(plan.kv_cache) +
+                          ", activations " + BytesText(plan.activations) + ", staging " +
+                          BytesText(staging);
   if (scratch > 0) breakdown += ", " + traits_.scratch_what + " " + BytesText(scratch);
   breakdown += ", alignment " + BytesText(slack);
   const uint64_t budget = options_.mem_budget > 0 ? options_.mem_budget : needed;
@@ -78,9 +78,8 @@ Status DeviceBackend::ReserveMemory(const MemoryPlan& plan) {
   }
   const uint64_t available = rt_->available_memory();
   if (budget > available) {
-    return Status::Error(prefix + BytesText(budget) + " of device memory (" + breakdown +
-                         ") but " + rt_->device_name() + " has " + BytesText(available) +
-                         " available");
+    return Status::Error(prefix + BytesText(budget) + " of device memory (" + breakdown + ") but " +
+                         rt_->device_name() + " has " + BytesText(available) + " available");
   }
   RETURN_IF_ERROR(arena_.Reserve(budget));
   if (ring_region_.size < staging) {  // a later model may need a larger ring
@@ -97,8 +96,7 @@ Status DeviceBackend::ReserveMemory(const MemoryPlan& plan) {
   return Status::Ok();
 }
 
-Expected<std::unique_ptr<Buffer>> DeviceBackend::Allocate(uint64_t bytes,
-                                                          const std::string& what) {
+Expected<std::unique_ptr<Buffer>> DeviceBackend::Allocate(uint64_t bytes, const std::string& what) {
   ASSIGN_OR_RETURN(Region r, arena_.Carve(std::max<uint64_t>(bytes, 4), what));
   return std::unique_ptr<Buffer>(new ArenaBuffer(arena_, r, bytes));
 }

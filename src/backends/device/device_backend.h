@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "backends/backend.h"
+#include "backends/backend_registry.h"
 #include "backends/device/device_arena.h"
 #include "backends/device/device_runtime.h"
 #include "backends/device/kernel_args.h"
@@ -32,6 +33,13 @@ struct DeviceTraits {
   // ... and, where set, only when every expert lies in one buffer
   // (ExpertLocation is then an offset in it).
   bool grouped_one_buffer = false;
+  // RunMatmul takes MatmulArgs with a norm, up to max_fused_projections
+  // projections, SwiGLU or a residual add; else the layer makes the separate calls.
+  bool fused_matmul = false;
+  int max_fused_projections = 3;
+  // RunDecodeAttention exists; else a decode step's StepAttention is RoPE,
+  // cache writes and batched attention as separate launches.
+  bool fused_decode_attention = false;
   // Device memory the kernels need besides staging (a GEMM workspace): carved
   // at the first ReserveMemory and handed to UseScratch.
   uint64_t scratch_bytes = 0;
@@ -64,6 +72,10 @@ class DeviceBackend : public Backend {
   void Embedding(const Tensor& table, std::span<const int32_t> ids, const Tensor& out) final;
   void RmsNorm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out) final;
   void Matmul(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& y) final;
+  void MultiMatmul(const Tensor& x, std::span<const Projection> projections) final;
+  void FusedMatmul(const Tensor& x, std::span<const Projection> projections,
+                   const MatmulFusion& fusion) final;
+  void StepAttention(const AttentionStep& step) final;
   void Rope(const Tensor& x, std::span<const int32_t> positions, const RopeTable& rope) final;
   void Attention(const Tensor& q, const Tensor& k_pool, const Tensor& v_pool,
                  std::span<const int32_t> key_rows, int64_t n_past, float scale,
@@ -119,6 +131,7 @@ class DeviceBackend : public Backend {
   virtual void RunRope(const Tensor& x, const Tensor& positions, const Tensor& inv_freq,
                        const RopeTable& rope) = 0;
   virtual void RunAttention(const AttentionArgs& a) = 0;
+  virtual void RunDecodeAttention(const DecodeAttentionArgs& a) {}
   // y[t, h, :d_out] = W[h] . x[t, h, :d_in] over strided head slots.
   virtual void RunHeadMatmul(const Tensor& x, int64_t x_stride, const Tensor& w, const Tensor& y,
                              int64_t y_stride, int64_t tokens) = 0;
@@ -141,6 +154,11 @@ class DeviceBackend : public Backend {
   class ArenaBuffer;
   void ReadBytes(const Tensor& src, uint64_t bytes, void* dst);
   void CheckMatmul(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& y) const;
+  // StepAttention's parts: the checks (true when every segment shares one
+  // cache, as a batched launch needs), and the batched form.
+  bool CheckStep(const AttentionStep& step) const;
+  void StageKeyTables(const AttentionStep& step);
+  void BatchedStepAttention(const AttentionStep& step);
 
   std::unique_ptr<DeviceRuntime> rt_;
   DeviceTraits traits_;
@@ -152,6 +170,24 @@ class DeviceBackend : public Backend {
   std::vector<std::unique_ptr<Buffer>> owned_;  // weights
   std::vector<int32_t> mapped_rows_;            // DSA positions -> cache rows (host)
   std::vector<uint64_t> expert_locations_;      // GroupedMatmul: ExpertLocation of each group
+  // StepAttention's host arrays: the sequences' key rows end to end, each
+  // row's start in them, each row's key count, the step's new cache rows.
+  std::vector<int32_t> step_tables_, step_starts_, step_counts_, step_new_rows_;
 };
+
+// Registers a device backend as `name`: its runtime from
+// Runtime::Create(options.device), then B(runtime, options); Supports answered
+// without a device from `kRunsWeight`.
+template <class Runtime, class B, bool (*kRunsWeight)(DType)>
+void RegisterDeviceBackend(const char* name) {
+  RegisterBackend(BackendEntry{
+      .name = name,
+      .create = [](const BackendOptions& options) -> Expected<std::unique_ptr<Backend>> {
+        ASSIGN_OR_RETURN(std::unique_ptr<Runtime> rt, Runtime::Create(options.device));
+        return std::unique_ptr<Backend>(new B(std::move(rt), options));
+      },
+      .supports = [](Op op, DType dtype) { return DeviceSupports(op, dtype, kRunsWeight(dtype)); },
+  });
+}
 
 }  // namespace anymoe::device

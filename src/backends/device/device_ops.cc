@@ -124,21 +124,9 @@ void DeviceBackend::Attention(const Tensor& q, const Tensor& k_pool, const Tenso
   if (t == 0) return;
   const auto rows = key_rows.first(size_t(n_past + t));
   ring_.Begin(R::Rounded(rows.size_bytes()));
-  AttentionArgs a;
-  a.q = q;
-  a.k = k_pool;
-  a.v = v_pool;
+  AttentionArgs a = GqaAttentionArgs(q, k_pool, v_pool, scale, out);
   a.rows = ring_.Upload(rows);
   a.n_past = n_past;
-  a.tokens = t;
-  a.n_h = n_h;
-  a.group = n_h / n_kv;
-  a.k_row = n_kv * d_k;
-  a.v_row = n_kv * d_v;
-  a.d_k = d_k;
-  a.d_v = d_v;
-  a.scale = scale;
-  a.out = out;
   RunAttention(a);
 }
 
@@ -253,7 +241,8 @@ void DeviceBackend::Route(const Tensor& logits, const Tensor* selection_bias,
   CHECK(logits.dtype == DType::kF32 && k > 0 && k <= e);
   CHECK(ids.size() == size_t(t * k) && weights.size() == size_t(t * k));
   CHECK(spec.n_group <= 1 || (e % spec.n_group == 0 && spec.topk_group <= spec.n_group));
-  if (selection_bias) CHECK(selection_bias->dtype == DType::kF32 && selection_bias->elements() == e);
+  if (selection_bias)
+    CHECK(selection_bias->dtype == DType::kF32 && selection_bias->elements() == e);
   if (t == 0) return;
   const int64_t scratch = t * (3 * e + 2 * groups);
   ring_.Begin(R::Rounded(uint64_t(scratch) * 4) + R::Rounded(ids.size_bytes()) +

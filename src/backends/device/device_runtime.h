@@ -15,7 +15,10 @@ namespace anymoe::device {
 
 class DeviceRuntime {
  public:
+  DeviceRuntime() = default;
   virtual ~DeviceRuntime() = default;
+  DeviceRuntime(const DeviceRuntime&) = delete;
+  DeviceRuntime& operator=(const DeviceRuntime&) = delete;
 
   // ---- the device
   virtual std::string device_name() const = 0;

@@ -37,38 +37,21 @@ struct DeviceDescription {
 // Every OpenCL device of every platform, in a stable order (--device N).
 std::vector<DeviceDescription> ListDevices();
 
-class ClRuntime final : public device::DeviceRuntime {
+// The device layer's runtime (its memory and copies) is ClRuntime's
+// implementation in cl_runtime.cc; what the kernel launchers use is here.
+class ClRuntime : public device::DeviceRuntime {
  public:
   static Expected<std::unique_ptr<ClRuntime>> Create(int device_index);
   ~ClRuntime() override;
-  ClRuntime(const ClRuntime&) = delete;
-  ClRuntime& operator=(const ClRuntime&) = delete;
 
   const DeviceDescription& device() const { return device_; }
   cl_command_queue queue() const { return queue_; }
   // The kernel of that name (created once at build time).
   cl_kernel kernel(const char* name) const;
 
-  std::string device_name() const override { return device_.name; }
-  uint64_t device_memory() const override { return device_.global_memory; }
-  uint64_t available_memory() const override { return device_.global_memory; }
-  uint64_t alignment() const override { return device_.base_align; }
-  uint64_t max_chunk_bytes() const override { return device_.max_alloc; }
-  Expected<void*> NewChunk(uint64_t bytes) override;
-  void DeleteChunk(void* chunk) override;
-  void* Region(void* chunk, uint64_t offset, uint64_t bytes) override;
-  void ReleaseRegion(void* region) override;
-  void Finish() override;
-
- private:
+ protected:
   ClRuntime() = default;
   Status Build();
-  void DoWrite(void* base, uint64_t offset, const void* src, uint64_t bytes) override;
-  void DoRead(const void* base, uint64_t offset, void* dst, uint64_t bytes) override;
-  void DoStage(void* ring, uint64_t offset, const void* src, uint64_t bytes) override;
-  void DoFillZero(void* base, uint64_t offset, uint64_t bytes) override;
-  void DoCopy(const void* src, uint64_t src_offset, void* dst, uint64_t dst_offset,
-              uint64_t bytes) override;
 
   DeviceDescription device_;
   cl_context context_ = nullptr;

@@ -72,7 +72,10 @@ struct AttentionArgs {
   const float* q = nullptr;  // [tokens, n_h, d_k]
   const float* k = nullptr;  // key rows of k_row floats; head kvh at kvh * d_k
   const float* v = nullptr;  // value rows of v_row floats; head kvh at kvh * d_v
-  const int32_t* rows = nullptr;    // cache rows; query t reads rows + t * rows_stride
+  // Cache rows; query t reads rows + starts[t], or rows + t * rows_stride
+  // when starts is null.
+  const int32_t* rows = nullptr;
+  const int32_t* starts = nullptr;
   int rows_stride = 0;
   const int32_t* counts = nullptr;  // keys of query t; null: n_past + t + 1
   int n_past = 0, tokens = 0, n_h = 0, group = 1;  // head h reads kv head h / group
