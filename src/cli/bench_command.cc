@@ -136,7 +136,7 @@ int Bench(BenchFlags f) {
         if (!bytes.ok()) return ReportError(bytes.status());
         decode_bytes = *bytes;
       }
-      BenchRunner runner(*engine);
+      BenchRunner runner(*engine, max_parallel);
       for (const BenchTest& test : tests) {
         std::fprintf(stderr, "bench: %s, %d threads: %s\n", path.c_str(), threads,
                      test.Name().c_str());
@@ -206,7 +206,8 @@ CommandFn RegisterBench(CLI::App& cmd) {
       ->check(CLI::Range(int64_t(1), int64_t(4096)))
       ->capture_default_str();
   cmd.add_option("--parallel", f->parallel,
-                 "sequences decoded together in tg tests, e.g. 1,8 (each its own cache)")
+                 "sequences decoded together in tg tests, e.g. 1,8 (each its own cache, all in one "
+                 "pool as in serve)")
       ->delimiter(',')
       ->capture_default_str();
   AddRepackFlag(cmd, f->repack_weights);

@@ -142,6 +142,31 @@ TEST_F(BenchCli, OpProfileTimesEveryOpOfTheTimedRuns) {
   EXPECT_NE(md.out.find("| RmsNorm+Matmul+SwiGlu "), std::string::npos) << md.out;
 }
 
+// On a device, --op-profile counts launches: a decode step of llama_tiny is
+// the same number of them whatever the number of sequences it decodes (5 per
+// layer of its 2, and the embedding, the logit rows' gather, the final norm
+// and head), and the table gives them per step.
+TEST_F(BenchCli, OpProfileCountsDeviceLaunchesPerDecodeStep) {
+  if (!CreateBackend("opencl", BackendOptions{.num_threads = 1}).ok()) {
+    GTEST_SKIP() << "opencl unavailable";
+  }
+  const auto r = Bench({"-m", Golden("llama_tiny"), "--backend", "opencl", "-p", "0", "-n", "4",
+                        "--parallel", "1,3", "-r", "1", "-o", "json", "-t", "1", "--op-profile"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto json = nlohmann::json::parse(r.out);
+  ASSERT_EQ(json.size(), 2u) << r.out;
+  for (const auto& o : json) {
+    double launches = 0;
+    for (const auto& e : o["op_profile"]) launches += e["launches"].get<double>();
+    EXPECT_EQ(launches, 4 * 13.0) << o;  // 4 steps
+  }
+  const auto md = Bench({"-m", Golden("llama_tiny"), "--backend", "opencl", "-p", "0", "-n", "4",
+                         "--parallel", "3", "-r", "1", "-t", "1", "--op-profile"});
+  ASSERT_EQ(md.exit_code, 0) << md.err;
+  EXPECT_NE(md.out.find("per decode step: 13.0 launches"), std::string::npos) << md.out;
+  EXPECT_NE(md.out.find("| Rope+ScatterRows+Attention "), std::string::npos) << md.out;
+}
+
 // A device backend reserves its memory once, at load, for what the tests
 // will hold: one cache per sequence decoded together, each as long as the
 // longest test. pp512 after pp128 and tg64x8 both ran out of it on an H200.
