@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "backends/device/device_backend.h"
+#include "backends/op_checks.h"
 
 namespace anymoe::device {
 namespace {
@@ -183,11 +184,8 @@ void DeviceBackend::LatentAttention(const Tensor& q, const Tensor& pool, int64_t
 
 void DeviceBackend::HeadMatmul(const Tensor& x, int64_t x_stride, const Tensor& w, const Tensor& y,
                                int64_t y_stride) {
-  CHECK(w.rank == 3 && w.dtype == DType::kF32);
-  const int64_t n_h = w.dim(0), d_out = w.dim(1), d_in = w.dim(2);
-  CHECK(x_stride >= d_in && y_stride >= d_out && x.elements() % (n_h * x_stride) == 0);
-  const int64_t t = x.elements() / (n_h * x_stride);
-  CHECK(y.elements() == t * n_h * y_stride);
+  const int64_t t = CheckHeadMatmul(x, x_stride, w, y, y_stride);
+  const int64_t n_h = w.dim(0), d_out = w.dim(1);
   if (t > 0 && n_h > 0 && d_out > 0) RunHeadMatmul(x, x_stride, w, y, y_stride, t);
 }
 
@@ -202,11 +200,8 @@ void DeviceBackend::IndexerTopK(const Tensor& q, const Tensor& pool, const Tenso
                                 std::span<const int32_t> key_rows, int64_t n_past, float scale,
                                 int64_t topk, std::span<int32_t> selection,
                                 std::span<int32_t> counts) {
-  CHECK(q.rank == 3 && pool.rank == 2);
+  CheckIndexerTopK(q, pool, head_weights, key_rows, n_past, topk, selection, counts);
   const int64_t t = q.dim(0), n_heads = q.dim(1), dim = q.dim(2);
-  CHECK(pool.cols() == dim && head_weights.cols() == n_heads &&
-        n_past + t <= int64_t(key_rows.size()));
-  CHECK(selection.size() == size_t(t * topk) && counts.size() == size_t(t));
   if (t == 0) return;
   const int64_t max_keys = n_past + t;
   const auto rows = key_rows.first(size_t(max_keys));
