@@ -77,6 +77,45 @@ struct GroupedProjection {
   Tensor out;
 };
 
+// The RMSNorm a FusedMatmul applies to its input rows before multiplying.
+struct RowNorm {
+  const Tensor* weight = nullptr;  // [K] f32
+  float eps = 0.0f;
+  Tensor out;  // [T, K] scratch: a backend that does not fuse writes rmsnorm(x) here first
+};
+
+// What FusedMatmul does around its projections (all optional).
+struct MatmulFusion {
+  const RowNorm* norm = nullptr;  // multiply rmsnorm(x) * norm->weight instead of x
+  // Two projections (gate, up) of equal shape: projections[0].out = silu(gate) * up;
+  // projections[1].out is scratch.
+  bool swiglu = false;
+  // One projection: *residual += its result (the residual stream; must not
+  // overlap x); projections[0].out is scratch.
+  const Tensor* residual = nullptr;
+};
+
+// One sequence's share of a StepAttention: its rows of the step and its cache.
+struct AttentionSegment {
+  int64_t row0 = 0, rows = 0;  // rows [row0, row0 + rows) of the step
+  const Tensor* k_pool = nullptr;  // [R, n_kv, d_k], the paged cache (as Attention)
+  const Tensor* v_pool = nullptr;  // [R, n_kv, d_v]
+  std::span<const int32_t> key_rows;  // pool row of each position < n_past + rows
+  int64_t n_past = 0;                 // positions already cached
+};
+
+// The GQA attention of one step over every sequence's cache (see StepAttention).
+struct AttentionStep {
+  Tensor q;  // [T, n_h, d_k], before RoPE
+  Tensor k;  // [T, n_kv, d_k], the step's new keys, before RoPE
+  Tensor v;  // [T, n_kv, d_v], the step's new values
+  std::span<const int32_t> positions;  // [T]: each row's position in its sequence
+  const RopeTable* rope = nullptr;
+  std::span<const AttentionSegment> segments;  // in row order, covering [0, T)
+  float scale = 1.0f;
+  Tensor out;  // [T, n_h, d_v]
+};
+
 // Backend-owned memory; released when destroyed.
 class Buffer {
  public:
@@ -149,6 +188,13 @@ class Backend {
   virtual void MultiMatmul(const Tensor& x, std::span<const Projection> projections) {
     for (const Projection& p : projections) Matmul(x, *p.weight, p.bias, p.out);
   }
+  // MultiMatmul with the RMSNorm before it and SwiGLU or a residual add after
+  // it in one pass where the backend can (a decode step's layer is then a few
+  // device launches instead of a dozen). The default makes the separate calls
+  // (RmsNorm, MultiMatmul, SwiGlu or Add), so results are those of the
+  // unfused calls on every backend.
+  virtual void FusedMatmul(const Tensor& x, std::span<const Projection> projections,
+                           const MatmulFusion& fusion);
   // In place on x [T, heads, head_dim]; token t sits at positions[t].
   virtual void Rope(const Tensor& x, std::span<const int32_t> positions, const RopeTable& rope) = 0;
   // Causal attention of T new queries over one sequence's cached keys/values.
@@ -167,6 +213,13 @@ class Backend {
       Attention(j.q, *j.k_pool, *j.v_pool, j.key_rows, j.n_past, scale, j.out);
     }
   }
+  // A step's GQA attention for all its sequences: RoPE on q and k at
+  // `positions`, each sequence's new k and v rows written to its cache at
+  // key_rows[n_past ..], then causal attention of each sequence's queries over
+  // its cache (as Attention). q and k are scratch afterwards (rotated or not).
+  // The default makes the separate calls (Rope, ScatterRows, MultiAttention);
+  // a device backend does it in one or two launches for all sequences.
+  virtual void StepAttention(const AttentionStep& step);
   // Multi-head latent attention over a latent cache (absorbed form, MQA-like):
   // q [T, n_h, d_c + d_r] (query in latent space | rotated rope part); pool
   // [R, d_c + d_r] (normalised latent | rotated k_rope), addressed through
@@ -236,6 +289,11 @@ class Backend {
   // tokens): the backend may hand its worker threads' cores back to the OS
   // until the next op.
   virtual void Idle() {}
+  // Device commands enqueued since creation (kernel launches, fills and
+  // device-to-device copies) and host<->device copies: `anymoe bench
+  // --op-profile` reports them per op and per step. 0 on the CPU.
+  virtual uint64_t launches() const { return 0; }
+  virtual uint64_t transfers() const { return 0; }
 };
 
 struct BackendOptions {

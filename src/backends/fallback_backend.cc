@@ -56,15 +56,26 @@ class FallbackBackend::HostCall {
 // timed from here until the op has completed, its fallback copies included.
 class FallbackBackend::OpScope {
  public:
-  OpScope(FallbackBackend& fb, Op op, DType dtype)
-      : native(fb.OnDevice(op, dtype)), fb_(fb), op_(size_t(op)), dtype_(size_t(dtype)) {
-    if (fb_.time_ops_) start_ = Clock::now();
+  OpScope(FallbackBackend& fb, Op op, DType dtype, int fusion = kPlain)
+      : native(fb.OnDevice(op, dtype)),
+        fb_(fb),
+        op_(size_t(op)),
+        fusion_(size_t(fusion)),
+        dtype_(size_t(dtype)) {
+    if (!fb_.time_ops_) return;
+    launches_ = fb_.device_->launches();
+    transfers_ = fb_.device_->transfers();
+    start_ = Clock::now();
   }
   ~OpScope() {
     if (!fb_.time_ops_) return;
     fb_.device_->Synchronize();
-    fb_.seconds_[op_][dtype_] += std::chrono::duration<double>(Clock::now() - start_).count();
-    ++fb_.timed_calls_[op_][dtype_];
+    fb_.seconds_[op_][fusion_][dtype_] +=
+        std::chrono::duration<double>(Clock::now() - start_).count();
+    ++fb_.timed_calls_[op_][fusion_][dtype_];
+    // A fallback's copies are transfers too; the CPU's own work launches nothing.
+    fb_.launches_[op_][fusion_][dtype_] += fb_.device_->launches() - launches_;
+    fb_.transfers_[op_][fusion_][dtype_] += fb_.device_->transfers() - transfers_;
   }
   OpScope(const OpScope&) = delete;
   OpScope& operator=(const OpScope&) = delete;
@@ -74,8 +85,9 @@ class FallbackBackend::OpScope {
  private:
   using Clock = std::chrono::steady_clock;
   FallbackBackend& fb_;
-  size_t op_, dtype_;
+  size_t op_, fusion_, dtype_;
   Clock::time_point start_;
+  uint64_t launches_ = 0, transfers_ = 0;  // the device's counts at the call
 };
 
 namespace {
@@ -131,12 +143,26 @@ std::vector<FallbackBackend::Usage> FallbackBackend::usage() const {
   return out;
 }
 
+std::string FallbackBackend::Label(Op op, int fusion) {
+  std::string s;
+  if (fusion & kRopeAndCacheWrite) s += "Rope+ScatterRows+";
+  if (fusion & kNormBefore) s += "RmsNorm+";
+  s += OpName(op);
+  if (fusion & kSwiGluAfter) s += "+SwiGlu";
+  if (fusion & kAddAfter) s += "+Add";
+  return s;
+}
+
 std::vector<FallbackBackend::OpTime> FallbackBackend::times() const {
   std::vector<OpTime> out;
-  for (int o = 0; o < kNumOps; ++o) {
-    for (int d = 0; d < kDTypes; ++d) {
-      const uint64_t calls = timed_calls_[size_t(o)][size_t(d)];
-      if (calls > 0) out.push_back(OpTime{Op(o), DType(d), calls, seconds_[size_t(o)][size_t(d)]});
+  for (size_t o = 0; o < kNumOps; ++o) {
+    for (size_t f = 0; f < kFusions; ++f) {
+      for (size_t d = 0; d < kDTypes; ++d) {
+        const uint64_t calls = timed_calls_[o][f][d];
+        if (calls == 0) continue;
+        out.push_back(OpTime{Op(o), int(f), DType(d), calls, seconds_[o][f][d], launches_[o][f][d],
+                             transfers_[o][f][d]});
+      }
     }
   }
   return out;
@@ -145,6 +171,8 @@ std::vector<FallbackBackend::OpTime> FallbackBackend::times() const {
 void FallbackBackend::ResetTimes() {
   timed_calls_ = {};
   seconds_ = {};
+  launches_ = {};
+  transfers_ = {};
 }
 
 Expected<std::unique_ptr<Buffer>> FallbackBackend::Allocate(uint64_t bytes,
@@ -216,6 +244,43 @@ void FallbackBackend::MultiMatmul(const Tensor& x, std::span<const Projection> p
       Op::kMatmul, projections, [](const Projection& p) { return p.weight->dtype; },
       [&](const Projection& p) { Matmul(x, *p.weight, p.bias, p.out); },
       [&] { device_->MultiMatmul(x, projections); });
+}
+
+void FallbackBackend::FusedMatmul(const Tensor& x, std::span<const Projection> projections,
+                                  const MatmulFusion& fusion) {
+  if (projections.empty()) return;
+  bool native = true;
+  for (const Projection& p : projections) native = native && Native(Op::kMatmul, p.weight->dtype);
+  if (fusion.norm) native = native && Native(Op::kRmsNorm, DType::kF32);
+  if (fusion.swiglu) native = native && Native(Op::kSwiGlu, DType::kF32);
+  if (fusion.residual) native = native && Native(Op::kAdd, DType::kF32);
+  // A part on the CPU: the separate calls, each through this wrapper.
+  if (!native) return Backend::FusedMatmul(x, projections, fusion);
+  // Recorded as the separate calls would be; timed as one.
+  if (fusion.norm) OnDevice(Op::kRmsNorm, DType::kF32);
+  for (size_t i = 1; i < projections.size(); ++i) OnDevice(Op::kMatmul, projections[i].weight->dtype);
+  if (fusion.swiglu) OnDevice(Op::kSwiGlu, DType::kF32);
+  if (fusion.residual) OnDevice(Op::kAdd, DType::kF32);
+  const int parts = (fusion.norm ? kNormBefore : 0) | (fusion.swiglu ? kSwiGluAfter : 0) |
+                    (fusion.residual ? kAddAfter : 0);
+  const OpScope scope(*this, Op::kMatmul, projections[0].weight->dtype, parts);
+  device_->FusedMatmul(x, projections, fusion);
+}
+
+void FallbackBackend::StepAttention(const AttentionStep& step) {
+  if (!Native(Op::kRope, DType::kF32) || !Native(Op::kScatterRows, DType::kF32) ||
+      !Native(Op::kAttention, DType::kF32)) {
+    return Backend::StepAttention(step);
+  }
+  OnDevice(Op::kRope, DType::kF32);
+  OnDevice(Op::kRope, DType::kF32);
+  for (size_t i = 0; i < step.segments.size(); ++i) {
+    OnDevice(Op::kScatterRows, DType::kF32);
+    OnDevice(Op::kScatterRows, DType::kF32);
+    if (i > 0) OnDevice(Op::kAttention, DType::kF32);
+  }
+  const OpScope scope(*this, Op::kAttention, DType::kF32, kRopeAndCacheWrite);
+  device_->StepAttention(step);
 }
 
 void FallbackBackend::Rope(const Tensor& x, std::span<const int32_t> positions,

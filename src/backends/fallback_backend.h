@@ -9,6 +9,7 @@
 
 #include <array>
 #include <memory>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -37,11 +38,26 @@ class FallbackBackend final : public Backend {
   // Every op x dtype called since load, in op order.
   std::vector<Usage> usage() const;
 
+  // Which parts a timed call fused around its op (FusedMatmul, StepAttention).
+  enum Fusion : uint8_t {
+    kPlain = 0,
+    kNormBefore = 1,   // RmsNorm + the op
+    kSwiGluAfter = 2,  // the op + SwiGlu
+    kAddAfter = 4,     // the op + Add
+    kRopeAndCacheWrite = 8,  // Rope + ScatterRows + the op
+  };
+  static constexpr int kFusions = 16;
+  // "RmsNorm+Matmul+SwiGlu", "Rope+ScatterRows+Attention", "Matmul".
+  static std::string Label(Op op, int fusion);
+
   struct OpTime {
     Op op;
+    int fusion;  // Fusion bits
     DType dtype;
     uint64_t calls;
-    double seconds;  // wall time from the call to the op's completion
+    double seconds;      // wall time from the call to the op's completion
+    uint64_t launches;   // device commands it enqueued (Backend::launches)
+    uint64_t transfers;  // host<->device copies it made (Backend::transfers)
   };
   // With time_ops: every op x dtype called since ResetTimes, in op order. A
   // fused call (MultiMatmul, MultiAttention, MultiGroupedMatmul) counts as
@@ -68,6 +84,9 @@ class FallbackBackend final : public Backend {
   void MultiAttention(std::span<const AttentionJob> jobs, float scale) override;
   void MultiGroupedMatmul(const Tensor& x, std::span<const GroupedProjection> projections,
                           std::span<const int32_t> offsets) override;
+  void FusedMatmul(const Tensor& x, std::span<const Projection> projections,
+                   const MatmulFusion& fusion) override;
+  void StepAttention(const AttentionStep& step) override;
   void Rope(const Tensor& x, std::span<const int32_t> positions, const RopeTable& rope) override;
   void Attention(const Tensor& q, const Tensor& k_pool, const Tensor& v_pool,
                  std::span<const int32_t> key_rows, int64_t n_past, float scale,
@@ -103,6 +122,8 @@ class FallbackBackend final : public Backend {
     device_->WriteF32(src, dst);
   }
   void Synchronize() override { device_->Synchronize(); }
+  uint64_t launches() const override { return device_->launches(); }
+  uint64_t transfers() const override { return device_->transfers(); }
   void Idle() override {
     device_->Idle();
     cpu_->Idle();
@@ -134,8 +155,11 @@ class FallbackBackend final : public Backend {
   std::array<std::array<uint64_t, kDTypes>, kNumOps> calls_{};
   std::array<std::array<bool, kDTypes>, kNumOps> reported_{};
   bool time_ops_ = false;
-  std::array<std::array<uint64_t, kDTypes>, kNumOps> timed_calls_{};
-  std::array<std::array<double, kDTypes>, kNumOps> seconds_{};
+  // With time_ops, per op x fusion x dtype.
+  template <class T>
+  using PerCall = std::array<std::array<std::array<T, kDTypes>, kFusions>, kNumOps>;
+  PerCall<uint64_t> timed_calls_{}, launches_{}, transfers_{};
+  PerCall<double> seconds_{};
   std::unordered_map<void*, Tensor> weights_;  // device weight base -> host tensor
   std::unordered_map<void*, Mirror> mirrors_;  // device buffer base -> host copy
 };

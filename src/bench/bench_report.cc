@@ -116,18 +116,32 @@ std::string MarkdownExpertCache(std::span<const BenchResult> results) {
 std::string MarkdownOpProfile(const BenchResult& r) {
   std::vector<double> ns(r.samples_ns.begin(), r.samples_ns.end());
   const double run_ms = Mean(ns) / 1e6;
-  double ops_ms = 0;
-  for (const OpProfileEntry& e : r.op_profile) ops_ms += e.ms;
+  double ops_ms = 0, launches = 0, transfers = 0;
+  for (const OpProfileEntry& e : r.op_profile) {
+    ops_ms += e.ms;
+    launches += e.launches;
+    transfers += e.transfers;
+  }
   auto percent = [&](double ms) { return run_ms > 0 ? 100 * ms / run_ms : 0.0; };
   std::string out =
-      Printf("ops of %s, %s, per run: %.3f ms in ops of %.3f ms (%.1f %%)\n\n",
+      Printf("ops of %s, %s, per run: %.3f ms in ops of %.3f ms (%.1f %%)\n",
              r.model.type.c_str(), r.test.Name().c_str(), ops_ms, run_ms, percent(ops_ms));
+  // A tg test's run is n_gen forward steps (of n_parallel tokens each).
+  const double steps = r.test.n_prompt == 0 && r.test.n_gen > 0 ? double(r.test.n_gen) : 0;
+  out += Printf("device launches per run: %.0f, host<->device copies: %.0f", launches, transfers);
+  if (steps > 0) {
+    out += Printf("; per decode step: %.1f launches, %.1f copies", launches / steps,
+                  transfers / steps);
+  }
   out +=
-      "| op               | dtype |      calls |         ms | % of run |\n"
-      "| ---------------- | ----- | ---------: | ---------: | -------: |\n";
+      "\n\n"
+      "| op                         | dtype |      calls |         ms | % of run |   launches |"
+      "     copies |\n"
+      "| -------------------------- | ----- | ---------: | ---------: | -------: | ---------: |"
+      " ---------: |\n";
   for (const OpProfileEntry& e : r.op_profile) {
-    out += Printf("| %-16s | %-5s | %10.1f | %10.3f | %8.1f |\n", e.op.c_str(), e.dtype.c_str(),
-                  e.calls, e.ms, percent(e.ms));
+    out += Printf("| %-26s | %-5s | %10.1f | %10.3f | %8.1f | %10.1f | %10.1f |\n", e.op.c_str(),
+                  e.dtype.c_str(), e.calls, e.ms, percent(e.ms), e.launches, e.transfers);
   }
   return out;
 }
@@ -168,7 +182,12 @@ std::string JsonReport(std::span<const BenchResult> results, const std::string& 
     if (!r.op_profile.empty()) {
       nlohmann::ordered_json ops = nlohmann::ordered_json::array();
       for (const OpProfileEntry& e : r.op_profile) {
-        ops.push_back({{"op", e.op}, {"dtype", e.dtype}, {"calls", e.calls}, {"ms", e.ms}});
+        ops.push_back({{"op", e.op},
+                       {"dtype", e.dtype},
+                       {"calls", e.calls},
+                       {"ms", e.ms},
+                       {"launches", e.launches},
+                       {"transfers", e.transfers}});
       }
       o["op_profile"] = ops;  // per timed run
     }

@@ -39,12 +39,17 @@ struct RooflineFigures {
 };
 
 // One op x weight dtype of a result's timed runs (`anymoe bench --op-profile`),
-// per run: how often it was called and its wall time to completion.
+// per run: how often it was called, its wall time to completion, and (device
+// backends) the device commands it launched and host<->device copies it made.
 struct OpProfileEntry {
-  std::string op;     // "Matmul", "Attention", ... (the Backend method)
+  // "Matmul", "Attention", ... (the Backend method), with the parts a fused
+  // call took in: "RmsNorm+Matmul+SwiGlu", "Rope+ScatterRows+Attention".
+  std::string op;
   std::string dtype;  // the weight's for matmuls and embeddings, else "f32"
   double calls = 0;
   double ms = 0;
+  double launches = 0;
+  double transfers = 0;
 };
 
 struct BenchResult {

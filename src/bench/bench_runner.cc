@@ -65,7 +65,8 @@ ModelDescription DescribeModel(Engine& engine) {
   return d;
 }
 
-BenchRunner::BenchRunner(Engine& engine, uint64_t seed) : engine_(engine), rng_(seed) {}
+BenchRunner::BenchRunner(Engine& engine, int64_t sequences, uint64_t seed)
+    : engine_(engine), sequences_(std::max<int64_t>(1, sequences)), rng_(seed) {}
 
 int32_t BenchRunner::RandomToken() {
   const uint64_t vocab = uint64_t(engine_.model().config().vocab_size);
@@ -82,12 +83,22 @@ Status BenchRunner::EnsureCaches(int64_t count, int64_t tokens) {
                          " sequences together but a step takes at most " +
                          std::to_string(engine_.model().max_step_tokens()) + " tokens (--batch)");
   }
-  // Each cache as long as the engine's context, made once: a device backend
-  // reserved sequences x context at load, and a longer cache made for a later
-  // test while the shorter one still held its bytes would not fit there.
+  if (count > sequences_) {
+    return Status::Error("test decodes " + std::to_string(count) +
+                         " sequences together but the bench was set up for " +
+                         std::to_string(sequences_));
+  }
+  // One pool for every sequence, made once, as the server's scheduler makes
+  // it (so a device decodes the sequences of a step in batched launches): a
+  // device backend reserved sequences x context (in whole blocks) at load, and
+  // a larger pool made for a later test would not fit there.
+  if (pool_ == nullptr) {
+    const int64_t b = KvPool::kDefaultBlockTokens;
+    const int64_t per_sequence = (engine_.context() + b - 1) / b * b;
+    ASSIGN_OR_RETURN(pool_, engine_.model().NewPool(sequences_ * per_sequence));
+  }
   while (int64_t(caches_.size()) < count) {
-    ASSIGN_OR_RETURN(std::unique_ptr<KvCache> cache, engine_.model().NewCache(engine_.context()));
-    caches_.push_back(std::move(cache));
+    caches_.push_back(std::make_unique<KvCache>(pool_.get(), engine_.context()));
   }
   return Status::Ok();
 }
@@ -158,7 +169,11 @@ Expected<std::vector<uint64_t>> BenchRunner::Measure(const BenchTest& test, int 
   RETURN_IF_ERROR(RunOnce(warm_up));
   std::vector<uint64_t> samples;
   auto* timer = dynamic_cast<FallbackBackend*>(&engine_.backend());  // null on a bare CPU backend
-  std::map<std::pair<Op, DType>, std::pair<uint64_t, double>> ops;   // calls, seconds
+  struct Totals {
+    uint64_t calls = 0, launches = 0, transfers = 0;
+    double seconds = 0;
+  };
+  std::map<std::pair<std::string, DType>, Totals> ops;  // by op label
   expert_cache_ = ExpertCacheStats();
   for (int r = 0; r < repetitions; ++r) {
     RETURN_IF_ERROR(Reset(test));  // untimed, as llama-bench fills its depth
@@ -180,15 +195,19 @@ Expected<std::vector<uint64_t>> BenchRunner::Measure(const BenchTest& test, int 
     samples.push_back(uint64_t(ns.count()));
     if (timer == nullptr) continue;
     for (const FallbackBackend::OpTime& t : timer->times()) {
-      auto& [calls, seconds] = ops[{t.op, t.dtype}];
-      calls += t.calls;
-      seconds += t.seconds;
+      Totals& total = ops[{FallbackBackend::Label(t.op, t.fusion), t.dtype}];
+      total.calls += t.calls;
+      total.seconds += t.seconds;
+      total.launches += t.launches;
+      total.transfers += t.transfers;
     }
   }
   op_profile_.clear();
-  for (const auto& [key, value] : ops) {
-    op_profile_.push_back({std::string(OpName(key.first)), std::string(Name(key.second)),
-                           double(value.first) / repetitions, 1e3 * value.second / repetitions});
+  const double n = repetitions;
+  for (const auto& [key, total] : ops) {
+    op_profile_.push_back({key.first, std::string(Name(key.second)),
+                           double(total.calls) / n, 1e3 * total.seconds / n,
+                           double(total.launches) / n, double(total.transfers) / n});
   }
   std::sort(op_profile_.begin(), op_profile_.end(),
             [](const OpProfileEntry& a, const OpProfileEntry& b) { return a.ms > b.ms; });

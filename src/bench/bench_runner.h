@@ -28,7 +28,9 @@ ModelDescription DescribeModel(Engine& engine);
 class BenchRunner {
  public:
   // Token ids come from a generator seeded with `seed`: the same on every run.
-  explicit BenchRunner(Engine& engine, uint64_t seed = 1234);
+  // Tests decode up to `sequences` sequences together (the engine's
+  // EngineOptions::sequences, which a device backend reserved caches for).
+  explicit BenchRunner(Engine& engine, int64_t sequences = 1, uint64_t seed = 1234);
 
   // The wall time in ns of each of `repetitions` runs of `test`, after one
   // warm-up run. Errors when the test does not fit the engine's context or a
@@ -42,8 +44,9 @@ class BenchRunner {
   const ExpertCacheStats& expert_cache() const { return expert_cache_; }
 
  private:
-  // At least `count` caches, each as long as the engine's context (made once);
-  // an error when a test of `tokens` tokens does not fit that context.
+  // At least `count` caches, each as long as the engine's context, in one
+  // pool as the server's sequences are (made once); an error when a test of
+  // `tokens` tokens does not fit that context.
   Status EnsureCaches(int64_t count, int64_t tokens);
   // Empties the test's caches and fills each with n_depth tokens (untimed).
   Status Reset(const BenchTest& test);
@@ -54,6 +57,8 @@ class BenchRunner {
   int32_t RandomToken();
 
   Engine& engine_;
+  int64_t sequences_;
+  std::unique_ptr<KvPool> pool_;
   std::vector<std::unique_ptr<KvCache>> caches_;
   std::mt19937_64 rng_;
   std::vector<int32_t> tokens_;

@@ -138,7 +138,7 @@ int Bench(BenchFlags f) {
         if (!bytes.ok()) return ReportError(bytes.status());
         decode_bytes = *bytes;
       }
-      BenchRunner runner(*engine);
+      BenchRunner runner(*engine, max_parallel);
       for (const BenchTest& test : tests) {
         std::fprintf(stderr, "bench: %s, %d threads: %s\n", path.c_str(), threads,
                      test.Name().c_str());
@@ -213,7 +213,8 @@ CommandFn RegisterBench(CLI::App& cmd) {
       ->check(CLI::Range(int64_t(1), int64_t(4096)))
       ->capture_default_str();
   cmd.add_option("--parallel", f->parallel,
-                 "sequences decoded together in tg tests, e.g. 1,8 (each its own cache)")
+                 "sequences decoded together in tg tests, e.g. 1,8 (each its own cache, all in one "
+                 "pool as in serve)")
       ->delimiter(',')
       ->capture_default_str();
   AddRepackFlag(cmd, f->repack_weights);
@@ -222,8 +223,9 @@ CommandFn RegisterBench(CLI::App& cmd) {
   cmd.add_flag("--membw", f->membw,
                "measure read memory bandwidth and print each model's decode roofline");
   cmd.add_flag("--op-profile", f->op_profile,
-               "time every backend op of the timed runs and print, per test, each op's calls "
-               "and time per run (device backends wait for each op: the runs are slower)");
+               "time every backend op of the timed runs and print, per test, each op's calls, "
+               "time, device launches and host<->device copies per run (device backends wait "
+               "for each op: the runs are slower)");
   cmd.add_option("--membw-mib", f->membw_mib, "bandwidth buffer size in MiB")
       ->check(CLI::Range(int64_t(1), int64_t(1) << 20))
       ->capture_default_str();

@@ -163,6 +163,7 @@ Status DecoderModel::AllocateActivations() {
   RETURN_IF_ERROR(workspace_.Allocate(backend_, scratch));
   activation_bytes_ = stream_floats * sizeof(float) + workspace_.bytes();
   positions_.resize(size_t(t));
+  step_ids_.resize(size_t(t));
   if (config_.dsa.topk > 0) {
     dsa_.keys.resize(size_t(t * config_.dsa.topk));
     dsa_.counts.resize(size_t(t));
@@ -202,7 +203,10 @@ Status DecoderModel::PlanStep(std::span<const SequenceStep> steps) {
     const int64_t n = int64_t(s.tokens.size()), past = s.cache->length();
     RETURN_IF_ERROR(s.cache->Reserve(past + n));  // blocks stay with the sequence on failure
     segments_.push_back(Segment{row, n, s.cache, past});
-    for (int64_t i = 0; i < n; ++i) positions_[size_t(row + i)] = int32_t(past + i);
+    for (int64_t i = 0; i < n; ++i) {
+      positions_[size_t(row + i)] = int32_t(past + i);
+      step_ids_[size_t(row + i)] = s.tokens[size_t(i)];
+    }
     for (int64_t i = s.all_logits ? 0 : n - 1; i < n; ++i) logit_rows_.push_back(int32_t(row + i));
     row += n;
   }
@@ -221,23 +225,16 @@ Expected<Tensor> DecoderModel::ForwardBatch(std::span<const SequenceStep> steps)
   dsa_.valid = false;
 
   const Tensor x = x_.RowSlice(0, t), xn = xn_.RowSlice(0, t), y = y_.RowSlice(0, t);
-  for (const Segment& s : segments_) {
-    backend_.Embedding(tok_embd_, steps[size_t(&s - segments_.data())].tokens,
-                       x.RowSlice(s.row0, s.rows));
-  }
+  backend_.Embedding(tok_embd_, std::span<const int32_t>(step_ids_).first(size_t(t)), x);
   for (int64_t l = 0; l < config_.num_layers; ++l) {
     const Layer& L = layers_[size_t(l)];
     ctx.layer = l;
     workspace_.Reset();
-    backend_.RmsNorm(x, L.attn_norm, config_.rms_norm_eps, xn);
-    L.attention->Forward(ctx, xn, y);
-    backend_.Add(x, y, x);
+    L.attention->AddTo(ctx, x, RowNorm{&L.attn_norm, config_.rms_norm_eps, xn}, y);
     workspace_.Reset();
-    backend_.RmsNorm(x, L.ffn_norm, config_.rms_norm_eps, xn);
     ctx.residual = &x;
-    L.ffn->Forward(ctx, xn, y);
+    L.ffn->AddTo(ctx, x, RowNorm{&L.ffn_norm, config_.rms_norm_eps, xn}, y);
     if (!ctx.status.ok()) return ctx.status;  // the step's tokens are not committed
-    backend_.Add(x, y, x);
   }
   for (const Segment& s : segments_) s.cache->set_length(s.n_past + s.rows);
   if (expert_cache_) {
@@ -252,8 +249,9 @@ Expected<Tensor> DecoderModel::ForwardBatch(std::span<const SequenceStep> steps)
   const Tensor picked = y_.RowSlice(0, rows), normed = xn_.RowSlice(0, rows),
                logits = logits_.RowSlice(0, rows);
   backend_.GatherRows(x, logit_rows_, picked);
-  backend_.RmsNorm(picked, output_norm_, config_.rms_norm_eps, normed);
-  backend_.Matmul(normed, output_, nullptr, logits);
+  const RowNorm final_norm{&output_norm_, config_.rms_norm_eps, normed};
+  const Projection head[] = {{&output_, nullptr, logits}};
+  backend_.FusedMatmul(picked, head, {.norm = &final_norm});
   return logits;
 }
 

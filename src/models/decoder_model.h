@@ -63,6 +63,7 @@ class DecoderModel final : public Model {
   Workspace workspace_;
   DsaSelection dsa_;
   std::vector<int32_t> positions_;
+  std::vector<int32_t> step_ids_;  // the step's tokens, all sequences in row order
   std::vector<Segment> segments_;
   std::vector<int32_t> logit_rows_;  // rows of the step whose logits are returned
   const ForwardObserver* observer_ = nullptr;

@@ -23,7 +23,7 @@ std::unique_ptr<Engine> LoadTiny(int64_t context = 4096) {
 TEST(BenchRunner, TimesEachRepetition) {
   auto engine = LoadTiny();
   ASSERT_NE(engine, nullptr);
-  BenchRunner runner(*engine);
+  BenchRunner runner(*engine, /*sequences=*/4);
   for (BenchTest test : {BenchTest{20, 0}, BenchTest{0, 5}, BenchTest{8, 4}, BenchTest{0, 3, 4},
                          BenchTest{4, 0, 1, 20}, BenchTest{0, 3, 2, 20}}) {
     auto samples = runner.Measure(test, 3);

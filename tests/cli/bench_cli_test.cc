@@ -118,7 +118,11 @@ TEST_F(BenchCli, OpProfileTimesEveryOpOfTheTimedRuns) {
     for (const auto& e : o["op_profile"]) {
       EXPECT_GT(e["calls"].get<double>(), 0.0) << e;
       ms += e["ms"].get<double>();
-      if (e["op"] == "Matmul") matmul_calls += e["calls"].get<double>();
+      // Matmul alone, or fused with the norm before it or an epilogue after it.
+      if (e["op"].get<std::string>().find("Matmul") != std::string::npos) {
+        matmul_calls += e["calls"].get<double>();
+      }
+      EXPECT_EQ(e["launches"], 0.0) << e;  // the CPU launches nothing
       if (e["op"] == "Embedding") embedding_calls += e["calls"].get<double>();
     }
     EXPECT_GT(matmul_calls, 0.0);
@@ -135,7 +139,32 @@ TEST_F(BenchCli, OpProfileTimesEveryOpOfTheTimedRuns) {
       {"-m", Golden("llama_tiny"), "-p", "8", "-n", "0", "-r", "1", "-t", "1", "--op-profile"});
   ASSERT_EQ(md.exit_code, 0) << md.err;
   EXPECT_NE(md.out.find("ops of llama"), std::string::npos) << md.out;
-  EXPECT_NE(md.out.find("| Matmul "), std::string::npos) << md.out;
+  EXPECT_NE(md.out.find("| RmsNorm+Matmul+SwiGlu "), std::string::npos) << md.out;
+}
+
+// On a device, --op-profile counts launches: a decode step of llama_tiny is
+// the same number of them whatever the number of sequences it decodes (5 per
+// layer of its 2, and the embedding, the logit rows' gather, the final norm
+// and head), and the table gives them per step.
+TEST_F(BenchCli, OpProfileCountsDeviceLaunchesPerDecodeStep) {
+  if (!CreateBackend("opencl", BackendOptions{.num_threads = 1}).ok()) {
+    GTEST_SKIP() << "opencl unavailable";
+  }
+  const auto r = Bench({"-m", Golden("llama_tiny"), "--backend", "opencl", "-p", "0", "-n", "4",
+                        "--parallel", "1,3", "-r", "1", "-o", "json", "-t", "1", "--op-profile"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto json = nlohmann::json::parse(r.out);
+  ASSERT_EQ(json.size(), 2u) << r.out;
+  for (const auto& o : json) {
+    double launches = 0;
+    for (const auto& e : o["op_profile"]) launches += e["launches"].get<double>();
+    EXPECT_EQ(launches, 4 * 13.0) << o;  // 4 steps
+  }
+  const auto md = Bench({"-m", Golden("llama_tiny"), "--backend", "opencl", "-p", "0", "-n", "4",
+                         "--parallel", "3", "-r", "1", "-t", "1", "--op-profile"});
+  ASSERT_EQ(md.exit_code, 0) << md.err;
+  EXPECT_NE(md.out.find("per decode step: 13.0 launches"), std::string::npos) << md.out;
+  EXPECT_NE(md.out.find("| Rope+ScatterRows+Attention "), std::string::npos) << md.out;
 }
 
 // A device backend reserves its memory once, at load, for what the tests

@@ -1,9 +1,11 @@
 // Op-level conformance of each device backend against the CPU backend (exact
 // mode) on random data, for what the golden models do not reach: every weight
 // dtype in Matmul, GroupedMatmul and Embedding (quantised ones included; those a
-// device lacks run through the CPU fallback, which must agree too).
+// device lacks run through the CPU fallback, which must agree too), and the
+// fused calls of a decode step (FusedMatmul, StepAttention) in every form.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -113,6 +115,16 @@ class DeviceOps : public ::testing::TestWithParam<std::string> {
     return diff / scale;
   }
 
+  // Max |a - b| of two tensors of the device.
+  float DeviceDiff(const Tensor& a, const Tensor& b) {
+    std::vector<float> x(size_t(a.elements())), y(x.size());
+    dev_->ReadF32(a, x);
+    dev_->ReadF32(b, y);
+    float diff = 0;
+    for (size_t i = 0; i < x.size(); ++i) diff = std::max(diff, std::fabs(x[i] - y[i]));
+    return diff;
+  }
+
   std::mt19937 rng_{1234};
   std::unique_ptr<Backend> dev_, cpu_;
   std::vector<std::vector<uint8_t>> bytes_;
@@ -169,6 +181,155 @@ TEST_P(DeviceOps, EmbeddingEveryDtype) {
     cpu_->Embedding(table.cpu, ids, out.cpu);
     dev_->Embedding(table.dev, ids, out.dev);
     EXPECT_EQ(RelDiff(out), 0.0f) << Name(dtype);  // dequantisation is exact
+  }
+}
+
+// FusedMatmul (the norm before, up to three projections, SwiGLU or the
+// residual add after) against the CPU's separate calls, and on the device
+// against the device's own separate calls: a fused kernel must give the
+// separate kernels' bits.
+TEST_P(DeviceOps, FusedMatmulMatchesTheSeparateCalls) {
+  for (DType dtype : {DType::kF32, DType::kF16, DType::kQ8_0, DType::kQ4_0, DType::kQ4_1,
+                      DType::kQ6_K}) {
+    for (int64_t t : {1, 7}) {
+      const int64_t k = 256, n0 = 40, n1 = 24;
+      const Pair x = Activations(t, k), norm_w = Activations(1, k), bias = Activations(1, n1);
+      const Pair wq = Weight(dtype, n0, k), wk = Weight(dtype, n1, k), wv = Weight(dtype, n1, k);
+      const Pair wg = Weight(dtype, n0, k), wu = Weight(dtype, n0, k), wo = Weight(dtype, n0, k);
+      const std::string what = std::string(Name(dtype)) + " T=" + std::to_string(t);
+      // Each call runs on both backends (dev: the device's side of each Pair),
+      // fused and then separately.
+      auto side = [](const Pair& p, bool dev) { return dev ? p.dev : p.cpu; };
+      // Norm + three projections, one with a bias (q/k/v).
+      const Pair q = Activations(t, n0, false), kk = Activations(t, n1, false),
+                 v = Activations(t, n1, false), normed = Activations(t, k, false);
+      const Pair q2 = Activations(t, n0, false), kk2 = Activations(t, n1, false),
+                 v2 = Activations(t, n1, false);
+      for (bool dev : {false, true}) {
+        Backend& b = dev ? *dev_ : *cpu_;
+        const Tensor nw = side(norm_w, dev).Reshaped({k}), bk = side(bias, dev).Reshaped({n1});
+        const Tensor wqt = side(wq, dev), wkt = side(wk, dev), wvt = side(wv, dev);
+        const RowNorm norm{&nw, 1e-5f, side(normed, dev)};
+        const Projection qkv[] = {{&wqt, nullptr, side(q, dev)},
+                                  {&wkt, &bk, side(kk, dev)},
+                                  {&wvt, nullptr, side(v, dev)}};
+        b.FusedMatmul(side(x, dev), qkv, {.norm = &norm});
+        b.RmsNorm(side(x, dev), nw, 1e-5f, side(normed, dev));
+        b.Matmul(side(normed, dev), wqt, nullptr, side(q2, dev));
+        b.Matmul(side(normed, dev), wkt, &bk, side(kk2, dev));
+        b.Matmul(side(normed, dev), wvt, nullptr, side(v2, dev));
+      }
+      for (const Pair* p : {&q, &kk, &v}) EXPECT_LT(RelDiff(*p), 1e-5f) << "norm+qkv " << what;
+      for (auto [fused, separate] : {std::pair{&q, &q2}, {&kk, &kk2}, {&v, &v2}}) {
+        EXPECT_EQ(DeviceDiff(fused->dev, separate->dev), 0.0f) << "norm+qkv " << what;
+      }
+      // Norm + gate/up + SwiGLU, and the residual add.
+      const Pair g = Activations(t, n0, false), u = Activations(t, n0, false);
+      const Pair g2 = Activations(t, n0, false), u2 = Activations(t, n0, false);
+      const Pair residual = Activations(t, n0), residual2 = Activations(t, n0);
+      const Pair y = Activations(t, n0, false);
+      std::vector<float> start(size_t(t * n0));
+      cpu_->ReadF32(residual.cpu, start);
+      for (const Pair* r : {&residual, &residual2}) {
+        cpu_->WriteF32(start, r->cpu);
+        dev_->WriteF32(start, r->dev);
+      }
+      for (bool dev : {false, true}) {
+        Backend& b = dev ? *dev_ : *cpu_;
+        const Tensor nw = side(norm_w, dev).Reshaped({k});
+        const Tensor wgt = side(wg, dev), wut = side(wu, dev), wot = side(wo, dev);
+        const RowNorm norm{&nw, 1e-5f, side(normed, dev)};
+        const Projection gate_up[] = {{&wgt, nullptr, side(g, dev)}, {&wut, nullptr, side(u, dev)}};
+        b.FusedMatmul(side(x, dev), gate_up, {.norm = &norm, .swiglu = true});
+        b.RmsNorm(side(x, dev), nw, 1e-5f, side(normed, dev));
+        b.Matmul(side(normed, dev), wgt, nullptr, side(g2, dev));
+        b.Matmul(side(normed, dev), wut, nullptr, side(u2, dev));
+        b.SwiGlu(side(g2, dev), side(u2, dev), side(g2, dev));
+        const Tensor res = side(residual, dev), res2 = side(residual2, dev);
+        const Projection o[] = {{&wot, nullptr, side(y, dev)}};
+        b.FusedMatmul(side(x, dev), o, {.residual = &res});
+        b.Matmul(side(x, dev), wot, nullptr, side(y, dev));
+        b.Add(res2, side(y, dev), res2);
+      }
+      // q6_k's random blocks make dots in the thousands, where SiLU's exp
+      // saturates differently in the CPU's vector exp: compared on the device only.
+      if (dtype != DType::kQ6_K) EXPECT_LT(RelDiff(g), 1e-5f) << "norm+gate/up+swiglu " << what;
+      EXPECT_LT(RelDiff(residual), 1e-5f) << "matmul+residual " << what;
+      EXPECT_EQ(DeviceDiff(g.dev, g2.dev), 0.0f) << "norm+gate/up+swiglu " << what;
+      EXPECT_EQ(DeviceDiff(residual.dev, residual2.dev), 0.0f) << "matmul+residual " << what;
+    }
+  }
+}
+
+// StepAttention over several sequences of one pool (decode steps: the fused
+// launch where the device has one; prefill-shaped steps: the batched form) and
+// of separate pools: the attention output and the cache rows written, against
+// the CPU's separate calls.
+TEST_P(DeviceOps, StepAttentionOverSeveralSequences) {
+  const int64_t n_h = 4, n_kv = 2, d = 32, pool_rows = 64;
+  std::vector<float> inv_freq(d / 2);
+  for (int64_t i = 0; i < d / 2; ++i) inv_freq[size_t(i)] = std::pow(10000.0f, -2.0f * i / d);
+  for (RopePairing pairing : {RopePairing::kHalfSplit, RopePairing::kInterleaved}) {
+    const RopeTable rope{inv_freq, int(d), 0, 1.0f, pairing};
+    struct Shape {
+      std::vector<int64_t> n_past, rows;
+      bool shared_pool;
+    };
+    for (const Shape& shape : {Shape{{5, 0, 12}, {1, 1, 1}, true}, Shape{{3, 0, 7}, {2, 1, 3}, true},
+                               Shape{{4, 9}, {1, 1}, false}}) {
+      const size_t n_seq = shape.n_past.size();
+      int64_t t = 0;
+      for (int64_t r : shape.rows) t += r;
+      // Each sequence's key rows: a shuffle of the pool rows, disjoint between sequences.
+      std::vector<int32_t> all(pool_rows);
+      for (int32_t i = 0; i < pool_rows; ++i) all[size_t(i)] = i;
+      std::shuffle(all.begin(), all.end(), rng_);
+      std::vector<std::vector<int32_t>> tables(n_seq);
+      std::vector<int32_t> positions;
+      for (size_t s = 0; s < n_seq; ++s) {
+        const int64_t len = shape.n_past[s] + shape.rows[s];
+        tables[s].assign(all.begin() + int64_t(s) * 20, all.begin() + int64_t(s) * 20 + len);
+        for (int64_t i = 0; i < shape.rows[s]; ++i) positions.push_back(int32_t(shape.n_past[s] + i));
+      }
+      const Pair q = Activations(t, n_h * d), k = Activations(t, n_kv * d), v = Activations(t, n_kv * d);
+      const Pair out = Activations(t, n_h * d, false);
+      std::vector<Pair> k_pools, v_pools;
+      for (size_t s = 0; s < (shape.shared_pool ? 1 : n_seq); ++s) {
+        k_pools.push_back(Activations(pool_rows, n_kv * d));
+        v_pools.push_back(Activations(pool_rows, n_kv * d));
+      }
+      for (bool dev : {false, true}) {
+        std::vector<Tensor> kp, vp;
+        for (size_t s = 0; s < k_pools.size(); ++s) {
+          kp.push_back((dev ? k_pools[s].dev : k_pools[s].cpu).Reshaped({pool_rows, n_kv, d}));
+          vp.push_back((dev ? v_pools[s].dev : v_pools[s].cpu).Reshaped({pool_rows, n_kv, d}));
+        }
+        std::vector<AttentionSegment> segments;
+        int64_t row = 0;
+        for (size_t s = 0; s < n_seq; ++s) {
+          const size_t p = shape.shared_pool ? 0 : s;
+          segments.push_back({row, shape.rows[s], &kp[p], &vp[p], tables[s], shape.n_past[s]});
+          row += shape.rows[s];
+        }
+        auto side = [&](const Pair& pair) { return dev ? pair.dev : pair.cpu; };
+        (dev ? *dev_ : *cpu_)
+            .StepAttention({.q = side(q).Reshaped({t, n_h, d}),
+                            .k = side(k).Reshaped({t, n_kv, d}),
+                            .v = side(v).Reshaped({t, n_kv, d}),
+                            .positions = positions,
+                            .rope = &rope,
+                            .segments = segments,
+                            .scale = 0.125f,
+                            .out = side(out).Reshaped({t, n_h, d})});
+      }
+      const std::string what = "rows " + std::to_string(t) + (shape.shared_pool ? "" : " pools") +
+                               (pairing == RopePairing::kInterleaved ? " interleaved" : "");
+      EXPECT_LT(RelDiff(out), 1e-5f) << what;
+      for (size_t s = 0; s < k_pools.size(); ++s) {
+        EXPECT_LT(RelDiff(k_pools[s]), 1e-6f) << what << " keys written";
+        EXPECT_EQ(RelDiff(v_pools[s]), 0.0f) << what << " values written";
+      }
+    }
   }
 }
 

@@ -21,6 +21,7 @@
 #include "backends/cpu/route.h"
 #include "backends/cpu/row_ops.h"
 #include "backends/host_weight.h"
+#include "backends/op_checks.h"
 #include "formats/tensor_source.h"
 
 namespace anymoe {
@@ -476,11 +477,8 @@ void CpuBackend::LatentAttention(const Tensor& q, const Tensor& pool, int64_t la
 
 void CpuBackend::HeadMatmul(const Tensor& x, int64_t x_stride, const Tensor& w, const Tensor& y,
                             int64_t y_stride) {
-  CHECK(w.rank == 3 && w.dtype == DType::kF32);
+  const int64_t t = CheckHeadMatmul(x, x_stride, w, y, y_stride);
   const int64_t n_h = w.dim(0), d_out = w.dim(1), d_in = w.dim(2);
-  CHECK(x_stride >= d_in && y_stride >= d_out && x.elements() % (n_h * x_stride) == 0);
-  const int64_t t = x.elements() / (n_h * x_stride);
-  CHECK(y.elements() == t * n_h * y_stride);
   const float* xp = x.as<const float>();
   const float* wp = w.as<const float>();
   float* yp = y.as<float>();
@@ -505,11 +503,8 @@ void CpuBackend::IndexerTopK(const Tensor& q, const Tensor& pool, const Tensor& 
                              std::span<const int32_t> key_rows, int64_t n_past, float scale,
                              int64_t topk, std::span<int32_t> selection,
                              std::span<int32_t> counts) {
-  CHECK(q.rank == 3 && pool.rank == 2);
+  CheckIndexerTopK(q, pool, head_weights, key_rows, n_past, topk, selection, counts);
   const int64_t t = q.dim(0), n_heads = q.dim(1), dim = q.dim(2);
-  CHECK(pool.cols() == dim && head_weights.cols() == n_heads &&
-        n_past + t <= int64_t(key_rows.size()));
-  CHECK(selection.size() == size_t(t * topk) && counts.size() == size_t(t));
   const float* qp = q.as<const float>();
   const float* kp = pool.as<const float>();
   const float* wp = head_weights.as<const float>();

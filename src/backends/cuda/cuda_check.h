@@ -10,7 +10,5 @@ namespace anymoe::cuda {
 
 void CheckCuda(cudaError_t err, const char* what);
 void CheckCublas(cublasStatus_t status, const char* what);
-// Aborts when the last kernel launch failed to start (bad configuration).
-void CheckLaunch(const char* kernel);
 
 }  // namespace anymoe::cuda

@@ -2,8 +2,11 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/kernels/kernels.h"
+#include "core/check.h"
 
 namespace anymoe::cuda {
 
@@ -20,7 +23,111 @@ void CheckCublas(cublasStatus_t status, const char* what) {
   std::abort();
 }
 
-void CheckLaunch(const char* kernel) { CheckCuda(cudaGetLastError(), kernel); }
+namespace kernels {
+
+void CheckLaunch(const Stream& s, const char* kernel) {
+  s.device->CountLaunch();
+  CheckCuda(cudaGetLastError(), kernel);
+}
+
+}  // namespace kernels
+
+namespace {
+
+// CudaDevice as the device layer sees it (see cuda_device.h).
+class CudaMemory final : public CudaDevice {
+ public:
+  std::string device_name() const override { return device_.name; }
+  uint64_t device_memory() const override { return device_.global_memory; }
+  uint64_t available_memory() const override {  // cudaMemGetInfo's free bytes
+    Bind();
+    size_t free = 0, total = 0;
+    CheckCuda(cudaMemGetInfo(&free, &total), "cudaMemGetInfo");
+    return free;
+  }
+  uint64_t alignment() const override { return 256; }  // cudaMalloc's own
+
+  Expected<void*> NewChunk(uint64_t bytes) override {
+    Bind();
+    void* p = nullptr;
+    if (const cudaError_t err = cudaMalloc(&p, bytes); err != cudaSuccess) {
+      cudaGetLastError();
+      return Status::Error("cuda: cudaMalloc of " + std::to_string(bytes) + " bytes on " +
+                           device_.name + " failed: " + cudaGetErrorString(err));
+    }
+    return p;
+  }
+  void DeleteChunk(void* chunk) override { CheckCuda(cudaFree(chunk), "cudaFree"); }
+  void* Region(void* chunk, uint64_t offset, uint64_t bytes) override {
+    return static_cast<char*>(chunk) + offset;
+  }
+  // Pins a host twin of the ring: an upload is a memcpy into it and an async
+  // copy on the compute stream, ordered before the kernels that read it.
+  Status BindStaging(void* region, uint64_t bytes) override {
+    if (pinned_ != nullptr) {
+      CheckCuda(cudaStreamSynchronize(compute()), "cudaStreamSynchronize");
+      CheckCuda(cudaFreeHost(pinned_), "cudaFreeHost");
+      pinned_ = nullptr;
+    }
+    void* host = nullptr;
+    if (const cudaError_t err = cudaMallocHost(&host, bytes); err != cudaSuccess) {
+      cudaGetLastError();
+      return Status::Error("cuda: cannot pin " + std::to_string(bytes) +
+                           " bytes of host staging: " + cudaGetErrorString(err));
+    }
+    staging_ = static_cast<char*>(region);
+    pinned_ = static_cast<char*>(host);
+    return Status::Ok();
+  }
+  void Finish() override { CheckCuda(cudaStreamSynchronize(compute()), "cudaStreamSynchronize"); }
+
+ private:
+  // Makes the copy stream wait for the compute work queued so far (results
+  // read back after the kernels that wrote them).
+  void CopiesAfterCompute() {
+    CheckCuda(cudaEventRecord(compute_done_, compute()), "cudaEventRecord");
+    CheckCuda(cudaStreamWaitEvent(copies_, compute_done_, 0), "cudaStreamWaitEvent");
+  }
+  // After whatever queued compute work still uses the destination; done before returning.
+  void DoWrite(void* base, uint64_t offset, const void* src, uint64_t bytes) override {
+    CopiesAfterCompute();
+    CheckCuda(cudaMemcpyAsync(static_cast<char*>(base) + offset, src, bytes,
+                              cudaMemcpyHostToDevice, copies()),
+              "cudaMemcpyAsync (from host)");
+    CheckCuda(cudaStreamSynchronize(copies()), "cudaStreamSynchronize (from host)");
+  }
+  // On the copy stream, after the compute work queued so far.
+  void DoRead(const void* base, uint64_t offset, void* dst, uint64_t bytes) override {
+    CopiesAfterCompute();
+    CheckCuda(cudaMemcpyAsync(dst, static_cast<const char*>(base) + offset, bytes,
+                              cudaMemcpyDeviceToHost, copies()),
+              "cudaMemcpyAsync (to host)");
+    CheckCuda(cudaStreamSynchronize(copies()), "cudaStreamSynchronize (to host)");
+  }
+  // The pinned bytes at `offset` are not reused before the ring wraps, which
+  // first waits for the compute stream (StagingRing::Begin).
+  void DoStage(void* ring, uint64_t offset, const void* src, uint64_t bytes) override {
+    CHECK(ring == staging_ && pinned_ != nullptr);
+    char* pinned = pinned_ + offset;
+    std::memcpy(pinned, src, bytes);
+    CheckCuda(cudaMemcpyAsync(staging_ + offset, pinned, bytes, cudaMemcpyHostToDevice,
+                              compute()),
+              "cudaMemcpyAsync (staging)");
+  }
+  void DoFillZero(void* base, uint64_t offset, uint64_t bytes) override {
+    CheckCuda(cudaMemsetAsync(static_cast<char*>(base) + offset, 0, bytes, compute()),
+              "cudaMemsetAsync");
+  }
+  void DoCopy(const void* src, uint64_t src_offset, void* dst, uint64_t dst_offset,
+              uint64_t bytes) override {
+    CheckCuda(cudaMemcpyAsync(static_cast<char*>(dst) + dst_offset,
+                              static_cast<const char*>(src) + src_offset, bytes,
+                              cudaMemcpyDeviceToDevice, compute()),
+              "cudaMemcpyAsync (device to device)");
+  }
+};
+
+}  // namespace
 
 Expected<std::unique_ptr<CudaDevice>> CudaDevice::Create(int device_index) {
   int count = 0;
@@ -42,7 +149,7 @@ Expected<std::unique_ptr<CudaDevice>> CudaDevice::Create(int device_index) {
                          std::to_string(prop.major) + std::to_string(prop.minor) +
                          "; this build targets sm_80 and newer");
   }
-  std::unique_ptr<CudaDevice> d(new CudaDevice());
+  std::unique_ptr<CudaDevice> d(new CudaMemory());
   d->device_.index = device_index;
   d->device_.name = std::string(prop.name) + " (sm_" + std::to_string(prop.major) +
                     std::to_string(prop.minor) + ")";
@@ -61,6 +168,10 @@ Expected<std::unique_ptr<CudaDevice>> CudaDevice::Create(int device_index) {
 }
 
 CudaDevice::~CudaDevice() {
+  if (pinned_ != nullptr) {
+    cudaStreamSynchronize(compute_);
+    cudaFreeHost(pinned_);
+  }
   if (blas_ != nullptr) cublasDestroy(blas_);
   if (compute_done_ != nullptr) cudaEventDestroy(compute_done_);
   if (copies_ != nullptr) cudaStreamDestroy(copies_);
@@ -72,32 +183,6 @@ void CudaDevice::Bind() const {
   if (current == device_.index) return;
   CheckCuda(cudaSetDevice(device_.index), "cudaSetDevice");
   current = device_.index;
-}
-
-Expected<void*> CudaDevice::Malloc(uint64_t bytes) {
-  Bind();
-  void* p = nullptr;
-  if (const cudaError_t err = cudaMalloc(&p, bytes); err != cudaSuccess) {
-    cudaGetLastError();
-    return Status::Error("cuda: cudaMalloc of " + std::to_string(bytes) + " bytes on " +
-                         device_.name + " failed: " + cudaGetErrorString(err));
-  }
-  ++allocations_;
-  return p;
-}
-
-void CudaDevice::Free(void* p) { CheckCuda(cudaFree(p), "cudaFree"); }
-
-uint64_t CudaDevice::FreeBytes() const {
-  Bind();
-  size_t free = 0, total = 0;
-  CheckCuda(cudaMemGetInfo(&free, &total), "cudaMemGetInfo");
-  return free;
-}
-
-void CudaDevice::CopiesAfterCompute() {
-  CheckCuda(cudaEventRecord(compute_done_, compute_), "cudaEventRecord");
-  CheckCuda(cudaStreamWaitEvent(copies_, compute_done_, 0), "cudaStreamWaitEvent");
 }
 
 }  // namespace anymoe::cuda

@@ -1,7 +1,9 @@
 // The CUDA objects one backend uses: the device chosen by index, a stream for
 // compute and one for copies (weight uploads at load, results read back), the
-// cuBLAS handle bound to the compute stream, and the only cudaMalloc of the
-// backend (counted, so tests can prove that no token allocates).
+// cuBLAS handle bound to the compute stream, and the pinned host twin of the
+// staging ring. As the device layer's DeviceRuntime: chunks are cudaMallocs
+// (the only ones), regions are device addresses, uploads go through the pinned
+// twin on the compute stream, reads on the copy stream after an event.
 #pragma once
 
 #include <cublas_v2.h>
@@ -11,6 +13,7 @@
 #include <memory>
 #include <string>
 
+#include "backends/device/device_runtime.h"
 #include "core/status.h"
 
 namespace anymoe::cuda {
@@ -22,14 +25,15 @@ struct DeviceDescription {
   int sm_major = 0, sm_minor = 0;
 };
 
-class CudaDevice {
+// The device layer's runtime (its memory and copies, with the pinned host twin
+// of the staging ring) is CudaDevice's implementation in cuda_device.cc; what
+// the kernel launchers and cuBLAS use is here.
+class CudaDevice : public device::DeviceRuntime {
  public:
   // An error (never an abort) when the build has no usable device: no driver,
   // no GPU, or an index out of range.
   static Expected<std::unique_ptr<CudaDevice>> Create(int device_index);
-  ~CudaDevice();
-  CudaDevice(const CudaDevice&) = delete;
-  CudaDevice& operator=(const CudaDevice&) = delete;
+  ~CudaDevice() override;
 
   const DeviceDescription& device() const { return device_; }
   // The streams and the cuBLAS handle, with this device made current on the
@@ -39,18 +43,7 @@ class CudaDevice {
   cudaStream_t copies() const { return Bind(), copies_; }
   cublasHandle_t blas() const { return Bind(), blas_; }
 
-  // Device memory: the one place it is allocated.
-  Expected<void*> Malloc(uint64_t bytes);
-  void Free(void* p);
-  uint64_t allocations() const { return allocations_; }
-  // Bytes the device has free now (cudaMemGetInfo).
-  uint64_t FreeBytes() const;
-
-  // Makes the copy stream wait for the compute work queued so far (results
-  // read back after the kernels that wrote them).
-  void CopiesAfterCompute();
-
- private:
+ protected:
   CudaDevice() = default;
   void Bind() const;
 
@@ -58,7 +51,8 @@ class CudaDevice {
   cudaStream_t compute_ = nullptr, copies_ = nullptr;
   cudaEvent_t compute_done_ = nullptr;
   cublasHandle_t blas_ = nullptr;
-  uint64_t allocations_ = 0;
+  char* staging_ = nullptr;  // the ring's device region
+  char* pinned_ = nullptr;   // its host twin
 };
 
 }  // namespace anymoe::cuda

@@ -17,6 +17,7 @@ void DenseGemm::Run(const float* x, int tokens, int k, const DeviceWeight& w, in
   // Row-major y [T, n] is column-major y^T [n, T]: y^T = W (k x n col-major)^T . x^T.
   const float one = 1.0f, zero = 0.0f;
   if (w.dtype == kernels::kF32) {
+    dev_->CountLaunch();  // each cuBLAS call counts as one launch
     CheckCublas(cublasSgemm(dev_->blas(), CUBLAS_OP_T, CUBLAS_OP_N, n, tokens, k, &one,
                             reinterpret_cast<const float*>(w.data), k, x, k, &zero, y, n),
                 "cublasSgemm");
@@ -26,8 +27,9 @@ void DenseGemm::Run(const float* x, int tokens, int k, const DeviceWeight& w, in
   for (int r0 = 0; r0 < n; r0 += tile_rows) {
     const int rows = std::min(tile_rows, n - r0);
     kernels::DequantizeRows(w.data + w.row_bytes * uint64_t(r0), w.row_bytes, w.dtype, rows, k,
-                            tile_, dev_->compute());
+                            tile_, kernels::Stream{dev_->compute(), dev_});
     // Output columns [r0, r0 + rows) of every token row: ldc stays n.
+    dev_->CountLaunch();
     CheckCublas(cublasSgemm(dev_->blas(), CUBLAS_OP_T, CUBLAS_OP_N, rows, tokens, k, &one, tile_,
                             k, x, k, &zero, y + r0, n),
                 "cublasSgemm (decoded tile)");

@@ -75,6 +75,76 @@ std::vector<DeviceDescription> ListDevices() {
   return out;
 }
 
+namespace {
+
+// ClRuntime as the device layer sees it: chunks are buffers (the only
+// clCreateBuffer), regions sub-buffers, transfers blocking reads and writes on
+// the one in-order queue.
+class ClMemory final : public ClRuntime {
+ public:
+  std::string device_name() const override { return device_.name; }
+  uint64_t device_memory() const override { return device_.global_memory; }
+  uint64_t available_memory() const override { return device_.global_memory; }
+  uint64_t alignment() const override { return device_.base_align; }
+  uint64_t max_chunk_bytes() const override { return device_.max_alloc; }
+
+  Expected<void*> NewChunk(uint64_t bytes) override {
+    cl_int err = CL_SUCCESS;
+    cl_mem m = clCreateBuffer(context_, CL_MEM_READ_WRITE, bytes, nullptr, &err);
+    if (err != CL_SUCCESS) {
+      return Status::Error("opencl: cannot create a buffer of " + std::to_string(bytes) +
+                           " bytes on " + device_.name + " (error " + std::to_string(err) + ")");
+    }
+    return static_cast<void*>(m);
+  }
+  void DeleteChunk(void* chunk) override { clReleaseMemObject(Mem(chunk)); }
+  void* Region(void* chunk, uint64_t offset, uint64_t bytes) override {
+    cl_buffer_region region{offset, bytes};
+    cl_int err = CL_SUCCESS;
+    cl_mem m = clCreateSubBuffer(Mem(chunk), CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION,
+                                 &region, &err);
+    CheckCl(err, "clCreateSubBuffer");
+    return m;
+  }
+  void ReleaseRegion(void* region) override { clReleaseMemObject(Mem(region)); }
+  void Finish() override { CheckCl(clFinish(queue_), "clFinish"); }
+
+ private:
+  static cl_mem Mem(const void* p) { return static_cast<cl_mem>(const_cast<void*>(p)); }
+
+  void DoWrite(void* base, uint64_t offset, const void* src, uint64_t bytes) override {
+    CheckCl(clEnqueueWriteBuffer(queue_, Mem(base), CL_TRUE, offset, bytes, src, 0, nullptr,
+                                 nullptr),
+            "clEnqueueWriteBuffer");
+  }
+  void DoRead(const void* base, uint64_t offset, void* dst, uint64_t bytes) override {
+    CheckCl(clEnqueueReadBuffer(queue_, Mem(base), CL_TRUE, offset, bytes, dst, 0, nullptr,
+                                nullptr),
+            "clEnqueueReadBuffer");
+  }
+  // The queue is in order and the write blocks, so the kernels after it see
+  // the bytes and `src` may be reused at once.
+  void DoStage(void* ring, uint64_t offset, const void* src, uint64_t bytes) override {
+    CheckCl(clEnqueueWriteBuffer(queue_, Mem(ring), CL_TRUE, offset, bytes, src, 0, nullptr,
+                                 nullptr),
+            "clEnqueueWriteBuffer (staging)");
+  }
+  void DoFillZero(void* base, uint64_t offset, uint64_t bytes) override {
+    const cl_uint zero = 0;
+    CheckCl(clEnqueueFillBuffer(queue_, Mem(base), &zero, sizeof(zero), offset, bytes, 0,
+                                nullptr, nullptr),
+            "clEnqueueFillBuffer");
+  }
+  void DoCopy(const void* src, uint64_t src_offset, void* dst, uint64_t dst_offset,
+              uint64_t bytes) override {
+    CheckCl(clEnqueueCopyBuffer(queue_, Mem(src), Mem(dst), src_offset, dst_offset, bytes, 0,
+                                nullptr, nullptr),
+            "clEnqueueCopyBuffer");
+  }
+};
+
+}  // namespace
+
 Expected<std::unique_ptr<ClRuntime>> ClRuntime::Create(int device_index) {
   const std::vector<DeviceDescription> devices = ListDevices();
   if (devices.empty()) {
@@ -84,7 +154,7 @@ Expected<std::unique_ptr<ClRuntime>> ClRuntime::Create(int device_index) {
     return Status::Error("opencl: --device " + std::to_string(device_index) + " out of range (" +
                          std::to_string(devices.size()) + " devices)");
   }
-  std::unique_ptr<ClRuntime> rt(new ClRuntime());
+  std::unique_ptr<ClRuntime> rt(new ClMemory());
   rt->device_ = devices[size_t(device_index)];
   cl_int err = CL_SUCCESS;
   rt->context_ = clCreateContext(nullptr, 1, &rt->device_.id, nullptr, nullptr, &err);
@@ -133,17 +203,6 @@ cl_kernel ClRuntime::kernel(const char* name) const {
     std::abort();
   }
   return it->second;
-}
-
-Expected<cl_mem> ClRuntime::CreateBuffer(uint64_t bytes) {
-  cl_int err = CL_SUCCESS;
-  cl_mem m = clCreateBuffer(context_, CL_MEM_READ_WRITE, bytes, nullptr, &err);
-  if (err != CL_SUCCESS) {
-    return Status::Error("opencl: cannot create a buffer of " + std::to_string(bytes) +
-                         " bytes on " + device_.name + " (error " + std::to_string(err) + ")");
-  }
-  ++buffers_created_;
-  return m;
 }
 
 ClRuntime::~ClRuntime() {

@@ -1,6 +1,8 @@
 // The OpenCL objects one backend uses: a device chosen by index over all
 // platforms, its context, one in-order queue, and the program built from the
-// embedded kernel sources (kernels/*.cl) when the backend is created.
+// embedded kernel sources (kernels/*.cl) when the backend is created. As the
+// device layer's DeviceRuntime: chunks are buffers (the only clCreateBuffer),
+// regions are sub-buffers, transfers are blocking reads and writes.
 #pragma once
 
 #ifndef CL_TARGET_OPENCL_VERSION
@@ -14,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/device/device_runtime.h"
 #include "core/status.h"
 
 namespace anymoe::opencl {
@@ -34,25 +37,19 @@ struct DeviceDescription {
 // Every OpenCL device of every platform, in a stable order (--device N).
 std::vector<DeviceDescription> ListDevices();
 
-class ClRuntime {
+// The device layer's runtime (its memory and copies) is ClRuntime's
+// implementation in cl_runtime.cc; what the kernel launchers use is here.
+class ClRuntime : public device::DeviceRuntime {
  public:
   static Expected<std::unique_ptr<ClRuntime>> Create(int device_index);
-  ~ClRuntime();
-  ClRuntime(const ClRuntime&) = delete;
-  ClRuntime& operator=(const ClRuntime&) = delete;
+  ~ClRuntime() override;
 
   const DeviceDescription& device() const { return device_; }
-  cl_context context() const { return context_; }
   cl_command_queue queue() const { return queue_; }
   // The kernel of that name (created once at build time).
   cl_kernel kernel(const char* name) const;
 
-  // The one place device memory is created; counted so tests can prove that no
-  // token allocates (see DeviceArena).
-  Expected<cl_mem> CreateBuffer(uint64_t bytes);
-  uint64_t buffers_created() const { return buffers_created_; }
-
- private:
+ protected:
   ClRuntime() = default;
   Status Build();
 
@@ -61,7 +58,6 @@ class ClRuntime {
   cl_command_queue queue_ = nullptr;
   cl_program program_ = nullptr;
   std::map<std::string, cl_kernel> kernels_;
-  uint64_t buffers_created_ = 0;
 };
 
 }  // namespace anymoe::opencl

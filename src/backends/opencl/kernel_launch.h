@@ -1,5 +1,6 @@
 // Sets a kernel's arguments in order and enqueues it: tensors become (cl_mem,
 // element offset) pairs, matching the kernels' (global T* p, ulong p_off).
+// Every enqueue is counted (DeviceRuntime::CountLaunch).
 #pragma once
 
 #include <initializer_list>
@@ -13,7 +14,7 @@ inline constexpr size_t kGroup = 64;  // WG in kernels/common.cl
 
 class Launch {
  public:
-  Launch(const ClRuntime& rt, const char* name) : rt_(rt), kernel_(rt.kernel(name)), name_(name) {}
+  Launch(ClRuntime& rt, const char* name) : rt_(rt), kernel_(rt.kernel(name)), name_(name) {}
 
   // A tensor as (buffer, offset in elements of `elem_bytes`).
   Launch& T(const Tensor& t, uint64_t elem_bytes = 4) {
@@ -43,6 +44,7 @@ class Launch {
     for (size_t g : global) {
       if (g == 0) return;  // nothing to do
     }
+    rt_.CountLaunch();
     CheckCl(clEnqueueNDRangeKernel(rt_.queue(), kernel_, cl_uint(global.size()), nullptr,
                                    global.begin(), local.size() ? local.begin() : nullptr, 0,
                                    nullptr, nullptr),
@@ -54,7 +56,7 @@ class Launch {
     CheckCl(clSetKernelArg(kernel_, index_++, size, value), name_);
     return *this;
   }
-  const ClRuntime& rt_;
+  ClRuntime& rt_;
   cl_kernel kernel_;
   const char* name_;
   cl_uint index_ = 0;

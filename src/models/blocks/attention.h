@@ -11,9 +11,10 @@ namespace anymoe {
 class AttentionBlock {
  public:
   virtual ~AttentionBlock() = default;
-  // x: the normed hidden state [T, H]; writes the block output [T, H] to `out`
-  // and this step's keys to the cache.
-  virtual void Forward(StepContext& ctx, const Tensor& x, const Tensor& out) = 0;
+  // x += Attn(rmsnorm(x) * norm.weight) for the residual stream x [T, H], and
+  // this step's keys and values into the cache. norm.out and y are [T, H]
+  // scratch (blocks that fuse the norm or the add need not use them).
+  virtual void AddTo(StepContext& ctx, const Tensor& x, const RowNorm& norm, const Tensor& y) = 0;
   virtual LayerCacheSpec cache_spec() const = 0;
   // Workspace floats one step of `t` tokens needs.
   virtual uint64_t workspace_floats(int64_t t) const = 0;
@@ -22,9 +23,20 @@ class AttentionBlock {
 class FeedForwardBlock {
  public:
   virtual ~FeedForwardBlock() = default;
-  // x: the normed hidden state [T, H]; writes the block output [T, H] to `out`.
-  virtual void Forward(StepContext& ctx, const Tensor& x, const Tensor& out) = 0;
+  // x += FFN(rmsnorm(x) * norm.weight) for the residual stream x [T, H];
+  // norm.out and y are [T, H] scratch.
+  virtual void AddTo(StepContext& ctx, const Tensor& x, const RowNorm& norm, const Tensor& y) = 0;
   virtual uint64_t workspace_floats(int64_t t) const = 0;
 };
+
+// AddTo for a block that computes from the normed rows: norm into norm.out,
+// `forward(normed, y)`, then x += y.
+template <class Forward>
+void AddNormed(Backend& be, const Tensor& x, const RowNorm& norm, const Tensor& y,
+               const Forward& forward) {
+  be.RmsNorm(x, *norm.weight, norm.eps, norm.out);
+  forward(norm.out, y);
+  be.Add(x, y, x);
+}
 
 }  // namespace anymoe

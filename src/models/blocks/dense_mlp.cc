@@ -21,14 +21,18 @@ void DenseMlp::Run(Backend& be, const Tensor& x, const Tensor& gate, const Tenso
   const int64_t t = x.rows(), ffn = gate.rows();
   const Tensor g = g_scratch.Prefix(t, ffn), u = u_scratch.Prefix(t, ffn);
   const Projection gate_up[] = {{&gate, nullptr, g}, {&up, nullptr, u}};  // [T, I] each
-  be.MultiMatmul(x, gate_up);
-  be.SwiGlu(g, u, g);
+  be.FusedMatmul(x, gate_up, {.swiglu = true});  // g = silu(gate(x)) * up(x)
   be.Matmul(g, down, nullptr, out);  // [T, H]
 }
 
-void DenseMlp::Forward(StepContext& ctx, const Tensor& x, const Tensor& out) {
-  const int64_t ffn = gate_.rows();
-  Run(ctx.backend, x, gate_, up_, down_, ctx.ws.Take(ctx.t, ffn), ctx.ws.Take(ctx.t, ffn), out);
+void DenseMlp::AddTo(StepContext& ctx, const Tensor& x, const RowNorm& norm, const Tensor& y) {
+  Backend& be = ctx.backend;
+  const int64_t t = ctx.t, ffn = gate_.rows();
+  const Tensor g = ctx.ws.Take(t, ffn), u = ctx.ws.Take(t, ffn);
+  const Projection gate_up[] = {{&gate_, nullptr, g}, {&up_, nullptr, u}};  // [T, I] each
+  be.FusedMatmul(x, gate_up, {.norm = &norm, .swiglu = true});  // g = silu(gate(xn)) * up(xn)
+  const Projection down[] = {{&down_, nullptr, y}};
+  be.FusedMatmul(g, down, {.residual = &x});  // x += down(g)
 }
 
 }  // namespace anymoe

@@ -18,13 +18,14 @@ class DenseMlp final : public FeedForwardBlock {
                                                   int64_t ffn);
   DenseMlp(Tensor gate, Tensor up, Tensor down) : gate_(gate), up_(up), down_(down) {}
 
-  void Forward(StepContext& ctx, const Tensor& x, const Tensor& out) override;
+  // Norm, gate/up and SwiGLU in one FusedMatmul; down and the residual add in another.
+  void AddTo(StepContext& ctx, const Tensor& x, const RowNorm& norm, const Tensor& y) override;
   uint64_t workspace_floats(int64_t t) const override;
   const Tensor& gate() const { return gate_; }
   const Tensor& up() const { return up_; }
   const Tensor& down() const { return down_; }
-  // The same computation with explicit weights (routed experts share this code);
-  // g and u are scratch of at least [T, ffn] floats each.
+  // out = down(silu(gate(x)) * up(x)) with explicit weights (the shared
+  // expert of a MoE block); g and u are scratch of at least [T, ffn] floats each.
   static void Run(Backend& be, const Tensor& x, const Tensor& gate, const Tensor& up,
                   const Tensor& down, const Tensor& g, const Tensor& u, const Tensor& out);
 

@@ -1,7 +1,5 @@
 #include "models/blocks/gqa_attention.h"
 
-#include <array>
-
 namespace anymoe {
 
 Expected<std::unique_ptr<AttentionBlock>> GqaAttention::Bind(WeightBinder& w,
@@ -33,7 +31,8 @@ uint64_t GqaAttention::workspace_floats(int64_t t) const {
   return 2 * Workspace::Footprint(t, q_dim) + 2 * Workspace::Footprint(t, kv_dim);
 }
 
-void GqaAttention::Forward(StepContext& ctx, const Tensor& x, const Tensor& out) {
+void GqaAttention::AddTo(StepContext& ctx, const Tensor& x, const RowNorm& norm,
+                         const Tensor& y) {
   Backend& be = ctx.backend;
   const int64_t t = ctx.t, n_h = c_.num_heads, n_kv = c_.num_kv_heads, hd = c_.head_dim;
   Tensor q = ctx.ws.Take(t, n_h * hd), k = ctx.ws.Take(t, n_kv * hd),
@@ -41,31 +40,27 @@ void GqaAttention::Forward(StepContext& ctx, const Tensor& x, const Tensor& out)
   const Projection qkv[] = {{&wq_, bq_ ? &*bq_ : nullptr, q},   // [T, n_h * hd]
                            {&wk_, bk_ ? &*bk_ : nullptr, k},   // [T, n_kv * hd]
                            {&wv_, bv_ ? &*bv_ : nullptr, v}};
-  be.MultiMatmul(x, qkv);
+  be.FusedMatmul(x, qkv, {.norm = &norm});
   if (q_norm_) {
     be.RmsNorm(q.Reshaped({t * n_h, hd}), *q_norm_, c_.rms_norm_eps, q.Reshaped({t * n_h, hd}));
     be.RmsNorm(k.Reshaped({t * n_kv, hd}), *k_norm_, c_.rms_norm_eps, k.Reshaped({t * n_kv, hd}));
   }
-  be.Rope(q.Reshaped({t, n_h, hd}), ctx.positions, rope_);
-  be.Rope(k.Reshaped({t, n_kv, hd}), ctx.positions, rope_);
-  // Each sequence against its own cache, several sequences per backend call.
-  constexpr size_t kJobsPerCall = 16;
-  std::array<AttentionJob, kJobsPerCall> jobs;
-  size_t n_jobs = 0;
+  // Each sequence against its own cache, all sequences in one call.
+  segments_.clear();
   for (const Segment& s : ctx.segments) {
     const KvPool::Layer& pool = s.cache->layer(ctx.layer);
-    const int64_t rows = pool.k.dim(0);
-    be.ScatterRows(k.RowSlice(s.row0, s.rows), s.new_rows(), pool.k.Reshaped({rows, n_kv * hd}));
-    be.ScatterRows(v.RowSlice(s.row0, s.rows), s.new_rows(), pool.v.Reshaped({rows, n_kv * hd}));
-    jobs[n_jobs++] = {q.RowSlice(s.row0, s.rows).Reshaped({s.rows, n_h, hd}), &pool.k, &pool.v,
-                      s.cache->rows(), s.n_past,
-                      attn.RowSlice(s.row0, s.rows).Reshaped({s.rows, n_h, hd})};
-    if (n_jobs == kJobsPerCall || &s == &ctx.segments.back()) {
-      be.MultiAttention(std::span(jobs.data(), n_jobs), c_.AttentionScale());
-      n_jobs = 0;
-    }
+    segments_.push_back({s.row0, s.rows, &pool.k, &pool.v, s.cache->rows(), s.n_past});
   }
-  be.Matmul(attn, wo_, nullptr, out);
+  be.StepAttention({.q = q.Reshaped({t, n_h, hd}),
+                    .k = k.Reshaped({t, n_kv, hd}),
+                    .v = v.Reshaped({t, n_kv, hd}),
+                    .positions = ctx.positions,
+                    .rope = &rope_,
+                    .segments = segments_,
+                    .scale = c_.AttentionScale(),
+                    .out = attn.Reshaped({t, n_h, hd})});
+  const Projection o[] = {{&wo_, nullptr, y}};
+  be.FusedMatmul(attn, o, {.residual = &x});  // x += o(attn)
 }
 
 }  // namespace anymoe

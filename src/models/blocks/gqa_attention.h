@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include "models/blocks/attention.h"
 #include "models/model_config.h"
@@ -16,7 +17,9 @@ class GqaAttention final : public AttentionBlock {
  public:
   static Expected<std::unique_ptr<AttentionBlock>> Bind(WeightBinder& w, const ModelConfig& c,
                                                         int64_t layer, const RopeTable& rope);
-  void Forward(StepContext& ctx, const Tensor& x, const Tensor& out) override;
+  // Norm and q/k/v in one FusedMatmul, RoPE, cache writes and attention of
+  // every sequence in one StepAttention, o and the residual add in one FusedMatmul.
+  void AddTo(StepContext& ctx, const Tensor& x, const RowNorm& norm, const Tensor& y) override;
   LayerCacheSpec cache_spec() const override;
   uint64_t workspace_floats(int64_t t) const override;
 
@@ -26,6 +29,7 @@ class GqaAttention final : public AttentionBlock {
   const RopeTable& rope_;
   Tensor wq_, wk_, wv_, wo_;
   std::optional<Tensor> bq_, bk_, bv_, q_norm_, k_norm_;
+  std::vector<AttentionSegment> segments_;  // this step's, grown to the most sequences seen
 };
 
 }  // namespace anymoe

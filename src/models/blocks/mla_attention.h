@@ -20,11 +20,16 @@ class MlaAttention final : public AttentionBlock {
   static Expected<std::unique_ptr<AttentionBlock>> Bind(WeightBinder& w, Backend& backend,
                                                         const ModelConfig& c, int64_t layer,
                                                         const RopeTable& rope);
-  void Forward(StepContext& ctx, const Tensor& x, const Tensor& out) override;
+  void AddTo(StepContext& ctx, const Tensor& x, const RowNorm& norm, const Tensor& y) override {
+    AddNormed(ctx.backend, x, norm, y,
+              [&](const Tensor& xn, const Tensor& out) { Forward(ctx, xn, out); });
+  }
   LayerCacheSpec cache_spec() const override;
   uint64_t workspace_floats(int64_t t) const override;
 
  private:
+  // x: the normed hidden state [T, H]; writes the block output [T, H] to `out`.
+  void Forward(StepContext& ctx, const Tensor& x, const Tensor& out);
   MlaAttention(const ModelConfig& c, const RopeTable& rope) : c_(c), rope_(rope) {}
   Status AbsorbKvB(Backend& backend, const Tensor& kv_b);
   Status StoreAbsorbed(Backend& backend, const Tensor& k_b, const Tensor& v_b);

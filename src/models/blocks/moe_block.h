@@ -21,7 +21,10 @@ class MoeBlock final : public FeedForwardBlock {
  public:
   static Expected<std::unique_ptr<MoeBlock>> Bind(WeightBinder& w, const ModelConfig& c,
                                                   int64_t layer, int64_t max_step_tokens);
-  void Forward(StepContext& ctx, const Tensor& x, const Tensor& out) override;
+  void AddTo(StepContext& ctx, const Tensor& x, const RowNorm& norm, const Tensor& y) override {
+    AddNormed(ctx.backend, x, norm, y,
+              [&](const Tensor& xn, const Tensor& out) { Forward(ctx, xn, out); });
+  }
   uint64_t workspace_floats(int64_t t) const override;
 
   // Tokens routed to each expert since load (or the last reset).
@@ -45,6 +48,8 @@ class MoeBlock final : public FeedForwardBlock {
 
  private:
   MoeBlock(const ModelConfig& c) : c_(c) {}
+  // x: the normed hidden state [T, H]; writes the block output [T, H] to `out`.
+  void Forward(StepContext& ctx, const Tensor& x, const Tensor& out);
   // The next layer's experts for this step's rows, handed to the cache to prefetch.
   void PredictNext(StepContext& ctx);
   // Applies --sticky-experts to a one-token step's routing (ids_, weights_).

@@ -1,6 +1,8 @@
-// Causal attention with an online softmax over rows of a paged cache, for both
-// Attention (GQA: keys = rows[0 .. n_past + t]) and LatentAttention (the latent
-// row is key and value; with DSA each query has its own rows and a count).
+// Causal attention with an online softmax over rows of a paged cache, for
+// Attention (GQA: keys = rows[0 .. n_past + t]), a step's batched attention
+// (each query its sequence's rows, at starts[t], and a count) and
+// LatentAttention (the latent row is key and value; with DSA each query has
+// its own rows and a count).
 // One block per (query token, head), as kernels/attention.cl; here the block's
 // warps split the keys (each warp keeps its own running max, denominator and
 // output), lanes split the head dims, and the warps' states are merged at the
@@ -26,7 +28,7 @@ __global__ void AttentionKernel(AttentionArgs a) {
   __syncthreads();
 
   const int n_keys = a.counts ? a.counts[t] : a.n_past + t + 1;
-  const int32_t* rows = a.rows + int64_t(t) * a.rows_stride;
+  const int32_t* rows = a.rows + (a.starts ? int64_t(a.starts[t]) : int64_t(t) * a.rows_stride);
   float acc[kDimsPerLane];
 #pragma unroll
   for (int i = 0; i < kDimsPerLane; ++i) acc[i] = 0.0f;
@@ -78,10 +80,10 @@ __global__ void AttentionKernel(AttentionArgs a) {
 
 }  // namespace
 
-void Attention(const AttentionArgs& a, cudaStream_t s) {
+void Attention(const AttentionArgs& a, const Stream& s) {
   if (a.tokens == 0 || a.n_h == 0) return;
-  AttentionKernel<<<unsigned(a.tokens) * unsigned(a.n_h), kWarps * kWarp, 0, s>>>(a);
-  CheckLaunch("Attention");
+  AttentionKernel<<<unsigned(a.tokens) * unsigned(a.n_h), kWarps * kWarp, 0, s.stream>>>(a);
+  CheckLaunch(s, "Attention");
 }
 
 }  // namespace anymoe::cuda::kernels

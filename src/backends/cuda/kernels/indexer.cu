@@ -55,18 +55,18 @@ __global__ void IndexerCompactKernel(const int32_t* keep, int n_past, int topk, 
 void IndexerTopK(const float* q, const float* keys, const int32_t* key_rows,
                  const float* head_weights, int n_heads, int dim, int n_past, int tokens,
                  float scale, int topk, float* scores, int32_t* keep, int32_t* selection,
-                 int32_t* counts, cudaStream_t s) {
+                 int32_t* counts, const Stream& s) {
   if (tokens == 0) return;
   const int max_keys = n_past + tokens;
   const dim3 grid(Blocks(max_keys, 128), unsigned(tokens));
-  IndexerScoresKernel<<<grid, 128, 0, s>>>(q, keys, key_rows, head_weights, n_heads, dim, n_past,
+  IndexerScoresKernel<<<grid, 128, 0, s.stream>>>(q, keys, key_rows, head_weights, n_heads, dim, n_past,
                                            scale, scores, max_keys);
-  CheckLaunch("IndexerScores");
-  IndexerRankKernel<<<grid, 128, 0, s>>>(scores, n_past, topk, max_keys, keep);
-  CheckLaunch("IndexerRank");
-  IndexerCompactKernel<<<Blocks(tokens, 64), 64, 0, s>>>(keep, n_past, topk, max_keys, tokens,
+  CheckLaunch(s, "IndexerScores");
+  IndexerRankKernel<<<grid, 128, 0, s.stream>>>(scores, n_past, topk, max_keys, keep);
+  CheckLaunch(s, "IndexerRank");
+  IndexerCompactKernel<<<Blocks(tokens, 64), 64, 0, s.stream>>>(keep, n_past, topk, max_keys, tokens,
                                                          selection, counts);
-  CheckLaunch("IndexerCompact");
+  CheckLaunch(s, "IndexerCompact");
 }
 
 }  // namespace anymoe::cuda::kernels

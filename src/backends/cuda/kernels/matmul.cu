@@ -155,55 +155,55 @@ __global__ void EmbeddingKernel(const char* table, uint64_t row_bytes, int dtype
 }  // namespace
 
 void Matvec(const float* x, const char* w, uint64_t w_row_bytes, int dtype, const float* bias,
-            float* y, int tokens, int k, int n, cudaStream_t s) {
+            float* y, int tokens, int k, int n, const Stream& s) {
   if (tokens == 0 || n == 0) return;
   const dim3 grid(Blocks(n, kRowsPerBlock), Blocks(tokens, kMatvecTokens));
-  MatvecKernel<<<grid, kRowsPerBlock * kWarp, 0, s>>>(x, w, w_row_bytes, dtype, bias, y, tokens,
+  MatvecKernel<<<grid, kRowsPerBlock * kWarp, 0, s.stream>>>(x, w, w_row_bytes, dtype, bias, y, tokens,
                                                       k, n);
-  CheckLaunch("Matvec");
+  CheckLaunch(s, "Matvec");
 }
 
 void GroupedMatvec(const float* x, const char* const* w_groups, uint64_t w_row_bytes, int dtype,
                    const int32_t* offsets, int groups, float* y, int rows, int k, int n,
-                   cudaStream_t s) {
+                   const Stream& s) {
   if (rows == 0 || n == 0) return;
   const dim3 grid(Blocks(n, kRowsPerBlock), unsigned(rows));
-  GroupedMatvecKernel<<<grid, kRowsPerBlock * kWarp, 0, s>>>(x, w_groups, w_row_bytes, dtype,
+  GroupedMatvecKernel<<<grid, kRowsPerBlock * kWarp, 0, s.stream>>>(x, w_groups, w_row_bytes, dtype,
                                                              offsets, groups, y, k, n);
-  CheckLaunch("GroupedMatvec");
+  CheckLaunch(s, "GroupedMatvec");
 }
 
 void DequantizeRows(const char* w, uint64_t w_row_bytes, int dtype, int rows, int k, float* out,
-                    cudaStream_t s) {
+                    const Stream& s) {
   const int64_t n = int64_t(rows) * k;
   if (n == 0) return;
-  DequantizeRowsKernel<<<Blocks(n, 256), 256, 0, s>>>(w, w_row_bytes, dtype, rows, k, out);
-  CheckLaunch("DequantizeRows");
+  DequantizeRowsKernel<<<Blocks(n, 256), 256, 0, s.stream>>>(w, w_row_bytes, dtype, rows, k, out);
+  CheckLaunch(s, "DequantizeRows");
 }
 
-void AddBias(float* y, const float* bias, int tokens, int n, cudaStream_t s) {
+void AddBias(float* y, const float* bias, int tokens, int n, const Stream& s) {
   const int64_t total = int64_t(tokens) * n;
   if (total == 0) return;
-  AddBiasKernel<<<Blocks(total, 256), 256, 0, s>>>(y, bias, tokens, n);
-  CheckLaunch("AddBias");
+  AddBiasKernel<<<Blocks(total, 256), 256, 0, s.stream>>>(y, bias, tokens, n);
+  CheckLaunch(s, "AddBias");
 }
 
 void HeadMatmul(const float* x, int x_stride, const float* w, float* y, int y_stride, int tokens,
-                int n_h, int d_out, int d_in, cudaStream_t s) {
+                int n_h, int d_out, int d_in, const Stream& s) {
   const int64_t total = int64_t(tokens) * n_h * d_out;
   if (total == 0) return;
-  HeadMatmulKernel<<<Blocks(total, 128), 128, 0, s>>>(x, x_stride, w, y, y_stride, tokens, n_h,
+  HeadMatmulKernel<<<Blocks(total, 128), 128, 0, s.stream>>>(x, x_stride, w, y, y_stride, tokens, n_h,
                                                       d_out, d_in);
-  CheckLaunch("HeadMatmul");
+  CheckLaunch(s, "HeadMatmul");
 }
 
 void Embedding(const char* table, uint64_t row_bytes, int dtype, const int32_t* ids, int tokens,
-               float* out, int h, cudaStream_t s) {
+               float* out, int h, const Stream& s) {
   const int64_t total = int64_t(tokens) * h;
   if (total == 0) return;
-  EmbeddingKernel<<<Blocks(total, 256), 256, 0, s>>>(table, row_bytes, dtype, ids, tokens, out,
+  EmbeddingKernel<<<Blocks(total, 256), 256, 0, s.stream>>>(table, row_bytes, dtype, ids, tokens, out,
                                                      h);
-  CheckLaunch("Embedding");
+  CheckLaunch(s, "Embedding");
 }
 
 }  // namespace anymoe::cuda::kernels

@@ -116,35 +116,35 @@ __global__ void ScatterAddRowsKernel(const float* src, const int32_t* rows, cons
 
 void Route(const float* logits, const float* bias, int tokens, int e, bool sigmoid, int k,
            int n_group, int topk_group, bool normalize, float scaling, float* scratch,
-           int32_t* ids, float* weights, cudaStream_t s) {
+           int32_t* ids, float* weights, const Stream& s) {
   if (tokens == 0) return;
-  RouteKernel<<<Blocks(tokens, 64), 64, 0, s>>>(logits, bias, tokens, e, sigmoid, k, n_group,
+  RouteKernel<<<Blocks(tokens, 64), 64, 0, s.stream>>>(logits, bias, tokens, e, sigmoid, k, n_group,
                                                 topk_group, normalize, scaling, scratch, ids,
                                                 weights);
-  CheckLaunch("Route");
+  CheckLaunch(s, "Route");
 }
 
 void ScatterRows(const uint32_t* src, const int32_t* rows, int n_rows, uint32_t* dst,
-                 int row_words, cudaStream_t s) {
+                 int row_words, const Stream& s) {
   const int64_t total = int64_t(n_rows) * row_words;
   if (total == 0) return;
-  ScatterRowsKernel<<<Blocks(total, 256), 256, 0, s>>>(src, rows, n_rows, dst, row_words);
-  CheckLaunch("ScatterRows");
+  ScatterRowsKernel<<<Blocks(total, 256), 256, 0, s.stream>>>(src, rows, n_rows, dst, row_words);
+  CheckLaunch(s, "ScatterRows");
 }
 
 void GatherRows(const uint32_t* src, const int32_t* rows, int n_rows, uint32_t* dst,
-                int row_words, cudaStream_t s) {
+                int row_words, const Stream& s) {
   const int64_t total = int64_t(n_rows) * row_words;
   if (total == 0) return;
-  GatherRowsKernel<<<Blocks(total, 256), 256, 0, s>>>(src, rows, n_rows, dst, row_words);
-  CheckLaunch("GatherRows");
+  GatherRowsKernel<<<Blocks(total, 256), 256, 0, s.stream>>>(src, rows, n_rows, dst, row_words);
+  CheckLaunch(s, "GatherRows");
 }
 
 void ScatterAddRows(const float* src, const int32_t* rows, const float* scales, int n_rows,
-                    float* dst, int n, cudaStream_t s) {
+                    float* dst, int n, const Stream& s) {
   if (n_rows == 0 || n == 0) return;
-  ScatterAddRowsKernel<<<Blocks(n, 256), 256, 0, s>>>(src, rows, scales, n_rows, dst, n);
-  CheckLaunch("ScatterAddRows");
+  ScatterAddRowsKernel<<<Blocks(n, 256), 256, 0, s.stream>>>(src, rows, scales, n_rows, dst, n);
+  CheckLaunch(s, "ScatterAddRows");
 }
 
 }  // namespace anymoe::cuda::kernels

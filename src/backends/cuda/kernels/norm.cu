@@ -75,48 +75,48 @@ __global__ void CopyColumnsKernel(const float* src, int src_cols, int src_col, f
 }  // namespace
 
 void RmsNorm(const float* x, const float* w, float eps, int rows, int n, float* out,
-             cudaStream_t s) {
+             const Stream& s) {
   if (rows == 0) return;
-  RmsNormKernel<<<unsigned(rows), kNormThreads, 0, s>>>(x, w, eps, n, out);
-  CheckLaunch("RmsNorm");
+  RmsNormKernel<<<unsigned(rows), kNormThreads, 0, s.stream>>>(x, w, eps, n, out);
+  CheckLaunch(s, "RmsNorm");
 }
 
 void LayerNorm(const float* x, const float* w, const float* b, float eps, int rows, int n,
-               float* out, cudaStream_t s) {
+               float* out, const Stream& s) {
   if (rows == 0) return;
-  LayerNormKernel<<<unsigned(rows), kNormThreads, 0, s>>>(x, w, b, eps, n, out);
-  CheckLaunch("LayerNorm");
+  LayerNormKernel<<<unsigned(rows), kNormThreads, 0, s.stream>>>(x, w, b, eps, n, out);
+  CheckLaunch(s, "LayerNorm");
 }
 
 void Rope(float* x, int tokens, int heads, int head_dim, const int32_t* positions,
           const float* inv_freq, int rotary_dims, int rotary_offset, float factor,
-          bool interleaved, cudaStream_t s) {
+          bool interleaved, const Stream& s) {
   const int64_t total = int64_t(tokens) * heads * (rotary_dims / 2);
   if (total == 0) return;
-  RopeKernel<<<Blocks(total, 256), 256, 0, s>>>(x, tokens, heads, head_dim, positions, inv_freq,
+  RopeKernel<<<Blocks(total, 256), 256, 0, s.stream>>>(x, tokens, heads, head_dim, positions, inv_freq,
                                                 rotary_dims, rotary_offset, factor, interleaved);
-  CheckLaunch("Rope");
+  CheckLaunch(s, "Rope");
 }
 
-void SwiGlu(const float* gate, const float* up, float* out, int64_t n, cudaStream_t s) {
+void SwiGlu(const float* gate, const float* up, float* out, int64_t n, const Stream& s) {
   if (n == 0) return;
-  SwiGluKernel<<<Blocks(n, 256), 256, 0, s>>>(gate, up, out, n);
-  CheckLaunch("SwiGlu");
+  SwiGluKernel<<<Blocks(n, 256), 256, 0, s.stream>>>(gate, up, out, n);
+  CheckLaunch(s, "SwiGlu");
 }
 
-void Add(const float* a, const float* b, float* out, int64_t n, cudaStream_t s) {
+void Add(const float* a, const float* b, float* out, int64_t n, const Stream& s) {
   if (n == 0) return;
-  AddKernel<<<Blocks(n, 256), 256, 0, s>>>(a, b, out, n);
-  CheckLaunch("Add");
+  AddKernel<<<Blocks(n, 256), 256, 0, s.stream>>>(a, b, out, n);
+  CheckLaunch(s, "Add");
 }
 
 void CopyColumns(const float* src, int src_cols, int src_col, float* dst, int dst_cols,
-                 int dst_col, int rows, int n, cudaStream_t s) {
+                 int dst_col, int rows, int n, const Stream& s) {
   const int64_t total = int64_t(rows) * n;
   if (total == 0) return;
-  CopyColumnsKernel<<<Blocks(total, 256), 256, 0, s>>>(src, src_cols, src_col, dst, dst_cols,
+  CopyColumnsKernel<<<Blocks(total, 256), 256, 0, s.stream>>>(src, src_cols, src_col, dst, dst_cols,
                                                        dst_col, rows, n);
-  CheckLaunch("CopyColumns");
+  CheckLaunch(s, "CopyColumns");
 }
 
 }  // namespace anymoe::cuda::kernels

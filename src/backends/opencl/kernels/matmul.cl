@@ -1,48 +1,115 @@
 // y = x . W^T (+ bias) for f32/f16/bf16/q8_0/q4_0/q4_1 weights in file layout.
 // One work-group of WG lanes per (output column, token row); quantised rows are
 // walked block by block (scale read once per block), plain rows element-wise.
+// The matmul kernel fuses what a decoder layer does around its projections:
+// RMSNorm of x first, up to three projections of the same x in one launch
+// (q/k/v), SwiGLU of a gate/up pair, or the residual add after.
 
-// Dot of x[0..k) with weight row `row`, this lane's share of it.
-float lane_dot(global const uchar* row, int dtype, global const float* x, int k) {
+// Element j of the input row: x itself, or its RMSNorm (x * inv) * weight,
+// computed as the rms_norm kernel computes it, so fused and separate calls
+// give the same bits.
+float x_at(global const float* x, int j, global const float* nw, float inv, int has_norm) {
+  return has_norm ? (x[j] * inv) * nw[j] : x[j];
+}
+
+// Dot of x[0..k) (normed when has_norm) with weight row `row`, this lane's share of it.
+float lane_dot(global const uchar* row, int dtype, global const float* x, int k,
+               global const float* nw, float inv, int has_norm) {
   const int l = get_local_id(0);
   float acc = 0.0f;
   if (dtype == DT_Q8_0 || dtype == DT_Q4_0 || dtype == DT_Q4_1) {
     const int block_bytes = dtype == DT_Q8_0 ? 34 : (dtype == DT_Q4_0 ? 18 : 20);
     for (int blk = l; blk < k / 32; blk += WG) {
       global const uchar* b = row + block_bytes * blk;
-      global const float* xb = x + 32 * blk;
+      const int j0 = 32 * blk;
       const float d = half_at(b);
       float s = 0.0f;
       if (dtype == DT_Q8_0) {
-        for (int i = 0; i < 32; ++i) s += (float)((char)b[2 + i]) * xb[i];
+        for (int i = 0; i < 32; ++i) s += (float)((char)b[2 + i]) * x_at(x, j0 + i, nw, inv, has_norm);
         acc += d * s;
       } else if (dtype == DT_Q4_0) {
         for (int i = 0; i < 16; ++i) {
-          s += (float)((b[2 + i] & 15) - 8) * xb[i] + (float)((b[2 + i] >> 4) - 8) * xb[i + 16];
+          s += (float)((b[2 + i] & 15) - 8) * x_at(x, j0 + i, nw, inv, has_norm) +
+               (float)((b[2 + i] >> 4) - 8) * x_at(x, j0 + i + 16, nw, inv, has_norm);
         }
         acc += d * s;
       } else {
         float xsum = 0.0f;
         for (int i = 0; i < 16; ++i) {
-          s += (float)(b[4 + i] & 15) * xb[i] + (float)(b[4 + i] >> 4) * xb[i + 16];
-          xsum += xb[i] + xb[i + 16];
+          const float lo = x_at(x, j0 + i, nw, inv, has_norm);
+          const float hi = x_at(x, j0 + i + 16, nw, inv, has_norm);
+          s += (float)(b[4 + i] & 15) * lo + (float)(b[4 + i] >> 4) * hi;
+          xsum += lo + hi;
         }
         acc += d * s + half_at(b + 2) * xsum;
       }
     }
   } else {
-    for (int j = l; j < k; j += WG) acc += weight_at(row, dtype, j) * x[j];
+    for (int j = l; j < k; j += WG) acc += weight_at(row, dtype, j) * x_at(x, j, nw, inv, has_norm);
   }
   return acc;
 }
 
-kernel void matmul(global const float* x, ulong x_off, global const uchar* w, ulong w_off,
-                   ulong w_row_bytes, int dtype, global const float* bias, ulong bias_off,
-                   int has_bias, global float* y, ulong y_off, int k, int n) {
+// 1 / rms of row xr (k floats), summed as the rms_norm kernel sums it.
+float inv_rms(global const float* xr, int k, float eps, local float* red) {
+  float s = 0.0f;
+  for (int i = get_local_id(0); i < k; i += WG) s += xr[i] * xr[i];
+  return 1.0f / sqrt(group_sum(s, red) / (float)k + eps);
+}
+
+// Up to three projections p of the same x: y_p[t, o] = x[t] . W_p[o] (+ b_p[o]),
+// work-groups over the projections' columns in order. epilogue 1 (SwiGLU):
+// groups over p0's columns only, y0 = silu(p0) * p1; epilogue 2 (residual):
+// y0 += p0.
+#define PROJECTION(i)                                                                   \
+  global const uchar *w##i, ulong w##i##_off, ulong w##i##_row_bytes, int w##i##_dtype, \
+      global const float *b##i, ulong b##i##_off, int has_b##i, global float *y##i,     \
+      ulong y##i##_off, int n##i
+
+kernel void matmul(global const float* x, ulong x_off, int k, global const float* nw,
+                   ulong nw_off, float eps, int has_norm, PROJECTION(0), PROJECTION(1),
+                   PROJECTION(2), int epilogue) {
   local float red[WG];
-  const int o = get_group_id(0), t = get_global_id(1);
-  const float dot = group_sum(lane_dot(w + w_off + o * w_row_bytes, dtype, x + x_off + (ulong)t * k, k), red);
-  if (get_local_id(0) == 0) y[y_off + (ulong)t * n + o] = dot + (has_bias ? bias[bias_off + o] : 0.0f);
+  int o = get_group_id(0);
+  const int t = get_global_id(1);
+  global const float* xr = x + x_off + (ulong)t * k;
+  global const float* nwr = nw + nw_off;
+  const float inv = has_norm ? inv_rms(xr, k, eps, red) : 1.0f;
+  // This group's projection and column.
+  int p = 0;
+  if (epilogue == 0 && o >= n0) {
+    o -= n0;
+    p = 1;
+    if (o >= n1) {
+      o -= n1;
+      p = 2;
+    }
+  }
+  global const uchar* w = p == 0 ? w0 + w0_off : (p == 1 ? w1 + w1_off : w2 + w2_off);
+  const ulong row_bytes = p == 0 ? w0_row_bytes : (p == 1 ? w1_row_bytes : w2_row_bytes);
+  const int dtype = p == 0 ? w0_dtype : (p == 1 ? w1_dtype : w2_dtype);
+  const float dot =
+      group_sum(lane_dot(w + o * row_bytes, dtype, xr, k, nwr, inv, has_norm), red);
+  if (epilogue == 1) {  // the up projection's column o, then silu(gate) * up
+    const float up = group_sum(
+        lane_dot(w1 + w1_off + o * w1_row_bytes, w1_dtype, xr, k, nwr, inv, has_norm), red);
+    if (get_local_id(0) == 0) {
+      const float g = dot + (has_b0 ? b0[b0_off + o] : 0.0f);
+      const float u = up + (has_b1 ? b1[b1_off + o] : 0.0f);
+      y0[y0_off + (ulong)t * n0 + o] = g / (1.0f + exp(-g)) * u;
+    }
+    return;
+  }
+  if (get_local_id(0) != 0) return;
+  if (p == 0) {
+    const float v = dot + (has_b0 ? b0[b0_off + o] : 0.0f);
+    global float* out = y0 + y0_off + (ulong)t * n0 + o;
+    *out = epilogue == 2 ? *out + v : v;
+  } else if (p == 1) {
+    y1[y1_off + (ulong)t * n1 + o] = dot + (has_b1 ? b1[b1_off + o] : 0.0f);
+  } else {
+    y2[y2_off + (ulong)t * n2 + o] = dot + (has_b2 ? b2[b2_off + o] : 0.0f);
+  }
 }
 
 // MoE experts in one launch: row m of x belongs to the group g with
@@ -57,7 +124,8 @@ kernel void grouped_matmul(global const float* x, ulong x_off, global const ucha
   int g = 0;
   while (g + 1 < groups && off[g + 1] <= m) ++g;
   global const uchar* row = w + w_offs[w_offs_off + g] + o * w_row_bytes;
-  const float dot = group_sum(lane_dot(row, dtype, x + x_off + (ulong)m * k, k), red);
+  global const float* xr = x + x_off + (ulong)m * k;
+  const float dot = group_sum(lane_dot(row, dtype, xr, k, xr, 1.0f, 0), red);
   if (get_local_id(0) == 0) y[y_off + (ulong)m * n + o] = dot;
 }
 

@@ -1,7 +1,7 @@
 // The bookkeeping half of a device memory arena: chunks reserved once at load,
 // first-fit carving of aligned ranges, and coalescing when a range comes back
-// (a KV cache freed at the end of a sequence). Offsets only: each device's
-// arena (opencl/, cuda/) turns a range into its own handle.
+// (a KV cache freed at the end of a sequence). Offsets only: DeviceArena
+// turns a range into a handle of the backend's runtime.
 #pragma once
 
 #include <cstdint>
@@ -12,7 +12,7 @@
 
 #include "core/status.h"
 
-namespace anymoe {
+namespace anymoe::device {
 
 class ChunkFreeList {
  public:
@@ -42,4 +42,4 @@ class ChunkFreeList {
   uint64_t capacity_ = 0, used_ = 0;
 };
 
-}  // namespace anymoe
+}  // namespace anymoe::device

@@ -8,7 +8,7 @@
 
 #include "backends/backend.h"
 
-namespace anymoe {
+namespace anymoe::device {
 
 // Staging for one op: index arrays, the [T, max_keys] indexer scratch and the
 // router's temporaries, sized from the plan.
@@ -17,4 +17,4 @@ uint64_t StagingBytes(const MemoryPlan& plan);
 // "N bytes (M.m MiB)".
 std::string BytesText(uint64_t bytes);
 
-}  // namespace anymoe
+}  // namespace anymoe::device

@@ -1,9 +1,9 @@
-#include "backends/memory_budget.h"
+#include "backends/device/memory_budget.h"
 
 #include <algorithm>
 #include <cstdio>
 
-namespace anymoe {
+namespace anymoe::device {
 
 uint64_t StagingBytes(const MemoryPlan& plan) {
   const uint64_t keys = uint64_t(std::max<int64_t>(plan.kv_tokens, 1));
@@ -18,4 +18,4 @@ std::string BytesText(uint64_t bytes) {
   return s;
 }
 
-}  // namespace anymoe
+}  // namespace anymoe::device

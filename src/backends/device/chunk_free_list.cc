@@ -1,10 +1,10 @@
-#include "backends/chunk_free_list.h"
+#include "backends/device/chunk_free_list.h"
 
 #include <iterator>
 
 #include "core/check.h"
 
-namespace anymoe {
+namespace anymoe::device {
 
 int ChunkFreeList::AddChunk(uint64_t bytes) {
   chunks_.emplace_back();
@@ -62,4 +62,4 @@ Status ChunkFreeList::FullError(const std::string& backend, uint64_t bytes,
                        " bytes in use); raise --mem-budget or lower --ctx");
 }
 
-}  // namespace anymoe
+}  // namespace anymoe::device
