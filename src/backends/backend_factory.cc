@@ -15,10 +15,22 @@
 namespace anymoe {
 namespace {
 
-std::unique_ptr<Backend> NewCpu(const BackendOptions& options) {
+// The CPU backend, its threads and memory placed as options.numa says: the
+// memory policy is set here, on the thread that creates the backend (and so
+// inherited by the pool's workers), before any weight is touched.
+Expected<std::unique_ptr<Backend>> NewCpu(const BackendOptions& options) {
   int threads = options.num_threads;
+  NumaPlacement placement;
+  if (options.numa != NumaMode::kNone) {
+    const CpuTopology topology = ReadCpuTopology();
+    placement = PlanNumaPlacement(topology, options.numa, threads, CurrentNumaNode(topology));
+    RETURN_IF_ERROR(ApplyMemoryPolicy(placement));
+    threads = int(placement.thread_cpus.size());
+  }
   if (threads <= 0) threads = int(std::max(1u, std::thread::hardware_concurrency()));
-  return std::unique_ptr<Backend>(new CpuBackend(threads, options.exact_matmul, options.repack_weights));
+  return std::unique_ptr<Backend>(new CpuBackend(threads, options.exact_matmul,
+                                                 options.repack_weights, options.numa,
+                                                 std::move(placement)));
 }
 
 // Op names from options.disabled_ops, else from $ANYMOE_DISABLE_OPS.
@@ -50,8 +62,9 @@ Expected<std::unique_ptr<Backend>> WithFallback(std::unique_ptr<Backend> device,
   // Device kernels keep activations in f32, so the CPU standing in for them must too.
   BackendOptions cpu = options;
   cpu.exact_matmul = device->kind() != BackendKind::kCpu || options.exact_matmul;
-  return std::unique_ptr<Backend>(
-      new FallbackBackend(std::move(device), NewCpu(cpu), std::move(disabled), options.time_ops));
+  ASSIGN_OR_RETURN(std::unique_ptr<Backend> fallback, NewCpu(cpu));
+  return std::unique_ptr<Backend>(new FallbackBackend(std::move(device), std::move(fallback),
+                                                      std::move(disabled), options.time_ops));
 }
 
 }  // namespace
@@ -78,8 +91,9 @@ Expected<std::unique_ptr<Backend>> CreateBackend(const std::string& name,
                                                  const BackendOptions& options) {
   if (name == "cpu") {
     // The CPU runs every op itself; wrapped only to record what a model calls.
-    if (options.record_ops || options.time_ops) return WithFallback(NewCpu(options), options);
-    return NewCpu(options);
+    ASSIGN_OR_RETURN(std::unique_ptr<Backend> cpu, NewCpu(options));
+    if (options.record_ops || options.time_ops) return WithFallback(std::move(cpu), options);
+    return cpu;
   }
 #ifdef ANYMOE_HAVE_OPENCL
   if (name == "opencl") {

@@ -214,7 +214,9 @@ TEST_P(CpuBatchInvariance, ARowGetsTheSameBitsInEveryBatch) {
   EXPECT_GE(most_rows_checked, 32);
   // Where q8_0 / q4_0 / q4_1 have panel kernels (x86 AVX2, AVX-512 VNNI) they
   // serve every row count: the 64-row step was checked.
-  if (kernels::HasPanelKernels(DType::kQ8_0)) EXPECT_EQ(most_rows_checked, 64);
+  if (kernels::HasPanelKernels(DType::kQ8_0)) {
+    EXPECT_EQ(most_rows_checked, 64);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryCpuTarget, CpuBatchInvariance,
