@@ -1,12 +1,10 @@
 // Micro-benchmarks of the quantised matmul kernels on SmolLM2-135M's decode shapes,
 // one thread, reported as GB/s of weight bytes, next to this machine's streaming
 // read bandwidth (the ceiling for t = 1 when the weights come from DRAM).
-//   kernel_bench [--hwy_target=AVX2|AVX3|AVX3_DL|...] [google benchmark flags]
+//   kernel_bench [--cpu_target=avx2|avx2-vnni|avx512-vnni|...] [google benchmark flags]
 // "hot" reuses one copy of W (cache-resident for the small shapes); "cold" cycles
 // through copies totalling > 256 MiB, so every call streams W from DRAM as a real
 // decode step does.
-#define HWY_WANT_AVX3_DL  // so --hwy_target=AVX3_DL can be named
-
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
@@ -15,12 +13,12 @@
 #include <string>
 #include <vector>
 
+#include "backends/cpu/kernels/cpu_target.h"
 #include "backends/cpu/kernels/dot.h"
 #include "backends/cpu/kernels/panel_layout.h"
 #include "backends/cpu/kernels/quant_matmul.h"
 #include "core/half.h"
 #include "hwy/aligned_allocator.h"
-#include "hwy/targets.h"
 
 namespace anymoe::kernels {
 namespace {
@@ -142,28 +140,23 @@ void RegisterAll() {
 }  // namespace anymoe::kernels
 
 int main(int argc, char** argv) {
-  // --hwy_target=NAME restricts dispatch to one Highway target (to compare paths).
+  // --cpu_target=NAME: the kernels' SIMD target (kernels/cpu_target.h), as
+  // anymoe --cpu-target, to compare paths on one machine.
   std::vector<char*> args;
   for (int i = 0; i < argc; ++i) {
-    const char* prefix = "--hwy_target=";
+    const char* prefix = "--cpu_target=";
     if (std::strncmp(argv[i], prefix, std::strlen(prefix)) != 0) {
       args.push_back(argv[i]);
       continue;
     }
-    const std::string want = argv[i] + std::strlen(prefix);
-    bool found = false;
-    for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
-      if (want == hwy::TargetName(target)) {
-        hwy::SetSupportedTargetsForTest(target);
-        found = true;
-      }
-    }
-    if (!found) {
-      std::fprintf(stderr, "kernel_bench: target %s is not compiled in or not supported\n",
-                   want.c_str());
+    if (const anymoe::Status st = anymoe::kernels::SelectCpuTarget(argv[i] + std::strlen(prefix));
+        !st.ok()) {
+      std::fprintf(stderr, "kernel_bench: %s\n", st.message().c_str());
       return 1;
     }
   }
+  std::fprintf(stderr, "kernel_bench: cpu target %s\n",
+               anymoe::kernels::ActiveCpuTarget().name.c_str());
   int n = int(args.size());
   benchmark::Initialize(&n, args.data());
   anymoe::kernels::RegisterAll();

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
-"""Summarises tools/bench_side_by_side.sh output: per file and test, the median
-and spread (min-max) of the per-run mean t/s of each engine, and the ratio of
-medians. Standard library only.
+"""Summarises tools/bench_side_by_side.sh output: per file, test and anymoe
+variant (anymoe, or anymoe_<cpu target>), the median and spread (min-max) of
+the per-run mean t/s of each engine and the ratio of medians; where the anymoe
+runs measured the decode roofline (--membw), each engine's tg64 as % of it
+(the median roofline over those runs). Standard library only.
   tools/bench_summary.py OUT_DIR"""
 import json
 import pathlib
@@ -12,23 +14,36 @@ from collections import defaultdict
 
 def main(out_dir: str) -> None:
     runs = defaultdict(list)  # (file, test, engine) -> [avg_ts]
+    roofline = defaultdict(list)  # (file, engine) -> [roofline t/s]
     for path in sorted(pathlib.Path(out_dir).glob("*-r*.json")):
-        engine = path.name.split("-", 1)[0]
+        # ENGINE@FILE-rN.json (ENGINE-FILE-rN.json before targets had names with "-").
+        engine = path.name.split("@", 1)[0] if "@" in path.name else path.name.split("-", 1)[0]
         for test in json.loads(path.read_text()):
             name = pathlib.Path(test["model_filename"]).name
             kind = f"pp{test['n_prompt']}" if test["n_gen"] == 0 else f"tg{test['n_gen']}"
             runs[(name, kind, engine)].append(test["avg_ts"])
+            if "roofline_ts" in test:
+                roofline[(name, engine)].append(test["roofline_ts"])
     files = sorted({k[0] for k in runs})
-    print("| file | test | llama.cpp t/s median (min-max) | anymoe t/s median (min-max) | ratio |")
-    print("|---|---|---:|---:|---:|")
+    variants = sorted({k[2] for k in runs if k[2].startswith("anymoe")})
+    label = {v: "anymoe" if v == "anymoe" else f"anymoe `{v.split('_', 1)[1]}`" for v in variants}
+    print("| file | test | llama.cpp t/s median (min-max) | anymoe t/s median (min-max) | ratio "
+          "| llama.cpp % roofline | anymoe % roofline |")
+    print("|---|---|---:|---:|---:|---:|---:|")
     for f in files:
-        for kind in ("pp128", "tg64"):
-            a, l = runs.get((f, kind, "anymoe")), runs.get((f, kind, "llama"))
-            if not a or not l:
-                continue
-            ma, ml = statistics.median(a), statistics.median(l)
-            print(f"| `{f}` | {kind} | {ml:.1f} ({min(l):.1f}-{max(l):.1f}) | "
-                  f"{ma:.1f} ({min(a):.1f}-{max(a):.1f}) | {ma / ml:.2f} |")
+        for v in variants:
+            for kind in ("pp128", "tg64"):
+                a, l = runs.get((f, kind, v)), runs.get((f, kind, "llama"))
+                if not a or not l:
+                    continue
+                ma, ml = statistics.median(a), statistics.median(l)
+                roof = roofline.get((f, v))
+                pct_l = pct_a = ""
+                if kind.startswith("tg") and roof:
+                    bound = statistics.median(roof)
+                    pct_l, pct_a = f"{100 * ml / bound:.0f} %", f"{100 * ma / bound:.0f} %"
+                print(f"| `{f}` | {kind} | {ml:.1f} ({min(l):.1f}-{max(l):.1f}) | {label[v]} "
+                      f"{ma:.1f} ({min(a):.1f}-{max(a):.1f}) | {ma / ml:.2f} | {pct_l} | {pct_a} |")
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "backends/op.h"
+#include "core/numa.h"
 #include "core/status.h"
 #include "core/tensor.h"
 
@@ -317,9 +318,9 @@ struct BackendOptions {
   // quantised weights round activations to int8 per block of 32 for integer
   // dot products, as llama.cpp does: faster, and further from the f32 reference.
   bool exact_matmul = false;
-  // CPU: store q8_0 / q4_0 / q4_1 matrices in the 8-row panel layout the VNNI
-  // kernels read (same bytes; the file's pages are released), where the machine
-  // has those kernels. Off: every weight used in place from the mmap.
+  // CPU: store q8_0 / q4_0 / q4_1 matrices in the 8-row panel layout the x86
+  // integer kernels read (same bytes; the file's pages are released), where the
+  // machine has those kernels. Off: every weight used in place from the mmap.
   bool repack_weights = true;
   // CPU: keep no weight in place in the file mapping: copy each into memory of
   // its own at load (panels stand in for q8_0/q4_0/q4_1 matrices). With
@@ -327,6 +328,9 @@ struct BackendOptions {
   // under a running process fails expert reads with an error instead of
   // faulting on a resident weight.
   bool copy_weights = false;
+  // CPU: thread pinning and memory policy over NUMA nodes (core/numa.h); set
+  // when the backend is created, before any weight is touched.
+  NumaMode numa = NumaMode::kNone;
 };
 
 // "cpu", or a device backend ("opencl") wrapped in FallbackBackend.

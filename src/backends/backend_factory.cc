@@ -17,15 +17,22 @@ void RegisterBuiltInBackends();
 
 namespace {
 
-std::unique_ptr<Backend> NewCpu(const BackendOptions& options) {
+// The CPU backend, its threads and memory placed as options.numa says: the
+// memory policy is set here, on the thread that creates the backend (and so
+// inherited by the pool's workers), before any weight is touched.
+Expected<std::unique_ptr<Backend>> NewCpu(const BackendOptions& options) {
   int threads = options.num_threads;
+  NumaPlacement placement;
+  if (options.numa != NumaMode::kNone) {
+    const CpuTopology topology = ReadCpuTopology();
+    placement = PlanNumaPlacement(topology, options.numa, threads, CurrentNumaNode(topology));
+    RETURN_IF_ERROR(ApplyMemoryPolicy(placement));
+    threads = int(placement.thread_cpus.size());
+  }
   if (threads <= 0) threads = int(std::max(1u, std::thread::hardware_concurrency()));
-  return std::unique_ptr<Backend>(new CpuBackend(threads, options.exact_matmul, options.repack_weights,
-                                                  options.copy_weights));
-}
-
-Expected<std::unique_ptr<Backend>> CreateCpu(const BackendOptions& options) {
-  return NewCpu(options);
+  return std::unique_ptr<Backend>(new CpuBackend(threads, options.exact_matmul,
+                                                 options.repack_weights, options.copy_weights,
+                                                 options.numa, std::move(placement)));
 }
 
 std::vector<BackendEntry>& Registry() {
@@ -37,7 +44,7 @@ std::vector<BackendEntry>& Registry() {
 const std::vector<BackendEntry>& Entries() {
   static std::once_flag once;
   std::call_once(once, [] {
-    Registry().push_back(BackendEntry{.name = "cpu", .create = &CreateCpu, .device = false});
+    Registry().push_back(BackendEntry{.name = "cpu", .create = &NewCpu, .device = false});
     RegisterBuiltInBackends();
   });
   return Registry();
@@ -73,8 +80,9 @@ Expected<std::unique_ptr<Backend>> WithFallback(std::unique_ptr<Backend> backend
   // Device kernels keep activations in f32, so the CPU standing in for them must too.
   BackendOptions cpu = options;
   cpu.exact_matmul = backend->kind() != BackendKind::kCpu || options.exact_matmul;
-  return std::unique_ptr<Backend>(
-      new FallbackBackend(std::move(backend), NewCpu(cpu), std::move(disabled), options.time_ops));
+  ASSIGN_OR_RETURN(std::unique_ptr<Backend> fallback, NewCpu(cpu));
+  return std::unique_ptr<Backend>(new FallbackBackend(std::move(backend), std::move(fallback),
+                                                      std::move(disabled), options.time_ops));
 }
 
 }  // namespace

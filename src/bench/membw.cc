@@ -59,13 +59,21 @@ Expected<MembwResult> MeasureReadBandwidth(const MembwOptions& options) {
   // bound is measured on the same kind of memory. (On the bench VM a plain
   // streaming read gets the same figure either way: 35.7 / 35.8 GB/s with
   // 4 KiB pages, 35.3 / 36.3 in huge pages, 2 threads, one sitting.)
+  // Placed as the engine's threads and weights will be (its backend sets the
+  // same policy again).
+  NumaPlacement placement;
+  if (options.numa != NumaMode::kNone) {
+    const CpuTopology topology = ReadCpuTopology();
+    placement = PlanNumaPlacement(topology, options.numa, options.threads, CurrentNumaNode(topology));
+    RETURN_IF_ERROR(ApplyMemoryPolicy(placement));
+  }
   cpu::HugePageArena arena;
   ASSIGN_OR_RETURN(uint8_t* buffer, arena.Allocate(bytes, "the memory bandwidth buffer"));
   uint64_t* words = reinterpret_cast<uint64_t*>(buffer);
   const int64_t chunks = int64_t(bytes / kChunkBytes);
   const uint64_t words_per_chunk = kChunkBytes / sizeof(uint64_t);
 
-  ThreadPool pool(options.threads);
+  ThreadPool pool(options.threads, placement.thread_cpus);
   // Non-zero contents: the kernel may not map every page to the shared zero page.
   pool.ParallelFor(chunks, [&](int64_t c, int) {
     uint64_t* p = words + uint64_t(c) * words_per_chunk;

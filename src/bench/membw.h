@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/numa.h"
 #include "core/status.h"
 
 namespace anymoe {
@@ -15,6 +16,7 @@ struct MembwOptions {
   int threads = 1;                            // counts the calling thread
   uint64_t buffer_bytes = uint64_t(1) << 30;  // 1 GiB: far beyond any last-level cache
   int passes = 5;                             // timed passes, after one untimed warm-up pass
+  NumaMode numa = NumaMode::kNone;            // threads and pages placed as `anymoe --numa`
 };
 
 struct MembwResult {

@@ -40,6 +40,7 @@ struct BenchFlags {
   bool repack_weights = true;
   std::optional<DType> kv_type;  // empty: the backend's default
   ExpertStreamingOptions experts;
+  NumaMode numa = NumaMode::kNone;
 };
 
 Status Validate(const BenchFlags& f) {
@@ -100,7 +101,7 @@ int Bench(BenchFlags f) {
   if (f.membw) {
     for (int t : f.threads) {
       std::fprintf(stderr, "bench: measuring read bandwidth with %d threads\n", t);
-      auto bw = MeasureReadBandwidth({t, uint64_t(f.membw_mib) << 20, f.membw_passes});
+      auto bw = MeasureReadBandwidth({t, uint64_t(f.membw_mib) << 20, f.membw_passes, f.numa});
       if (!bw.ok()) return ReportError(bw.status());
       best_gbs[t] = bw->best_gbs();
       bandwidths.push_back(*bw);
@@ -118,6 +119,7 @@ int Bench(BenchFlags f) {
       options.backend = f.backend;
       options.device = f.device;
       options.repack_weights = f.repack_weights;
+      options.numa = f.numa;
       options.kv_type = f.kv_type;
       options.experts = f.experts;
       options.context = max_tokens;
@@ -203,6 +205,7 @@ CommandFn RegisterBench(CLI::App& cmd) {
       ->check(CLI::IsMember(AvailableBackends()));
   cmd.add_option("--device", f->device, "device index of a device backend");
   AddCpuTargetOption(cmd);
+  AddNumaOption(cmd, f->numa);
   cmd.add_option("-r,--repetitions", f->repetitions, "timed runs of each test")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();

@@ -36,6 +36,19 @@ void AddEngineOptions(CLI::App& cmd, EngineOptions& o) {
   cmd.add_option("--mtp-file", o.mtp_path,
                  "load the MTP layer from this MTP-only GGUF (beside a trunk-only -m file)");
   AddExpertOptions(cmd, o.experts);
+  AddNumaOption(cmd, o.numa);
+}
+
+void AddNumaOption(CLI::App& cmd, NumaMode& numa) {
+  cmd.add_option_function<std::string>(
+         "--numa",
+         [&numa](const std::string& name) { numa = NumaModeFromName(name).value_or(numa); },
+         "CPU threads and memory over NUMA nodes: none (the OS places them), distribute "
+         "(threads pinned one per core across all nodes, memory interleaved), isolate "
+         "(threads pinned to the cores of the node anymoe starts on, memory preferred "
+         "there). On one node distribute and isolate both pin one thread per core")
+      ->check(CLI::IsMember({"none", "distribute", "isolate"}))
+      ->default_str("none");
 }
 
 void AddCpuTargetOption(CLI::App& cmd) {

@@ -24,6 +24,10 @@ void AddRepackFlag(CLI::App& cmd, bool& repack_weights);
 // selected as the option is parsed.
 void AddCpuTargetOption(CLI::App& cmd);
 
+// --numa none|distribute|isolate: CPU threads and memory over NUMA nodes
+// (core/numa.h; BackendOptions::numa).
+void AddNumaOption(CLI::App& cmd, NumaMode& numa);
+
 // --kv-type auto|f32|f16: the KV cache's keys and values (EngineOptions::kv_type;
 // auto leaves it empty: the backend's default).
 void AddKvTypeOption(CLI::App& cmd, std::optional<DType>& kv_type);

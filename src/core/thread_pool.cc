@@ -1,6 +1,10 @@
 #include "core/thread_pool.h"
 
 #include <algorithm>
+#include <utility>
+
+#include "core/check.h"
+#include "core/numa.h"
 
 namespace anymoe {
 namespace {
@@ -33,10 +37,22 @@ inline void CpuRelax() {
 
 }  // namespace
 
-ThreadPool::ThreadPool(int num_threads) {
+ThreadPool::ThreadPool(int num_threads, std::vector<int> thread_cpus)
+    : thread_cpus_(std::move(thread_cpus)) {
   const int workers = std::max(0, num_threads - 1);
+  CHECK(thread_cpus_.empty() || thread_cpus_.size() >= size_t(workers) + 1);
   workers_.reserve(workers);
-  for (int i = 0; i < workers; ++i) workers_.emplace_back([this, i] { WorkerLoop(i + 1); });
+  for (int i = 0; i < workers; ++i) {
+    workers_.emplace_back([this, i] {
+      if (!thread_cpus_.empty()) PinThisThread(thread_cpus_[size_t(i) + 1]);
+      WorkerLoop(i + 1);
+    });
+  }
+}
+
+void ThreadPool::PinCaller() {
+  pinned_caller_ = std::this_thread::get_id();
+  PinThisThread(thread_cpus_[0]);
 }
 
 ThreadPool::~ThreadPool() {
@@ -112,6 +128,7 @@ void ThreadPool::RunRegion(int64_t first, int64_t num_tasks,
 
 void ThreadPool::ParallelFor(int64_t num_tasks, FunctionRef<void(int64_t, int)> task) {
   if (num_tasks <= 0) return;
+  if (!thread_cpus_.empty() && pinned_caller_ != std::this_thread::get_id()) PinCaller();
   if (workers_.empty() || num_tasks == 1) {
     for (int64_t i = 0; i < num_tasks; ++i) task(i, 0);
     return;

@@ -21,8 +21,11 @@ namespace anymoe {
 
 class ThreadPool {
  public:
-  // `num_threads` counts the calling thread: 1 means no workers.
-  explicit ThreadPool(int num_threads);
+  // `num_threads` counts the calling thread: 1 means no workers. With
+  // `thread_cpus` (core/numa.h's placement; at least num_threads entries),
+  // thread i runs pinned to CPU thread_cpus[i]: workers from their start, a
+  // thread calling ParallelFor (index 0) from its first call.
+  explicit ThreadPool(int num_threads, std::vector<int> thread_cpus = {});
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
@@ -50,6 +53,11 @@ class ThreadPool {
   // Claims and runs tasks of region `generation` while it has unclaimed ones.
   void RunTasks(uint64_t generation, int thread_index);
 
+  // Pins the calling thread to thread_cpus_[0] once per thread that calls.
+  void PinCaller();
+
+  std::vector<int> thread_cpus_;
+  std::thread::id pinned_caller_;
   std::vector<std::thread> workers_;
   std::mutex mu_;
   std::condition_variable wake_;

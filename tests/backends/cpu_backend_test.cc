@@ -1,7 +1,8 @@
 // CPU backend ops against straightforward double-precision references on random
 // data: matmul for every weight dtype (with and without bias, T = 1 and > 1,
-// row counts that do not fill a tile), GQA attention over a partly filled cache,
-// RMSNorm, SwiGLU and embedding lookup.
+// row counts that do not fill a tile; a row's bits in any batch, on every CPU
+// target), GQA attention over a partly filled cache, RMSNorm, SwiGLU and
+// embedding lookup.
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/kernels/attention.h"
 #include "backends/cpu/kernels/quant_matmul.h"
@@ -9,12 +10,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
 
 #include "core/half.h"
 #include "formats/tensor_source.h"
+#include "testing/cpu_targets.h"
 
 namespace anymoe {
 namespace {
@@ -168,6 +171,57 @@ TEST_P(CpuMultiMatmul, MixedWeightTypesGiveEachProjectionItsOwnMatmulsBits) {
 
 INSTANTIATE_TEST_SUITE_P(Rows, CpuMultiMatmul, ::testing::Values(int64_t(24), int64_t(20)),
                          [](const auto& info) { return "rows" + std::to_string(info.param); });
+
+// A row's matmul result does not depend on how many rows share the step (a
+// sequence's prefill chunk, a serving batch), on every CPU target, for every
+// quantised type at every row count its integer kernels serve
+// (IntegerMatmulMaxRows: every count for q8_0 / q4_0 / q4_1 on x86 AVX2 and
+// AVX-512 VNNI, so no switch to the f32 kernels at 32 rows breaks it there),
+// with the weights in the file's layout and stored as panels at load.
+class CpuBatchInvariance : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(CpuBatchInvariance, ARowGetsTheSameBitsInEveryBatch) {
+  const testing::ScopedCpuTarget target(GetParam());
+  CpuBackend repacked{2}, in_place{2, /*exact_matmul=*/false, /*repack_weights=*/false};
+  const int64_t in = 256, out = 24, rows = 64;
+  auto x = RandomFloats(size_t(rows * in), 40);
+  int64_t most_rows_checked = 0;
+  for (DType dtype : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ4_K, DType::kQ6_K}) {
+    const int64_t max_rows = kernels::IntegerMatmulMaxRows(dtype);
+    const auto bytes = RandomWeightBytes(dtype, out, in, 41);
+    const TensorInfo info{"blk.0.ffn_up.weight", dtype, {out, in}, bytes.data(), bytes.size()};
+    for (CpuBackend* backend : {&repacked, &in_place}) {
+      SCOPED_TRACE(std::string(Name(dtype)) + (backend == &repacked ? " repacked" : " in place"));
+      auto w = backend->PrepareWeight(info);
+      ASSERT_TRUE(w.ok());
+      std::vector<float> alone(size_t(rows * out));
+      for (int64_t r = 0; r < rows; ++r) {
+        backend->Matmul(Tensor::Of(x.data() + r * in, DType::kF32, {1, in}), *w, nullptr,
+                        Tensor::Of(alone.data() + r * out, DType::kF32, {1, out}));
+      }
+      for (int64_t t : {3, 9, 31, 32, 33, 40, 64}) {
+        if (t > max_rows) continue;  // the f32 kernels: other (not int8) activations
+        most_rows_checked = std::max(most_rows_checked, t);
+        std::vector<float> y(size_t(t * out));
+        backend->Matmul(Tensor::Of(x.data(), DType::kF32, {t, in}), *w, nullptr,
+                        Tensor::Of(y.data(), DType::kF32, {t, out}));
+        for (size_t i = 0; i < y.size(); ++i) {
+          ASSERT_EQ(y[i], alone[i]) << "t=" << t << " row " << i / size_t(out);
+        }
+      }
+    }
+  }
+  EXPECT_GE(most_rows_checked, 32);
+  // Where q8_0 / q4_0 / q4_1 have panel kernels (x86 AVX2, AVX-512 VNNI) they
+  // serve every row count: the 64-row step was checked.
+  if (kernels::HasPanelKernels(DType::kQ8_0)) {
+    EXPECT_EQ(most_rows_checked, 64);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryCpuTarget, CpuBatchInvariance,
+                         ::testing::ValuesIn(testing::CpuTargetNames()),
+                         [](const auto& info) { return testing::TestNameOf(info.param); });
 
 // out[t, n_h, d_v] against a double-precision reference: query token i sees
 // positions 0..n_past + i, position p at pool row rows[p].

@@ -263,6 +263,34 @@ TEST_F(Cli, CpuTargetSelectsTheKernelsAndNamesTheChoices) {
   EXPECT_NE(bad.err.find("'avx9000' is not a target"), std::string::npos) << bad.err;
 }
 
+// --numa: distribute and isolate pin the threads (doctor's cpu line says
+// where) and give the same greedy ids as none; an unknown mode is a one-line
+// error naming the choices (CLI11's). (One node here: the memory policy is left alone,
+// which the cpu line says too; the multi-node plans are core/numa_test.cc's.)
+TEST_F(Cli, NumaPinsThreadsAndKeepsTheAnswer) {
+  const auto want = Run({"run", "-m", Golden("llama_tiny"), "--prompt-tokens", "5,6,7", "-n", "8",
+                         "--temp", "0", "--print-tokens", "-t", "2"});
+  ASSERT_EQ(want.exit_code, 0) << want.err;
+  for (const char* mode : {"none", "distribute", "isolate"}) {
+    const auto r = Run({"run", "-m", Golden("llama_tiny"), "--prompt-tokens", "5,6,7", "-n", "8",
+                        "--temp", "0", "--print-tokens", "-t", "2", "--numa", mode});
+    ASSERT_EQ(r.exit_code, 0) << mode << ": " << r.err;
+    EXPECT_EQ(r.out, want.out) << mode;
+    const auto doctor = Run({"doctor", "-m", Golden("llama_tiny"), "-t", "2", "--numa", mode});
+    ASSERT_EQ(doctor.exit_code, 0) << doctor.err;
+    const bool pinned = std::string(mode) != "none";
+    EXPECT_EQ(doctor.out.find(std::string("numa ") + mode + ": 2 threads pinned to CPUs") !=
+                  std::string::npos,
+              pinned)
+        << doctor.out;
+  }
+  const auto bad = Run({"run", "-m", Golden("llama_tiny"), "-p", "hi", "--numa", "numactl"});
+  EXPECT_NE(bad.exit_code, 0);
+  for (const char* needle : {"--numa", "numactl", "distribute", "isolate"}) {
+    EXPECT_NE(bad.err.find(needle), std::string::npos) << bad.err;
+  }
+}
+
 TEST_F(Cli, UnknownChatTemplateListsKnownOnes) {
   ExpectCleanError(
       Run({"run", "-m", Golden("llama_tiny"), "--chat", "-p", "hi", "--chat-template", "vicuna"}),

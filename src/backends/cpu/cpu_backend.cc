@@ -80,9 +80,11 @@ class HostBuffer final : public Buffer {
 
 }  // namespace
 
-CpuBackend::CpuBackend(int num_threads, bool exact_matmul, bool repack_weights,
-                       bool copy_weights)
-    : pool_(num_threads),
+CpuBackend::CpuBackend(int num_threads, bool exact_matmul, bool repack_weights, bool copy_weights,
+                       NumaMode numa, NumaPlacement placement)
+    : numa_(numa),
+      placement_(std::move(placement)),
+      pool_(num_threads, placement_.thread_cpus),
       exact_matmul_(exact_matmul),
       repack_weights_(repack_weights && !exact_matmul),  // exact never runs the integer kernels
       copy_weights_(copy_weights),
@@ -93,8 +95,10 @@ DeviceInfo CpuBackend::device() const {
   for (const kernels::CpuTarget& t : kernels::AvailableCpuTargets()) {
     available += (available.empty() ? "" : ", ") + t.name;
   }
+  std::string numa;
+  if (numa_ != NumaMode::kNone) numa = ", numa " + placement_.Describe(numa_);
   return DeviceInfo{"cpu: " + std::to_string(pool_.num_threads()) + " threads, SIMD kernels " +
-                        kernels::ActiveCpuTarget().name + " (available: " + available + ")",
+                        kernels::ActiveCpuTarget().name + " (available: " + available + ")" + numa,
                     0, 0, 0, 0};
 }
 

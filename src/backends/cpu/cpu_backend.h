@@ -1,5 +1,5 @@
 // The CPU backend: q8_0 / q4_0 / q4_1 matrices stored once at load in the
-// panel layout of the VNNI kernels, in huge pages (where the machine has those
+// panel layout of the x86 integer kernels, in huge pages (where the machine has those
 // kernels; --no-repack keeps them in the file), every other weight used in
 // place from the mmap; activations in host memory, work split over a
 // persistent thread pool, f32-activation products through the batch-invariant
@@ -18,15 +18,18 @@ namespace anymoe {
 class CpuBackend final : public Backend {
  public:
   // repack_weights: q8_0 / q4_0 / q4_1 matrices are also stored in the panel
-  // layout of the VNNI kernels (where the machine has them) and the matmuls
-  // read that copy; off, every weight is used in place from the mmap.
+  // layout of the x86 integer kernels (where the machine has them) and the
+  // matmuls read that copy; off, every weight is used in place from the mmap.
   // copy_weights: see BackendOptions::copy_weights.
+  // placement: the CPUs of the pool's threads (core/numa.h; `numa` names its
+  // mode for device()); its memory policy is the creator's to apply.
   explicit CpuBackend(int num_threads, bool exact_matmul = false, bool repack_weights = true,
-                      bool copy_weights = false);
+                      bool copy_weights = false, NumaMode numa = NumaMode::kNone,
+                      NumaPlacement placement = {});
 
   BackendKind kind() const override { return BackendKind::kCpu; }
   std::string name() const override { return "cpu"; }
-  // "cpu: N threads, SIMD kernels <target> (available: ...)".
+  // "cpu: N threads, SIMD kernels <target> (available: ...)[, numa ...]".
   DeviceInfo device() const override;
   int num_threads() const override { return pool_.num_threads(); }
 
@@ -91,6 +94,8 @@ class CpuBackend final : public Backend {
   // was ~2% of a batched decode step.
   void UpdateRopeAngles(std::span<const int32_t> positions, const RopeTable& rope);
 
+  const NumaMode numa_;
+  const NumaPlacement placement_;
   ThreadPool pool_;
   const bool exact_matmul_;
   const bool repack_weights_;

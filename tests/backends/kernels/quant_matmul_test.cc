@@ -18,6 +18,7 @@
 #include <tuple>
 #include <vector>
 
+#include "backends/cpu/kernels/cpu_target.h"
 #include "backends/kernels/for_each_target.h"
 #include "hwy/targets.h"
 #include "core/half.h"
@@ -152,11 +153,12 @@ INSTANTIATE_TEST_SUITE_P(
 
 // A row's result must not depend on the rows it is batched with (a sequence
 // decodes to the same tokens alone and in a serving batch): every output of a
-// 9-row call equals, bit for bit, the same row multiplied alone, whichever
-// kernel each took (packed panels for many rows, row by row for one), on
-// every target and for every type.
+// 40-row call equals, bit for bit, the same row multiplied alone, whichever
+// kernel each took (packed panels for many rows, tiles of 8 and 4 and the
+// rest, row by row for one), on every target and for every type; and the same
+// for weights stored as panels where the target has panel kernels.
 TEST(QuantMatmul, ARowsResultDoesNotDependOnTheBatch) {
-  const int64_t t = 9, n = 21, k = 64 * 32 + 96;  // panels + a tail; two K chunks
+  const int64_t t = 40, n = 21, k = 64 * 32 + 96;  // panels + a tail; two K chunks
   testing::ForEachTarget([&] {
   for (DType type : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ4_K, DType::kQ6_K,
                      DType::kF16, DType::kBF16}) {
@@ -166,16 +168,31 @@ TEST(QuantMatmul, ARowsResultDoesNotDependOnTheBatch) {
     const auto x = testing::UniformFloats(size_t(t * kk), 6);
     std::vector<uint8_t> batch(QuantizedActivationBytes(type, t, kk));
     QuantizeActivations(type, x.data(), t, kk, batch.data());
-    std::vector<float> y(size_t(t * n));
-    QuantMatmulRows(type, w.data(), row_bytes, batch.data(), t, kk, 0, n, y.data(), n);
     std::vector<uint8_t> one(QuantizedActivationBytes(type, 1, kk));
-    std::vector<float> alone(static_cast<size_t>(n));
-    for (int64_t r = 0; r < t; ++r) {
-      QuantizeActivations(type, x.data() + r * kk, 1, kk, one.data());
-      QuantMatmulRows(type, w.data(), row_bytes, one.data(), 1, kk, 0, n, alone.data(), n);
-      for (int64_t o = 0; o < n; ++o) {
-        ASSERT_EQ(y[size_t(r * n + o)], alone[size_t(o)])
-            << Name(type) << " row " << r << " col " << o;
+    // The file layout, and panels (16 of the 21 rows) where there are kernels for them.
+    const bool panels = HasPanelKernels(type);
+    std::vector<uint8_t> stored(panels ? 16 * row_bytes : 0);
+    if (panels) PackPanels(type, w.data(), 16, kk, stored.data());
+    for (bool use_panels : {false, true}) {
+      if (use_panels && !panels) continue;
+      const int64_t rows = use_panels ? 16 : n;
+      auto multiply = [&](const void* qx, int64_t tt, float* y) {
+        if (use_panels) {
+          PanelMatmulRows(type, stored.data(), row_bytes, qx, tt, kk, 0, 16, y, rows);
+        } else {
+          QuantMatmulRows(type, w.data(), row_bytes, qx, tt, kk, 0, n, y, rows);
+        }
+      };
+      std::vector<float> y(size_t(t * rows)), alone(static_cast<size_t>(rows));
+      multiply(batch.data(), t, y.data());
+      for (int64_t r = 0; r < t; ++r) {
+        QuantizeActivations(type, x.data() + r * kk, 1, kk, one.data());
+        multiply(one.data(), 1, alone.data());
+        for (int64_t o = 0; o < rows; ++o) {
+          ASSERT_EQ(y[size_t(r * rows + o)], alone[size_t(o)])
+              << Name(type) << (use_panels ? " panels" : " file layout") << " row " << r
+              << " col " << o;
+        }
       }
     }
   }
@@ -184,11 +201,14 @@ TEST(QuantMatmul, ARowsResultDoesNotDependOnTheBatch) {
 
 // Weights stored in the panel layout (PackPanels, what the CPU backend does at
 // load) give the file layout's results bit for bit, for every row count, every
-// row range a thread may take, and K over several chunks.
+// row range a thread may take, and K over several chunks, on every target
+// with panel kernels (AVX-512 VNNI, AVX2 with and without VNNI).
 TEST(QuantMatmul, PanelLayoutGivesTheFileLayoutsBits) {
-  if ((hwy::SupportedTargets() & HWY_AVX3_DL) == 0) GTEST_SKIP() << "no AVX-512 VNNI here";
-  hwy::SetSupportedTargetsForTest(HWY_AVX3_DL);
   const int64_t n = 40, k = 64 * 32 + 96;
+  int targets_with_panels = 0;
+  testing::ForEachTarget([&] {
+  if (!HasPanelKernels(DType::kQ8_0)) return;
+  ++targets_with_panels;
   for (DType type : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1}) {
     ASSERT_TRUE(HasPanelKernels(type)) << Name(type);
     const size_t row_bytes = BytesFor(type, uint64_t(k)).value();
@@ -209,8 +229,60 @@ TEST(QuantMatmul, PanelLayoutGivesTheFileLayoutsBits) {
       }
     }
   }
-  hwy::SetSupportedTargetsForTest(0);
+  });
+#if HWY_ARCH_X86
+  if ((hwy::SupportedTargets() & HWY_AVX2) == 0) GTEST_SKIP() << "no AVX2 here";
+  EXPECT_GE(targets_with_panels, 2) << "avx2 and avx2-vnni / avx512-vnni at least";
+#endif
 }
+
+#if HWY_ARCH_X86
+// The x86 integer kernels compute each output the same way in every dot form
+// (EVEX or VEX vpdpbusd, vpmaddubsw + vpmaddwd): every x86 target with them
+// gives the same bits, file layout and panels. The first row's activations
+// are +-max in each block, so every int8 is +-127, and the weights take every
+// byte value: a dot form that saturated (vpmaddubsw pairs of q8_0 + 128, say)
+// would differ. Where the CPU has AVX-VNNI, "avx2-vnni" runs its VEX form;
+// elsewhere the EVEX form of the same instruction (cpu_target.h).
+TEST(QuantMatmul, X86TargetsGiveTheSameBits) {
+  const int64_t n = 24, k = 512, t = 5;
+  if ((hwy::SupportedTargets() & HWY_AVX2) == 0) GTEST_SKIP() << "no AVX2 here";
+  auto x = testing::UniformFloats(size_t(t * k), 10);
+  std::mt19937 rng(10);
+  for (int64_t i = 0; i < k; ++i) x[size_t(i)] = (rng() & 1) ? 1.5f : -1.5f;
+  for (DType type : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ6_K}) {
+    const size_t row_bytes = BytesFor(type, uint64_t(k)).value();
+    const auto w = RandomWeights(type, n, k, 9);
+    std::vector<uint8_t> panels(w.size());
+    if (HasPanelLayout(type)) PackPanels(type, w.data(), n, k, panels.data());
+    std::vector<uint8_t> qx(QuantizedActivationBytes(type, t, k));
+    std::vector<float> first;
+    std::string first_target;
+    int compared = 0;
+    testing::ForEachTarget([&] {
+      const int64_t target = ActiveCpuTarget().highway;
+      if (target != HWY_AVX3_DL && target != HWY_AVX2) return;
+      QuantizeActivations(type, x.data(), t, k, qx.data());
+      std::vector<float> y(size_t(t * n)), yp(size_t(t * n));
+      QuantMatmulRows(type, w.data(), row_bytes, qx.data(), t, k, 0, n, y.data(), n);
+      if (HasPanelKernels(type)) {
+        PanelMatmulRows(type, panels.data(), row_bytes, qx.data(), t, k, 0, n, yp.data(), n);
+        EXPECT_EQ(yp, y) << Name(type) << " panels";
+      }
+      if (first.empty()) {
+        first = y;
+        first_target = ActiveCpuTarget().name;
+        return;
+      }
+      ++compared;
+      for (size_t i = 0; i < y.size(); ++i) {
+        ASSERT_EQ(y[i], first[i]) << Name(type) << " against " << first_target << " at " << i;
+      }
+    });
+    EXPECT_GE(compared, 1) << Name(type) << ": avx2 against a vpdpbusd target at least";
+  }
+}
+#endif
 
 TEST(PanelLayout, IsDefinedForTheVnniPanelTypesOnly) {
   EXPECT_TRUE(HasPanelLayout(DType::kQ8_0));
@@ -218,13 +290,25 @@ TEST(PanelLayout, IsDefinedForTheVnniPanelTypesOnly) {
   EXPECT_TRUE(HasPanelLayout(DType::kQ4_1));
   EXPECT_FALSE(HasPanelLayout(DType::kQ4_K));
   EXPECT_FALSE(HasPanelLayout(DType::kF16));
-  // Without VNNI there is no kernel to read panels, so nothing is packed.
-  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
-    hwy::SetSupportedTargetsForTest(target);
-    EXPECT_EQ(HasPanelKernels(DType::kQ8_0), target == HWY_AVX3_DL) << hwy::TargetName(target);
-    EXPECT_FALSE(HasPanelKernels(DType::kQ4_K)) << hwy::TargetName(target);
-  }
-  hwy::SetSupportedTargetsForTest(0);
+  // Only the x86 kernels read panels (AVX-512 VNNI, AVX2 with or without
+  // AVX-VNNI); elsewhere nothing is packed.
+  testing::ForEachTarget([] {
+#if HWY_ARCH_X86
+    const int64_t target = ActiveCpuTarget().highway;
+    const bool x86_kernels = target == HWY_AVX3_DL || target == HWY_AVX2;
+#else
+    const bool x86_kernels = false;
+#endif
+    EXPECT_EQ(HasPanelKernels(DType::kQ8_0), x86_kernels) << ActiveCpuTarget().name;
+    EXPECT_FALSE(HasPanelKernels(DType::kQ4_K)) << ActiveCpuTarget().name;
+    // They serve every row count, so no switch to the f32 kernels breaks
+    // batch invariance at some batch size.
+    if (x86_kernels) {
+      for (DType type : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1}) {
+        EXPECT_EQ(IntegerMatmulMaxRows(type), INT64_MAX) << Name(type);
+      }
+    }
+  });
 }
 
 TEST(QuantizeActivations, RoundsToNearestWithPerBlockScalesAndSums) {

@@ -45,8 +45,8 @@ std::string NameOf(int64_t target) {
 int64_t g_selected = 0;  // the forced target's bit; 0: the CPU's best
 constexpr uint32_t Bit(CpuExtension e) { return uint32_t(e); }
 
-// The extensions this CPU has, whatever is selected.
-uint32_t CpuExtensions() {
+// The extensions this CPU has, whatever is selected; `real`: its Highway targets.
+uint32_t CpuExtensions(int64_t real) {
   uint32_t ext = 0;
 #if HWY_ARCH_X86
   unsigned a, b, c, d;
@@ -54,6 +54,9 @@ uint32_t CpuExtensions() {
   // Highway reports AVX2, the only target that uses it.
   if (__get_cpuid_count(7, 1, &a, &b, &c, &d) && (a & (1u << 4)))
     ext |= Bit(CpuExtension::kAvxVnni);
+  // AVX3_DL implies AVX-512 VNNI and VL, and an OS that saves their state: the
+  // EVEX vpdpbusd on ymm registers runs.
+  if (real & HWY_AVX3_DL) ext |= Bit(CpuExtension::kAvxVnniEvex);
 #elif HWY_ARCH_ARM_A64 && defined(__linux__)
   const unsigned long hwcap = getauxval(AT_HWCAP), hwcap2 = getauxval(AT_HWCAP2);
   if (hwcap & HWCAP_ASIMDDP) ext |= Bit(CpuExtension::kDotProd);
@@ -61,6 +64,7 @@ uint32_t CpuExtensions() {
   if ((hwcap & HWCAP_ASIMDDP) && (hwcap2 & HWCAP2_I8MM)) ext |= Bit(CpuExtension::kI8mm);
 #endif
 #endif
+  (void)real;
   return ext;
 }
 
@@ -70,7 +74,9 @@ std::vector<std::pair<std::string, uint32_t>> Variants(int64_t target, uint32_t 
   std::vector<std::pair<std::string, uint32_t>> v;
 #if HWY_ARCH_X86
   if (target == HWY_AVX2 && (cpu & Bit(CpuExtension::kAvxVnni))) {
-    v.push_back({"-vnni", Bit(CpuExtension::kAvxVnni)});
+    v.push_back({"-vnni", Bit(CpuExtension::kAvxVnni)});  // VEX, the real thing
+  } else if (target == HWY_AVX2 && (cpu & Bit(CpuExtension::kAvxVnniEvex))) {
+    v.push_back({"-vnni", Bit(CpuExtension::kAvxVnni) | Bit(CpuExtension::kAvxVnniEvex)});
   }
 #elif HWY_ARCH_ARM_A64
   const uint32_t dot = cpu & Bit(CpuExtension::kDotProd), mm = cpu & Bit(CpuExtension::kI8mm);
@@ -100,8 +106,9 @@ int64_t RealSupportedTargets() {
 
 std::vector<CpuTarget> AvailableCpuTargets() {
   std::vector<CpuTarget> targets;
-  const uint32_t cpu = CpuExtensions();
-  for (int64_t left = RealSupportedTargets() & HWY_TARGETS; left != 0; left &= left - 1) {
+  const int64_t real = RealSupportedTargets();
+  const uint32_t cpu = CpuExtensions(real);
+  for (int64_t left = real & HWY_TARGETS; left != 0; left &= left - 1) {
     const int64_t target = left & ~(left - 1);
     for (const auto& [suffix, extensions] : Variants(target, cpu)) {
       targets.push_back({NameOf(target) + suffix, target, extensions});

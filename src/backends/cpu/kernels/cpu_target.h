@@ -16,10 +16,19 @@
 namespace anymoe::kernels {
 
 // Instructions that Highway 1.0.3 has no target for, which a target's kernels
-// use when the selected CpuTarget allows them: the VEX form of vpdpbusd beside
-// AVX2 (Alder Lake and later, Zen 5), and the int8 dot and matrix products
-// beside NEON (dotprod: sdot/udot; i8mm: smmla/usdot).
-enum class CpuExtension : uint32_t { kAvxVnni = 1u << 0, kDotProd = 1u << 1, kI8mm = 1u << 2 };
+// use when the selected CpuTarget allows them: the 256-bit vpdpbusd beside AVX2
+// (kAvxVnni; "avx2-vnni"), and the int8 dot and matrix products beside NEON
+// (dotprod: sdot/udot; i8mm: smmla/usdot). The AVX2 kernels' vpdpbusd is the
+// VEX form of AVX-VNNI (Alder Lake and later, Zen 5); a CPU with AVX-512 VNNI
+// but no AVX-VNNI (Zen 4, Ice Lake) runs the same 256-bit instruction in its
+// EVEX form, which kAvxVnniEvex selects, so "avx2-vnni" is listed (and tested)
+// there too: the two forms differ only in their encoding.
+enum class CpuExtension : uint32_t {
+  kAvxVnni = 1u << 0,
+  kDotProd = 1u << 1,
+  kI8mm = 1u << 2,
+  kAvxVnniEvex = 1u << 8,  // with kAvxVnni: encode vpdpbusd as EVEX
+};
 
 struct CpuTarget {
   std::string name;         // e.g. "avx512-vnni", "avx2-vnni", "avx2", "neon-dotprod", "sve2"

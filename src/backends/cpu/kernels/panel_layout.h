@@ -1,5 +1,6 @@
 // The CPU's 8-row panel layout of q8_0 / q4_0 / q4_1 weights, written once at
-// load so that the VNNI kernels read weights in the order they multiply them.
+// load so that the x86 integer kernels (AVX-512 VNNI, AVX2 with or without
+// AVX-VNNI) read weights in the order they multiply them.
 //
 // In the file a block of 32 values is stored row after row. The integer kernels
 // multiply 8 weight rows at once, one int32 lane per row (see

@@ -3,8 +3,10 @@
 // for q6_k) with one f32 scale per block of 32 in L1, then dotted against 1..4
 // activation rows at a time. q8_0 is used straight from the weights. On AVX3_DL
 // (AVX-512 VNNI) the int8 dot is one vpdpbusd per block; elsewhere it widens to
-// int16 with ReorderWidenMulAccumulate. q8_0, q4_0, q4_1 and q6_k on AVX3_DL take
-// a register-only path, four weight rows at a time (quant_matmul_vnni-inl.h).
+// int16 with ReorderWidenMulAccumulate. q8_0, q4_0, q4_1 and q6_k on AVX3_DL and
+// AVX2 (with or without AVX-VNNI) take register-only x86 kernels instead
+// (quant_matmul_x86-inl.h: 8-row panels for q8_0 / q4_0 / q4_1, four weight
+// rows at a time for q6_k).
 //
 // Per block b of 32 and activation row r the kernels compute
 //   y += dw[b] * dx[r][b] * sum_i w_i * xq_i  +  cw[b] * s[r][b]
@@ -27,6 +29,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "backends/cpu/kernels/cpu_target.h"
 #include "backends/cpu/kernels/float_matmul.h"
 #include "backends/cpu/kernels/panel_layout.h"
 #include "core/check.h"
@@ -35,7 +38,7 @@
 #include "hwy/highway.h"
 
 #if HWY_ARCH_X86
-#include <immintrin.h>  // the AVX3_DL decode kernels (quant_matmul_vnni-inl.h)
+#include <immintrin.h>  // the x86 kernels (quant_matmul_x86-inl.h and what it uses)
 #endif
 
 HWY_BEFORE_NAMESPACE();
@@ -450,8 +453,10 @@ void ChunkAllRows(const Source& src, const WeightChunk& c, const QuantizedActiva
   }
 }
 
+#include "backends/cpu/kernels/quant_matmul_x86_dot-inl.h"
 #include "backends/cpu/kernels/quant_matmul_vnni-inl.h"
 #include "backends/cpu/kernels/quant_matmul_packed-inl.h"
+#include "backends/cpu/kernels/quant_matmul_x86-inl.h"
 
 // ------------------------------------------------------------------ entry points
 
@@ -495,18 +500,12 @@ void QuantizeActivationsImpl(DType type, const float* x, int64_t t, int64_t k, i
   }
 }
 
-// From this many activation rows on, q8_0 / q4_0 / q4_1 take the packed-panel
-// kernels on VNNI (quant_matmul_packed-inl.h): below it, packing costs more than
-// it saves (kernel_bench, k576_n1536 hot, one thread: q8_0 t2 38-43 us packed vs
-// 41 per row, t4 43-50 vs 75; q4_0 t2 44 vs 34, t4 48-52 vs 52).
-int64_t PackedMinRows(DType type) { return type == DType::kQ8_0 ? 3 : 4; }
-
 int64_t IntegerMatmulMaxRowsImpl(DType type) {
   constexpr int64_t kSmallSteps = 32;  // decode and small batches
   // f16 / bf16 run the f32 kernels of float_matmul.h at every size.
   if (type == DType::kF16 || type == DType::kBF16) return INT64_MAX;
-#if HWY_TARGET == HWY_AVX3_DL
-  if (type == DType::kQ8_0 || type == DType::kQ4_0 || type == DType::kQ4_1) return INT64_MAX;
+#if HWY_TARGET == HWY_AVX3_DL || HWY_TARGET == HWY_AVX2
+  if (const x86::TypeKernels* k = x86::KernelsFor(type); k && k->any_row_count) return INT64_MAX;
 #endif
   return kSmallSteps;
 }
@@ -518,21 +517,10 @@ void QuantMatmulRowsImpl(DType type, const uint8_t* w, size_t w_row_bytes, const
                            y, ldy);
   }
   const QuantizedActivations x = ActivationView(type, qx, t, k);
-#if HWY_TARGET == HWY_AVX3_DL
-  if ((type == DType::kQ8_0 || type == DType::kQ4_0 || type == DType::kQ4_1) &&
-      t >= PackedMinRows(type) && n1 - n0 >= kPanelRows) {
-    // Whole panels of 8 rows packed; the few rows left take the per-row kernels.
-    const int64_t mid = n0 + (n1 - n0) / kPanelRows * kPanelRows;
-    if (type == DType::kQ8_0) packed::MatmulRows<packed::Q8_0Format>(w, w_row_bytes, x, n0, mid, y, ldy);
-    if (type == DType::kQ4_0) packed::MatmulRows<packed::Q4_0Format>(w, w_row_bytes, x, n0, mid, y, ldy);
-    if (type == DType::kQ4_1) packed::MatmulRows<packed::Q4_1Format>(w, w_row_bytes, x, n0, mid, y, ldy);
-    n0 = mid;
+#if HWY_TARGET == HWY_AVX3_DL || HWY_TARGET == HWY_AVX2
+  if (const x86::TypeKernels* kernels = x86::KernelsFor(type)) {
+    return kernels->file_rows(w, w_row_bytes, x, n0, n1, y, ldy);
   }
-  // The rest row by row, with the packed kernels' arithmetic (same results).
-  if (type == DType::kQ8_0) return packed::RowMatmulRows<packed::Q8_0Format>(w, w_row_bytes, x, n0, n1, y, ldy);
-  if (type == DType::kQ4_0) return packed::RowMatmulRows<packed::Q4_0Format>(w, w_row_bytes, x, n0, n1, y, ldy);
-  if (type == DType::kQ4_1) return packed::RowMatmulRows<packed::Q4_1Format>(w, w_row_bytes, x, n0, n1, y, ldy);
-  if (type == DType::kQ6_K) return vnni::MatmulRows<vnni::Q6_KBlock>(w, w_row_bytes, x, n0, n1, y, ldy);
 #endif
   const int64_t nblocks = k / kQ;
   WeightChunk chunk;
@@ -575,8 +563,9 @@ void QuantMatmulRowsImpl(DType type, const uint8_t* w, size_t w_row_bytes, const
 }
 
 bool HasPanelKernelsImpl(DType type) {
-#if HWY_TARGET == HWY_AVX3_DL
-  return HasPanelLayout(type);
+#if HWY_TARGET == HWY_AVX3_DL || HWY_TARGET == HWY_AVX2
+  const x86::TypeKernels* kernels = x86::KernelsFor(type);
+  return kernels != nullptr && kernels->panel_rows != nullptr;
 #else
   (void)type;
   return false;
@@ -585,11 +574,12 @@ bool HasPanelKernelsImpl(DType type) {
 
 void PanelMatmulRowsImpl(DType type, const uint8_t* panels, size_t w_row_bytes, const void* qx,
                          int64_t t, int64_t k, int64_t n0, int64_t n1, float* y, int64_t ldy) {
-#if HWY_TARGET == HWY_AVX3_DL
-  const QuantizedActivations x = ActivationView(type, qx, t, k);
-  if (type == DType::kQ8_0) return packed::StoredMatmulRows<packed::Q8_0Format>(panels, w_row_bytes, x, n0, n1, y, ldy);
-  if (type == DType::kQ4_0) return packed::StoredMatmulRows<packed::Q4_0Format>(panels, w_row_bytes, x, n0, n1, y, ldy);
-  if (type == DType::kQ4_1) return packed::StoredMatmulRows<packed::Q4_1Format>(panels, w_row_bytes, x, n0, n1, y, ldy);
+#if HWY_TARGET == HWY_AVX3_DL || HWY_TARGET == HWY_AVX2
+  const x86::TypeKernels* kernels = x86::KernelsFor(type);
+  if (kernels != nullptr && kernels->panel_rows != nullptr) {
+    return kernels->panel_rows(panels, w_row_bytes, ActivationView(type, qx, t, k), n0, n1, y,
+                               ldy);
+  }
 #endif
   (void)panels, (void)w_row_bytes, (void)qx, (void)t, (void)k, (void)n0, (void)n1, (void)y, (void)ldy;
   CHECK(false && "panel matmul: no panel kernel for this type on this target");

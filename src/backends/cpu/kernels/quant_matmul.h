@@ -40,7 +40,8 @@ bool IsQuantMatmulSupported(DType weight_type);
 // Up to how many activation rows these kernels beat dequantising W for an f32
 // GEMM, on the target this machine dispatches to: every row count for f16 /
 // bf16 (they are the f32 kernels of float_matmul.h) and where a register-
-// blocked integer kernel exists (q8_0 / q4_0 / q4_1 with VNNI), else 32.
+// blocked integer kernel exists (q8_0 / q4_0 / q4_1 on x86 AVX-512 VNNI and
+// AVX2, with or without AVX-VNNI), else 32.
 int64_t IntegerMatmulMaxRows(DType weight_type);
 
 // Bytes of the activation buffer for `t` rows of `k` values; the caller allocates
@@ -68,7 +69,7 @@ void QuantMatmulRows(DType weight_type, const uint8_t* w, size_t w_row_bytes, co
                      int64_t t, int64_t k, int64_t n0, int64_t n1, float* y, int64_t ldy);
 
 // True where this machine has kernels for `weight_type` stored as panels
-// (panel_layout.h): q8_0 / q4_0 / q4_1 on AVX-512 VNNI.
+// (panel_layout.h): q8_0 / q4_0 / q4_1 on x86 AVX-512 VNNI and AVX2.
 bool HasPanelKernels(DType weight_type);
 
 // QuantMatmulRows for a weight matrix stored as panels at `panels` (PackPanels

@@ -1,6 +1,8 @@
-// Multi-row integer matmul for q8_0, q4_0 and q4_1 weights on AVX-512 VNNI
-// (Highway's AVX3_DL target), included by quant_matmul.cc inside that target's
-// namespace after quant_matmul_vnni-inl.h.
+// Multi-row integer matmul for q8_0, q4_0 and q4_1 weights on x86: AVX-512
+// VNNI (Highway's AVX3_DL target) and AVX2 with or without AVX-VNNI, the dot
+// products in the form of the `Dot` parameter (quant_matmul_x86_dot-inl.h).
+// Included by quant_matmul.cc inside those targets' namespaces after
+// quant_matmul_vnni-inl.h.
 //
 // With several activation rows (batched decode, prefill) the per-row kernels of
 // quant_matmul_vnni-inl.h are bound by arithmetic, not by memory: every block of
@@ -21,24 +23,26 @@
 // Unsigned weight bytes u = q + z (q8_0: z = 128; q4_0: the nibbles, z = 8;
 // q4_1: the nibbles, z = 0 and its min term added in f32) make the dot
 // sum(u x) = sum(q x) + z sum(x): the accumulator starts at -z sum(x) (the
-// activation block sums are integers), so the integer dot is exact.
+// activation block sums are integers), so the integer dot is exact. Plain
+// AVX2 (no vpdpbusd) gets the same integers from vpmaddubsw + vpmaddwd: q4
+// nibbles as they are, q8_0 as |q| against the activations with q's sign
+// (q + 128 would overflow vpmaddubsw's int16 pairs); see MaddBlockDots.
+//
+// Every kernel here sums each output the same way, block by block
+// (MultiplyBlock's f32 steps, chunks of kChunkBlocks added into y in order),
+// whatever the tile, row count, dot form or target: a row's result does not
+// depend on its batch, and AVX2 gives AVX-512's bits.
 
 // Needs <immintrin.h>, included by quant_matmul.cc at file scope.
-#if HWY_TARGET == HWY_AVX3_DL
+#if HWY_TARGET == HWY_AVX3_DL || HWY_TARGET == HWY_AVX2
 
 namespace packed {
 
 constexpr int64_t kChunkBlocks = 64;  // blocks per panel pass: 20 KiB, within L1
 constexpr int kRowTile = 4;           // activation rows sharing one load of a block
-
-// acc += per 4 bytes: u (unsigned, 8 weight rows) . the 4 signed activation
-// bytes at x, broadcast to every lane.
-HWY_INLINE __m256i DpbusdBroadcast(__m256i acc, __m256i u, const int8_t* x) {
-  asm("vpdpbusd %2%{1to8%}, %1, %0"
-      : "+v"(acc)
-      : "v"(u), "m"(*reinterpret_cast<const int32_t*>(x)));
-  return acc;
-}
+// Stored panels take 8 activation rows at once where there are 32 vector
+// registers; AVX2's 16 hold the accumulators of 4.
+constexpr int kStoredRowTile = HWY_TARGET == HWY_AVX3_DL ? 8 : kRowTile;
 
 // One block of 32 values of 8 weight rows.
 struct alignas(32) PanelBlock {
@@ -52,6 +56,7 @@ struct Q8_0Format {
   static constexpr size_t kBlockBytes = 34;
   static constexpr int32_t kZero = 128;
   static constexpr bool kMin = false;
+  static constexpr bool kNibbles = false;
   static HWY_INLINE __m256i Values(const uint8_t* blk) {
     const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 2));
     return _mm256_xor_si256(q, _mm256_set1_epi8(char(0x80)));  // q + 128
@@ -68,6 +73,7 @@ struct NibbleFormat {
   static constexpr size_t kBlockBytes = kBytes;
   static constexpr int32_t kZero = kZeroPoint;
   static constexpr bool kMin = kHasMin;
+  static constexpr bool kNibbles = true;
   static HWY_INLINE __m256i Values(const uint8_t* blk) {
     // Byte i holds value i in its low nibble and value i + 16 in its high one.
     const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + kBlockBytes - 16));
@@ -161,25 +167,79 @@ HWY_INLINE void ForEachRowTile(int64_t t, const F& f) {
   }
 }
 
-// acc[r] += block b of 8 weight rows (q, scales d, q4_1 mins m) against
-// activation rows r0 + r: the arithmetic every q8_0 / q4_0 / q4_1 VNNI kernel
-// shares, so that their results agree bit for bit.
+// Lane j = the exact integer dot of weight row j's block (its signed values:
+// the zero point taken out) with the activation block xq (its sum: xsum).
+template <class Format, class Dot>
+HWY_INLINE __m256i VnniBlockDot(const __m256i q[8], const int8_t* xq, int32_t xsum) {
+  // Two chains of four, so that four rows keep 8 vpdpbusd in flight.
+  __m256i even = _mm256_set1_epi32(-Format::kZero * xsum), odd = _mm256_setzero_si256();
+  for (int c = 0; c < 8; c += 2) {
+    even = Dot::AddBroadcast(even, q[c], xq + 4 * c);
+    odd = Dot::AddBroadcast(odd, q[c + 1], xq + 4 * c + 4);
+  }
+  return _mm256_add_epi32(even, odd);
+}
+
+// The same for R activation blocks on plain AVX2, a weight vector at a time
+// for all R (its preparation shared).
 template <class Format, int R>
+HWY_INLINE void MaddBlockDots(const __m256i q[8], const int8_t* const xq[R],
+                              const int32_t xsum[R], __m256i dots[R]) {
+  using Dot = x86::MaddDot;
+  if constexpr (Format::kNibbles) {
+    // The 8 vectors' pairs summed as int16 first: |sum| <= 8 x 2 x 15 x 127 < 2^15.
+    __m256i pairs[R];
+    for (int c = 0; c < 8; ++c) {
+      for (int r = 0; r < R; ++r) {
+        const __m256i p = Dot::Pairs(q[c], x86::Broadcast4(xq[r] + 4 * c));
+        pairs[r] = c == 0 ? p : _mm256_add_epi16(pairs[r], p);
+        x86::KeepChain(pairs[r]);
+      }
+    }
+    for (int r = 0; r < R; ++r) {
+      dots[r] = _mm256_add_epi32(Dot::Quads(pairs[r]), _mm256_set1_epi32(-Format::kZero * xsum[r]));
+    }
+  } else {
+    // q8_0: |q| (<= 128) times the activations with q's sign, q = u - 128.
+    // (Splitting u into nibbles, each summed as int16 like q4's, is no faster
+    // here: kernel_bench q8_0 k576_n1536 hot t128 2107 vs 2139 us, t1 19 vs 26.)
+    for (int c = 0; c < 8; ++c) {
+      const __m256i signed_q = _mm256_xor_si256(q[c], _mm256_set1_epi8(char(0x80)));
+      const __m256i magnitude = _mm256_abs_epi8(signed_q);
+      for (int r = 0; r < R; ++r) {
+        const __m256i x4 = _mm256_sign_epi8(x86::Broadcast4(xq[r] + 4 * c), signed_q);
+        const __m256i d = Dot::Quads(Dot::Pairs(magnitude, x4));
+        dots[r] = c == 0 ? d : _mm256_add_epi32(dots[r], d);
+      }
+    }
+  }
+}
+
+// acc[r] += block b of 8 weight rows (q, scales d, q4_1 mins m) against
+// activation rows r0 + r: the f32 steps every q8_0 / q4_0 / q4_1 kernel
+// shares, so that their results agree bit for bit.
+template <class Format, class Dot, int R>
 HWY_INLINE void MultiplyBlock(const __m256i q[8], __m256 d, __m256 m,
                               const QuantizedActivations& x, int64_t r0, int64_t b,
                               __m256 acc[R]) {
   const int64_t x_blocks = x.k / 32;
+  __m256i dots[R];
+  if constexpr (!x86::kIsVnni<Dot>) {
+    const int8_t* xq[R];
+    int32_t xsum[R];
+    for (int r = 0; r < R; ++r) {
+      const int64_t xb = (r0 + r) * x_blocks + b;
+      xq[r] = x.qs + xb * 32;
+      xsum[r] = x.sum[xb];
+    }
+    MaddBlockDots<Format, R>(q, xq, xsum, dots);
+  }
   for (int r = 0; r < R; ++r) {
     const int64_t xb = (r0 + r) * x_blocks + b;
-    const int8_t* xq = x.qs + xb * 32;
-    // Two chains of four, so that R = 4 keeps 8 vpdpbusd in flight.
-    __m256i even = _mm256_set1_epi32(-Format::kZero * x.sum[xb]);
-    __m256i odd = _mm256_setzero_si256();
-    for (int c = 0; c < 8; c += 2) {
-      even = DpbusdBroadcast(even, q[c], xq + 4 * c);
-      odd = DpbusdBroadcast(odd, q[c + 1], xq + 4 * c + 4);
-    }
-    const __m256 dot = _mm256_cvtepi32_ps(_mm256_add_epi32(even, odd));
+    // With vpdpbusd row by row: one row's chains live at a time (8 rows fill
+    // AVX3_DL's 32 registers).
+    if constexpr (x86::kIsVnni<Dot>) dots[r] = VnniBlockDot<Format, Dot>(q, x.qs + xb * 32, x.sum[xb]);
+    const __m256 dot = _mm256_cvtepi32_ps(dots[r]);
     acc[r] = _mm256_fmadd_ps(dot, _mm256_mul_ps(d, _mm256_set1_ps(x.d[xb])), acc[r]);
     if constexpr (Format::kMin) acc[r] = _mm256_fmadd_ps(m, _mm256_set1_ps(x.s[xb]), acc[r]);
   }
@@ -197,7 +257,7 @@ HWY_INLINE void StoreRows(const __m256 acc[R], bool accumulate, int64_t r0, floa
 
 // y[r0 + r][0..8) (+)= the panel's blocks [b0, b0 + nb) against R activation
 // rows, a prefetch step per block.
-template <class Format, int R>
+template <class Format, class Dot, int R>
 HWY_INLINE void PanelRows(const PanelBlock* panel, const QuantizedActivations& x, int64_t r0,
                           int64_t b0, int64_t nb, bool accumulate, PanelPrefetcher& prefetch,
                           float* y, int64_t ldy) {
@@ -208,13 +268,13 @@ HWY_INLINE void PanelRows(const PanelBlock* panel, const QuantizedActivations& x
     const PanelBlock& blk = panel[b];
     __m256i q[8];
     for (int c = 0; c < 8; ++c) q[c] = _mm256_load_si256(&blk.q[c]);
-    MultiplyBlock<Format, R>(q, blk.d, blk.m, x, r0, b0 + b, acc);
+    MultiplyBlock<Format, Dot, R>(q, blk.d, blk.m, x, r0, b0 + b, acc);
   }
   StoreRows<R>(acc, accumulate, r0, y, ldy);
 }
 
 // Rows [n0, n1) of y for every activation row, (n1 - n0) a multiple of 8.
-template <class Format>
+template <class Format, class Dot>
 void MatmulRows(const uint8_t* w, size_t row_bytes, const QuantizedActivations& x, int64_t n0,
                 int64_t n1, float* y, int64_t ldy) {
   const int64_t x_blocks = x.k / 32;
@@ -237,7 +297,7 @@ void MatmulRows(const uint8_t* w, size_t row_bytes, const QuantizedActivations& 
       PackPanel<Format>(rows, row_bytes, b0, nb, panel);
       const bool accumulate = b0 > 0;
       ForEachRowTile(x.t, [&](int64_t r0, auto rows) HWY_ATTR {
-        PanelRows<Format, rows()>(panel, x, r0, b0, nb, accumulate, prefetch, y + n, ldy);
+        PanelRows<Format, Dot, rows()>(panel, x, r0, b0, nb, accumulate, prefetch, y + n, ldy);
       });
     }
     // Stay exactly kAhead panels ahead whatever the rounding of lines per step.
@@ -258,7 +318,7 @@ void MatmulRows(const uint8_t* w, size_t row_bytes, const QuantizedActivations& 
 // us, all to L1 -> R > 1 to L2: k576_n1536 t8 78-82 -> 61-67, t4 48-49 ->
 // 43-45; k1536_n576 t8 93-94 -> 62-66; k576_n49152 t8 2230-2307 -> 1769-1832.
 // (t1 to L2 instead: k576_n1536 41 -> 47-50, the reason R = 1 keeps L1.)
-template <class Format, int R>
+template <class Format, class Dot, int R>
 HWY_INLINE void StoredPanelRows(const uint8_t* group, const uint8_t* ahead,
                                 const QuantizedActivations& x, int64_t r0, float* y, int64_t ldy) {
   const int64_t nb = x.k / 32;
@@ -282,7 +342,7 @@ HWY_INLINE void StoredPanelRows(const uint8_t* group, const uint8_t* ahead,
       };
       const __m256 d = f16x8(scales);
       const __m256 m = Format::kMin ? f16x8(mins) : d;
-      MultiplyBlock<Format, R>(q, d, m, x, r0, b, acc);
+      MultiplyBlock<Format, Dot, R>(q, d, m, x, r0, b, acc);
     }
     StoreRows<R>(acc, b0 > 0, r0, y, ldy);
   }
@@ -290,7 +350,7 @@ HWY_INLINE void StoredPanelRows(const uint8_t* group, const uint8_t* ahead,
 
 // Rows [n0, n1) of y for every activation row; n0 and n1 multiples of 8,
 // `panels` the stored layout of the whole matrix.
-template <class Format>
+template <class Format, class Dot>
 void StoredMatmulRows(const uint8_t* panels, size_t row_bytes, const QuantizedActivations& x,
                       int64_t n0, int64_t n1, float* y, int64_t ldy) {
   const size_t group_bytes = kPanelRows * row_bytes;
@@ -298,16 +358,20 @@ void StoredMatmulRows(const uint8_t* panels, size_t row_bytes, const QuantizedAc
     const uint8_t* group = panels + size_t(n) * row_bytes;
     const bool prefetch = n + (kAhead + 1) * kPanelRows <= n1;
     const uint8_t* ahead = prefetch ? group + kAhead * group_bytes : nullptr;
-    // Tiles of 8 activation rows while there are 8: each block's values are
-    // loaded once for all of them (kernel_bench q8_0 t8 cold 92 -> 84 us
-    // against two tiles of 4).
+    // Tiles of 8 activation rows while there are 8 (AVX3_DL): each block's
+    // values are loaded once for all of them (kernel_bench q8_0 t8 cold 92 ->
+    // 84 us against two tiles of 4).
     // Only the first tile prefetches: the later ones find the group in cache.
     int64_t r0 = 0;
-    for (; r0 + 8 <= x.t; r0 += 8) {
-      StoredPanelRows<Format, 8>(group, r0 == 0 ? ahead : nullptr, x, r0, y + n, ldy);
+    if constexpr (kStoredRowTile > kRowTile) {
+      for (; r0 + kStoredRowTile <= x.t; r0 += kStoredRowTile) {
+        StoredPanelRows<Format, Dot, kStoredRowTile>(group, r0 == 0 ? ahead : nullptr, x, r0,
+                                                     y + n, ldy);
+      }
     }
     ForEachRowTile(x.t - r0, [&](int64_t r, auto rows) HWY_ATTR {
-      StoredPanelRows<Format, rows()>(group, r0 + r == 0 ? ahead : nullptr, x, r0 + r, y + n, ldy);
+      StoredPanelRows<Format, Dot, rows()>(group, r0 + r == 0 ? ahead : nullptr, x, r0 + r,
+                                           y + n, ldy);
     });
   }
 }
@@ -344,10 +408,34 @@ HWY_INLINE __m128 GatherF16x4(const uint8_t* const rows[4], size_t block_offset,
   return _mm_cvtph_ps(h);
 }
 
+// One weight block (32 values as Format::Values gives them) prepared for a
+// full-vector dot with any number of activation blocks: Lanes(xv)'s int32
+// lanes sum to the block's dot with xv plus kZero x the sum of xv.
+template <class Format, class Dot>
+struct RowBlock {
+  static constexpr int32_t kZero = Format::kZero;
+  __m256i u;
+  explicit HWY_INLINE RowBlock(__m256i values) : u(values) {}
+  HWY_INLINE __m256i Lanes(__m256i xv) const { return Dot::Add(_mm256_setzero_si256(), u, xv); }
+};
+// q8_0 on plain AVX2: |q| against the activations with q's sign (see MaddBlockDots).
+template <>
+struct RowBlock<Q8_0Format, x86::MaddDot> {
+  static constexpr int32_t kZero = 0;
+  __m256i signed_q, magnitude;
+  explicit HWY_INLINE RowBlock(__m256i values)
+      : signed_q(_mm256_xor_si256(values, _mm256_set1_epi8(char(0x80)))),
+        magnitude(_mm256_abs_epi8(signed_q)) {}
+  HWY_INLINE __m256i Lanes(__m256i xv) const {
+    using D = x86::MaddDot;
+    return D::Quads(D::Pairs(magnitude, _mm256_sign_epi8(xv, signed_q)));
+  }
+};
+
 // y[r0 + r][0..nw) for R activation rows and nw <= 4 weight rows at w (lanes
 // past nw repeat the last row and are not stored); rows before `rows_end` may
 // be prefetched, two groups of four ahead.
-template <class Format, int R>
+template <class Format, class Dot, int R>
 HWY_INLINE void RowTile(const uint8_t* w, int nw, const uint8_t* rows_end, size_t row_bytes,
                         const QuantizedActivations& x, int64_t r0, float* y, int64_t ldy) {
   constexpr size_t kBytes = Format::kBlockBytes;
@@ -366,8 +454,11 @@ HWY_INLINE void RowTile(const uint8_t* w, int nw, const uint8_t* rows_end, size_
         if (line < rows_end) _mm_prefetch(reinterpret_cast<const char*>(line), _MM_HINT_T0);
       }
       const size_t offset = size_t(b) * kBytes;
-      __m256i u[4];
-      for (int j = 0; j < 4; ++j) u[j] = Format::Values(rows[j] + offset);
+      using Block = RowBlock<Format, Dot>;
+      const Block u[4] = {Block(Format::Values(rows[0] + offset)),
+                          Block(Format::Values(rows[1] + offset)),
+                          Block(Format::Values(rows[2] + offset)),
+                          Block(Format::Values(rows[3] + offset))};
       const __m128 dw = GatherF16x4(rows, offset, 0);
       __m128 mw;
       if constexpr (Format::kMin) mw = GatherF16x4(rows, offset, 2);
@@ -375,9 +466,9 @@ HWY_INLINE void RowTile(const uint8_t* w, int nw, const uint8_t* rows_end, size_
         const int64_t xb = (r0 + r) * x_blocks + b;
         const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.qs + xb * 32));
         __m256i d[4];
-        for (int j = 0; j < 4; ++j) d[j] = vnni::Dpbusd(_mm256_setzero_si256(), u[j], xv);
+        for (int j = 0; j < 4; ++j) d[j] = u[j].Lanes(xv);
         const __m128i dot =
-            _mm_add_epi32(SumLanes4(d), _mm_set1_epi32(-Format::kZero * x.sum[xb]));
+            _mm_add_epi32(SumLanes4(d), _mm_set1_epi32(-Block::kZero * x.sum[xb]));
         acc[r] = _mm_fmadd_ps(_mm_cvtepi32_ps(dot), _mm_mul_ps(dw, _mm_set1_ps(x.d[xb])), acc[r]);
         if constexpr (Format::kMin) acc[r] = _mm_fmadd_ps(mw, _mm_set1_ps(x.s[xb]), acc[r]);
       }
@@ -392,7 +483,7 @@ HWY_INLINE void RowTile(const uint8_t* w, int nw, const uint8_t* rows_end, size_
 }
 
 // Rows [n0, n1) of y, four weight rows at a time, for every activation row.
-template <class Format>
+template <class Format, class Dot>
 void RowMatmulRows(const uint8_t* w, size_t row_bytes, const QuantizedActivations& x, int64_t n0,
                    int64_t n1, float* y, int64_t ldy) {
   const uint8_t* rows_end = w + size_t(n1) * row_bytes;
@@ -400,11 +491,11 @@ void RowMatmulRows(const uint8_t* w, size_t row_bytes, const QuantizedActivation
     const int nw = int(std::min<int64_t>(4, n1 - n));
     const uint8_t* rows = w + size_t(n) * row_bytes;
     ForEachRowTile(x.t, [&](int64_t r0, auto tile) HWY_ATTR {
-      RowTile<Format, tile()>(rows, nw, rows_end, row_bytes, x, r0, y + n, ldy);
+      RowTile<Format, Dot, tile()>(rows, nw, rows_end, row_bytes, x, r0, y + n, ldy);
     });
   }
 }
 
 }  // namespace packed
 
-#endif  // HWY_TARGET == HWY_AVX3_DL
+#endif  // HWY_TARGET == HWY_AVX3_DL || HWY_TARGET == HWY_AVX2

@@ -1,26 +1,23 @@
-// Integer matmul for q6_k weights on AVX-512 VNNI (Highway's AVX3_DL target),
-// included by quant_matmul.cc inside that target's namespace (q8_0, q4_0 and
-// q4_1 have their own kernels in quant_matmul_packed-inl.h). Decode steps read
-// each weight once and do little arithmetic per byte, so the loop is shaped
+// Integer matmul for q6_k weights on x86: AVX-512 VNNI (Highway's AVX3_DL
+// target) and AVX2 with or without AVX-VNNI, the dot products in the form of
+// the `Dot` parameter (quant_matmul_x86_dot-inl.h). Included by quant_matmul.cc
+// inside those targets' namespaces (q8_0, q4_0 and q4_1 have their own kernels
+// in quant_matmul_packed-inl.h). Decode steps read each weight once and do
+// little arithmetic per byte, so the loop is shaped
 // for the front end: four weight rows at a time (four independent accumulator
 // chains, one horizontal sum per output instead of per block), scales once per
 // super-block, nothing staged through memory. Each output row is computed the
-// same way whatever the number of activation rows.
+// same way whatever the number of activation rows, tile shape or dot form
+// (the q6_k values 0..63 never saturate vpmaddubsw's pairs), so AVX2 gives
+// AVX-512's bits.
 //
 // Per block b of weight row n and activation row r:
 //   y[r][n] += scale[n][b] * dx[r][b] * (dot(q, xq) - 32 sum(xq))
 
 // Needs <immintrin.h>, included by quant_matmul.cc at file scope.
-#if HWY_TARGET == HWY_AVX3_DL
+#if HWY_TARGET == HWY_AVX3_DL || HWY_TARGET == HWY_AVX2
 
 namespace vnni {
-
-// acc += per 4 bytes: u (unsigned) . s (signed), in the EVEX encoding (see
-// DotU8I8 in quant_matmul.cc for why it is spelt out).
-HWY_INLINE __m256i Dpbusd(__m256i acc, __m256i u, __m256i s) {
-  asm("%{evex%} vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(u), "vm"(s));
-  return acc;
-}
 
 // The block's f16 scale, in every lane.
 HWY_INLINE __m256 BroadcastF16(const uint8_t* p) {
@@ -37,13 +34,15 @@ HWY_INLINE float HorizontalSum(__m256 v) {
 }
 
 // One block of 32 weights of a row, prepared for any number of activation
-// rows: Scale() is its f32 scale per int32 lane of the dot, Dot(x, xsum) the
-// int32 lanes of its dot with x (xsum: 32 x the lane sums of x).
+// rows: Scale() is its f32 scale per int32 lane of the dot, Lanes(x, xsum)
+// the int32 lanes of its dot with x (xsum: 32 x the lane sums of x).
 // q6_k: block j of a 256-value super-block takes the low (j % 4 < 2) or high
 // nibbles of ql[64 (j / 4) + 32 (j % 2)] and bits 2 (j % 4) of qh[32 (j / 4)];
 // values q - 32 with an int8 scale per 16. The unsigned q goes into VNNI, and
 // 32 x (sum of x per 4 lanes) comes back out, lane by lane, before the scales.
+template <class DotForm>
 struct Q6_KBlock {
+  using Dot = DotForm;
   static constexpr size_t kSuperBytes = 210;
   static constexpr int kBlocksPerSuper = 8;
   // The super-block's 16 sub-block scales times d, as f32, once per 8 blocks.
@@ -77,8 +76,8 @@ struct Q6_KBlock {
     scale = _mm256_permutevar8x32_ps(half ? super_scales.high : super_scales.low, lanes);
   }
   HWY_INLINE __m256 Scale() const { return scale; }
-  HWY_INLINE __m256i Dot(__m256i x, __m256i x_sum32) const {
-    return _mm256_sub_epi32(Dpbusd(_mm256_setzero_si256(), q, x), x_sum32);
+  HWY_INLINE __m256i Lanes(__m256i x, __m256i x_sum32) const {
+    return _mm256_sub_epi32(Dot::Add(_mm256_setzero_si256(), q, x), x_sum32);
   }
 };
 
@@ -116,14 +115,14 @@ HWY_INLINE void Tile(const uint8_t* w, const uint8_t* rows_end, size_t row_bytes
       xv[r] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + r * x.k + 32 * b));
       dx[r] = _mm256_set1_ps(xd[r * nb + b]);
       // 32 x the sum of each 4 lanes of x: q6_k's offset of 32, lane by lane.
-      x_sum32[r] =
-          _mm256_slli_epi32(Dpbusd(_mm256_setzero_si256(), _mm256_set1_epi8(1), xv[r]), 5);
+      x_sum32[r] = _mm256_slli_epi32(
+          Block::Dot::Add(_mm256_setzero_si256(), _mm256_set1_epi8(1), xv[r]), 5);
     }
     for (int j = 0; j < NW; ++j) {
       const Block block(w + size_t(j) * row_bytes, b, super[j]);
       const __m256 dw = block.Scale();
       for (int r = 0; r < R; ++r) {
-        const __m256 dot = _mm256_cvtepi32_ps(block.Dot(xv[r], x_sum32[r]));
+        const __m256 dot = _mm256_cvtepi32_ps(block.Lanes(xv[r], x_sum32[r]));
         acc[r][j] = _mm256_fmadd_ps(_mm256_mul_ps(dot, dx[r]), dw, acc[r][j]);
       }
     }
@@ -154,7 +153,10 @@ HWY_INLINE void RowGroups(const uint8_t* w, size_t row_bytes, const QuantizedAct
   }
 }
 
-// Rows [n0, n1) of y for every activation row, four activation rows at a time.
+// Rows [n0, n1) of y for every activation row, four activation rows at a time
+// (also on AVX2, whose 16 registers then spill the activations' side to L1:
+// kernel_bench q6_k k512_n1536 hot, us, tiles of 2 -> 4: t4 128 -> 106, t8
+// 256 -> 210).
 template <class Block>
 void MatmulRows(const uint8_t* w, size_t row_bytes, const QuantizedActivations& x, int64_t n0,
                 int64_t n1, float* y, int64_t ldy) {
@@ -178,4 +180,4 @@ void MatmulRows(const uint8_t* w, size_t row_bytes, const QuantizedActivations& 
 
 }  // namespace vnni
 
-#endif  // HWY_TARGET == HWY_AVX3_DL
+#endif  // HWY_TARGET == HWY_AVX3_DL || HWY_TARGET == HWY_AVX2
