@@ -5,6 +5,8 @@
 // (AVX-512 VNNI) the int8 dot is one vpdpbusd per block; elsewhere it widens to
 // int16 with ReorderWidenMulAccumulate. q8_0, q4_0, q4_1 and q6_k on AVX3_DL take
 // a register-only path, four weight rows at a time (quant_matmul_vnni-inl.h).
+// On ARM with dotprod (i8mm) every integer type takes sdot (smmla) kernels,
+// quant_matmul_arm-inl.h.
 //
 // Per block b of 32 and activation row r the kernels compute
 //   y += dw[b] * dx[r][b] * sum_i w_i * xq_i  +  cw[b] * s[r][b]
@@ -36,6 +38,10 @@
 
 #if HWY_ARCH_X86
 #include <immintrin.h>  // the AVX3_DL decode kernels (quant_matmul_vnni-inl.h)
+#elif HWY_ARCH_ARM_A64
+#include <arm_neon.h>  // the dotprod / i8mm kernels (quant_matmul_arm-inl.h)
+
+#include "backends/cpu/kernels/cpu_target.h"
 #endif
 
 HWY_BEFORE_NAMESPACE();
@@ -452,6 +458,7 @@ void ChunkAllRows(const Source& src, const WeightChunk& c, const QuantizedActiva
 
 #include "backends/cpu/kernels/quant_matmul_vnni-inl.h"
 #include "backends/cpu/kernels/quant_matmul_packed-inl.h"
+#include "backends/cpu/kernels/quant_matmul_arm-inl.h"
 
 // ------------------------------------------------------------------ entry points
 
@@ -507,6 +514,9 @@ int64_t IntegerMatmulMaxRowsImpl(DType type) {
   if (type == DType::kF16 || type == DType::kBF16) return INT64_MAX;
 #if HWY_TARGET == HWY_AVX3_DL
   if (type == DType::kQ8_0 || type == DType::kQ4_0 || type == DType::kQ4_1) return INT64_MAX;
+#elif ANYMOE_ARM_DOT_KERNELS
+  // sdot / smmla kernels for every integer type (quant_matmul_arm-inl.h).
+  if (CpuExtensionActive(CpuExtension::kDotProd)) return INT64_MAX;
 #endif
   return kSmallSteps;
 }
@@ -518,6 +528,9 @@ void QuantMatmulRowsImpl(DType type, const uint8_t* w, size_t w_row_bytes, const
                            y, ldy);
   }
   const QuantizedActivations x = ActivationView(type, qx, t, k);
+#if ANYMOE_ARM_DOT_KERNELS
+  if (arm::TryMatmulRows(type, w, w_row_bytes, x, n0, n1, y, ldy)) return;
+#endif
 #if HWY_TARGET == HWY_AVX3_DL
   if ((type == DType::kQ8_0 || type == DType::kQ4_0 || type == DType::kQ4_1) &&
       t >= PackedMinRows(type) && n1 - n0 >= kPanelRows) {

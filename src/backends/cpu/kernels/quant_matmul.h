@@ -40,7 +40,8 @@ bool IsQuantMatmulSupported(DType weight_type);
 // Up to how many activation rows these kernels beat dequantising W for an f32
 // GEMM, on the target this machine dispatches to: every row count for f16 /
 // bf16 (they are the f32 kernels of float_matmul.h) and where a register-
-// blocked integer kernel exists (q8_0 / q4_0 / q4_1 with VNNI), else 32.
+// blocked integer kernel exists (q8_0 / q4_0 / q4_1 with VNNI; every integer
+// type on ARM with dotprod), else 32.
 int64_t IntegerMatmulMaxRows(DType weight_type);
 
 // Bytes of the activation buffer for `t` rows of `k` values; the caller allocates
