@@ -24,9 +24,12 @@ shapes=("q8_0 576 1536" "q4_0 576 1536" "q4_1 576 1536" "q4_k 1536 576" "q6_k 15
 count() {  # CPU REPS TYPE K N T TARGET -> instructions
   local cpu=$1 reps=$2; shift 2
   QEMU_CPU=$cpu QEMU_LD_PREFIX=/usr/aarch64-linux-gnu \
-    qemu-aarch64 -plugin "$plugin" "$driver" "$1" "$2" "$3" "$4" "$reps" "$5" 2>&1 >/dev/null |
+    qemu-aarch64 -plugin "$plugin" "$driver" "$1" "$2" "$3" "$4" "$reps" "$5" $LAYOUT 2>&1 >/dev/null |
     sed -n 's/^insns //p'
 }
+# LAYOUT=file: weights in place even where the target has panel kernels
+# (--no-repack); by default they are stored as panels there, as at load.
+LAYOUT=${LAYOUT:-}
 
 printf '%-6s %-5s %-5s %-3s %-18s %12s %14s\n' type k n t target insns/call insns/block
 for shape in "${shapes[@]}"; do

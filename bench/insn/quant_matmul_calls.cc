@@ -2,8 +2,10 @@
 // thread, for counting the instructions one call executes under an emulator
 // (scripts/arm-insn-count.sh: the count at two repetition counts, differenced,
 // is the cost of one call, free of start-up and of timing noise).
-//   quant_matmul_calls TYPE K N T REPS [CPU_TARGET]
-// TYPE: q8_0 q4_0 q4_1 q4_k q6_k. Each call quantises x and multiplies all N rows.
+//   quant_matmul_calls TYPE K N T REPS [CPU_TARGET [file]]
+// TYPE: q8_0 q4_0 q4_1 q4_k q6_k. Each call quantises x and multiplies all N rows,
+// from weights stored as panels where the target has panel kernels (what the
+// CPU backend does at load; N a multiple of 8), else (or with `file`) in place.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -12,6 +14,7 @@
 #include <vector>
 
 #include "backends/cpu/kernels/cpu_target.h"
+#include "backends/cpu/kernels/panel_layout.h"
 #include "backends/cpu/kernels/quant_matmul.h"
 #include "core/dtype.h"
 #include "core/half.h"
@@ -60,12 +63,23 @@ int main(int argc, char** argv) {
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
   std::vector<float> x(size_t(t * k)), y(size_t(t * n));
   for (auto& v : x) v = u(rng);
+  const bool panels = kernels::HasPanelKernels(type) && n % kernels::kPanelRows == 0 &&
+                      !(argc > 7 && std::strcmp(argv[7], "file") == 0);
+  std::vector<uint8_t> packed;
+  if (panels) {
+    packed.resize(w.size());
+    kernels::PackPanels(type, w.data(), n, k, packed.data());
+  }
   std::vector<uint8_t> qx(kernels::QuantizedActivationBytes(type, t, k));
   for (int r = 0; r < reps; ++r) {
     kernels::QuantizeActivations(type, x.data(), t, k, qx.data());
-    kernels::QuantMatmulRows(type, w.data(), row_bytes, qx.data(), t, k, 0, n, y.data(), n);
+    if (panels) {
+      kernels::PanelMatmulRows(type, packed.data(), row_bytes, qx.data(), t, k, 0, n, y.data(), n);
+    } else {
+      kernels::QuantMatmulRows(type, w.data(), row_bytes, qx.data(), t, k, 0, n, y.data(), n);
+    }
   }
-  std::printf("%s target=%s y0=%g\n", argv[1], kernels::ActiveCpuTarget().name.c_str(),
-              double(y[0]));
+  std::printf("%s target=%s layout=%s y0=%g\n", argv[1], kernels::ActiveCpuTarget().name.c_str(),
+              panels ? "panels" : "file", double(y[0]));
   return 0;
 }

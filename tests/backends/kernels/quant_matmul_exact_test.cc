@@ -1,11 +1,12 @@
 // The integer kernels whose arithmetic is defined exactly (every ARM target
 // with dotprod: neon-dotprod, neon-i8mm, sve, sve2; and AVX-512 VNNI for q8_0 /
-// q4_0 / q4_1) against a scalar model of that arithmetic, bit for bit: per
-// block an exact integer dot, then acc = fma(float(idot), dw * dx, acc) (and
-// acc = fma(cw, s, acc) for a min term) over chunks of 64 blocks, each chunk
-// added to y in order. So these targets give the same bits as each other,
-// whatever the number of activation rows, the row range a thread takes, the
-// SIMD vector length (SVE) or whether sdot or smmla formed the integer dots.
+// q4_0 / q4_1), from the file layout and from weights stored as panels where
+// the target has panel kernels, against a scalar model of that arithmetic, bit
+// for bit: per block an exact integer dot, then acc = fma(float(idot), dw * dx,
+// acc) (and acc = fma(cw, s, acc) for a min term) over chunks of 64 blocks,
+// each chunk added to y in order. So these targets give the same bits as each
+// other, whatever the number of activation rows, the row range a thread takes,
+// the SIMD vector length (SVE) or whether sdot or smmla formed the dots.
 #define HWY_WANT_AVX3_DL  // so the VNNI target is listed where the CPU has it
 
 #include <gtest/gtest.h>
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "backends/cpu/kernels/cpu_target.h"
+#include "backends/cpu/kernels/panel_layout.h"
 #include "backends/cpu/kernels/quant_matmul.h"
 #include "core/half.h"
 #include "testing/random_data.h"
@@ -173,11 +175,24 @@ TEST(ExactIntegerKernels, GiveTheModelsBitsOnEveryTargetAndBatch) {
         // inside a group of 4 rows).
         QuantMatmulRows(type, w.data(), row_bytes, qx.data(), t, k, 0, 6, y.data(), n);
         QuantMatmulRows(type, w.data(), row_bytes, qx.data(), t, k, 6, n, y.data(), n);
+        // And the first 8 rows from weights stored as panels (the CPU
+        // backend's default where the target has panel kernels).
+        std::vector<float> yp(size_t(t * n), -1.0f);
+        const bool panels = HasPanelKernels(type);
+        if (panels) {
+          std::vector<uint8_t> packed(row_bytes * 8);
+          PackPanels(type, w.data(), 8, k, packed.data());
+          PanelMatmulRows(type, packed.data(), row_bytes, qx.data(), t, k, 0, 8, yp.data(), n);
+        }
         for (int64_t r = 0; r < t; ++r) {
           for (int64_t o = 0; o < n; ++o) {
             const float want = ModelOutput(type, w.data() + o * row_bytes, x, r);
             ASSERT_EQ(y[size_t(r * n + o)], want)
                 << target.name << " " << Name(type) << " t=" << t << " row " << r << " col " << o;
+            if (panels && o < 8) {
+              ASSERT_EQ(yp[size_t(r * n + o)], want) << target.name << " panels " << Name(type)
+                                                     << " t=" << t << " row " << r << " col " << o;
+            }
           }
         }
         ++checked;

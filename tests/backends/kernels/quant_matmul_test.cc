@@ -185,9 +185,13 @@ TEST(QuantMatmul, ARowsResultDoesNotDependOnTheBatch) {
 // Weights stored in the panel layout (PackPanels, what the CPU backend does at
 // load) give the file layout's results bit for bit, for every row count, every
 // row range a thread may take, and K over several chunks.
+// Every target with panel kernels: AVX-512 VNNI, and ARM with dotprod (sdot /
+// smmla; the ARM flavour of the layout).
 TEST(QuantMatmul, PanelLayoutGivesTheFileLayoutsBits) {
-  if ((hwy::SupportedTargets() & HWY_AVX3_DL) == 0) GTEST_SKIP() << "no AVX-512 VNNI here";
-  hwy::SetSupportedTargetsForTest(HWY_AVX3_DL);
+  int targets = 0;
+  testing::ForEachTarget([&] {
+  if (!HasPanelKernels(DType::kQ8_0)) return;
+  ++targets;
   const int64_t n = 40, k = 64 * 32 + 96;
   for (DType type : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1}) {
     ASSERT_TRUE(HasPanelKernels(type)) << Name(type);
@@ -209,22 +213,26 @@ TEST(QuantMatmul, PanelLayoutGivesTheFileLayoutsBits) {
       }
     }
   }
-  hwy::SetSupportedTargetsForTest(0);
+  });
+  if (targets == 0) GTEST_SKIP() << "no target with panel kernels here";
 }
 
-TEST(PanelLayout, IsDefinedForTheVnniPanelTypesOnly) {
+TEST(PanelLayout, IsDefinedForTheThreePanelTypesOnly) {
   EXPECT_TRUE(HasPanelLayout(DType::kQ8_0));
   EXPECT_TRUE(HasPanelLayout(DType::kQ4_0));
   EXPECT_TRUE(HasPanelLayout(DType::kQ4_1));
   EXPECT_FALSE(HasPanelLayout(DType::kQ4_K));
   EXPECT_FALSE(HasPanelLayout(DType::kF16));
-  // Without VNNI there is no kernel to read panels, so nothing is packed.
-  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
-    hwy::SetSupportedTargetsForTest(target);
-    EXPECT_EQ(HasPanelKernels(DType::kQ8_0), target == HWY_AVX3_DL) << hwy::TargetName(target);
-    EXPECT_FALSE(HasPanelKernels(DType::kQ4_K)) << hwy::TargetName(target);
+  // Without VNNI (or, on ARM, dotprod) there is no kernel to read panels, so
+  // nothing is packed.
+  for (const CpuTarget& target : AvailableCpuTargets()) {
+    ASSERT_TRUE(SelectCpuTarget(target.name).ok());
+    const bool panels = target.highway == HWY_AVX3_DL ||
+                        (target.extensions & uint32_t(CpuExtension::kDotProd)) != 0;
+    EXPECT_EQ(HasPanelKernels(DType::kQ8_0), panels) << target.name;
+    EXPECT_FALSE(HasPanelKernels(DType::kQ4_K)) << target.name;
   }
-  hwy::SetSupportedTargetsForTest(0);
+  ASSERT_TRUE(SelectCpuTarget("best").ok());
 }
 
 TEST(QuantizeActivations, RoundsToNearestWithPerBlockScalesAndSums) {

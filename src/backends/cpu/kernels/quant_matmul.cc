@@ -590,6 +590,8 @@ void QuantMatmulRowsImpl(DType type, const uint8_t* w, size_t w_row_bytes, const
 bool HasPanelKernelsImpl(DType type) {
 #if HWY_TARGET == HWY_AVX3_DL
   return HasPanelLayout(type);
+#elif ANYMOE_ARM_DOT_KERNELS
+  return arm::HasPanelKernels(type);
 #else
   (void)type;
   return false;
@@ -603,6 +605,11 @@ void PanelMatmulRowsImpl(DType type, const uint8_t* panels, size_t w_row_bytes, 
   if (type == DType::kQ8_0) return packed::StoredMatmulRows<packed::Q8_0Format>(panels, w_row_bytes, x, n0, n1, y, ldy);
   if (type == DType::kQ4_0) return packed::StoredMatmulRows<packed::Q4_0Format>(panels, w_row_bytes, x, n0, n1, y, ldy);
   if (type == DType::kQ4_1) return packed::StoredMatmulRows<packed::Q4_1Format>(panels, w_row_bytes, x, n0, n1, y, ldy);
+#elif ANYMOE_ARM_DOT_KERNELS
+  if (arm::HasPanelKernels(type)) {
+    return arm::PanelMatmulRows(type, panels, w_row_bytes, ActivationView(type, qx, t, k), n0, n1,
+                                y, ldy);
+  }
 #endif
   (void)panels, (void)w_row_bytes, (void)qx, (void)t, (void)k, (void)n0, (void)n1, (void)y, (void)ldy;
   CHECK(false && "panel matmul: no panel kernel for this type on this target");

@@ -265,6 +265,82 @@ HWY_INLINE void DotOneRow(const BlockValues& w, const int8_t* x, int32x4_t& lo,
   if constexpr (kSplit) hi = SumRows(dh);
 }
 
+// acc += one block's contribution, the f32 steps every ARM target shares (see
+// the top): dot is the block's integer dot before the zero point's correction.
+template <class Format>
+HWY_INLINE float32x4_t Step(float32x4_t acc, int32x4_t dot, float32x4_t dw, float32x4_t cw,
+                            const QuantizedActivations& x, int64_t xb) {
+  if constexpr (Format::kZero != 0) dot = vaddq_s32(dot, vdupq_n_s32(-Format::kZero * x.sum[xb]));
+  acc = vfmaq_f32(acc, vcvtq_f32_s32(dot), vmulq_n_f32(dw, x.d[xb]));
+  if constexpr (Format::kMin) acc = vfmaq_n_f32(acc, cw, x.s[xb]);
+  return acc;
+}
+
+// ---- weights stored as panels (panel_layout.h, the ARM layout): 8 rows in
+// pairs, 8 bytes of each row of a pair per 16-byte vector
+
+// The 4 weight rows interleaved in pairs for smmla: pair p (rows 2p, 2p+1),
+// part c holds 8 bytes of each row, k 8c .. 8c + 7. (The stored panels are in
+// this form; the file layout is put in it by Pair.)
+struct PairedValues {
+  int8x16_t v[2][4];
+};
+
+// One block of a stored group of 8 rows: the pairs of half h (rows 4h..4h+3),
+// and what the integer dot of those values is: 16 x the dot for the nibble
+// formats (the value sits in the top 4 bits), so shifted back exactly.
+struct Q8_0Panel {
+  static constexpr size_t kValueBytes = 256;
+  static constexpr int32_t kZero = 0;
+  static constexpr bool kMin = false;
+  static constexpr bool kNibbles = false;
+  static HWY_INLINE void Values(const uint8_t* v, int h, PairedValues& p) {
+    for (int q = 0; q < 2; ++q)
+      for (int c = 0; c < 4; ++c)
+        p.v[q][c] = vld1q_s8(reinterpret_cast<const int8_t*>(v + 16 * (4 * (2 * h + q) + c)));
+  }
+};
+
+// Stored nibbles q ^ 8: the top 4 bits of a byte hold q - 8.
+template <int32_t kZeroPoint, bool kHasMin>
+struct NibblePanel {
+  static constexpr size_t kValueBytes = 128;
+  static constexpr int32_t kZero = kZeroPoint;  // q4_1: its nibbles came out as q - 8
+  static constexpr bool kMin = kHasMin;
+  static constexpr bool kNibbles = true;
+  static HWY_INLINE void Values(const uint8_t* v, int h, PairedValues& p) {
+    const uint8x16_t high4 = vdupq_n_u8(0xf0);
+    for (int q = 0; q < 2; ++q) {
+      for (int c = 0; c < 2; ++c) {
+        const uint8x16_t n = vld1q_u8(v + 16 * (2 * (2 * h + q) + c));
+        p.v[q][c] = vreinterpretq_s8_u8(vshlq_n_u8(n, 4));
+        p.v[q][c + 2] = vreinterpretq_s8_u8(vandq_u8(n, high4));
+      }
+    }
+  }
+};
+using Q4_0Panel = NibblePanel<0, false>;
+using Q4_1Panel = NibblePanel<-8, true>;
+
+// lane j of out[h] = dot of row 4h + j of a stored group with the activation
+// block at x: each pair's 16-byte vectors against the same 8 activation bytes
+// twice, then the two partial sums of each row added (addp).
+HWY_INLINE void PanelDotOneRow(const PairedValues p[2], const int8_t* x, int32x4_t out[2]) {
+  const int64x2_t x0 = vreinterpretq_s64_s8(vld1q_s8(x));
+  const int64x2_t x1 = vreinterpretq_s64_s8(vld1q_s8(x + 16));
+  const int8x16_t xd[4] = {
+      vreinterpretq_s8_s64(vdupq_laneq_s64(x0, 0)), vreinterpretq_s8_s64(vdupq_laneq_s64(x0, 1)),
+      vreinterpretq_s8_s64(vdupq_laneq_s64(x1, 0)), vreinterpretq_s8_s64(vdupq_laneq_s64(x1, 1))};
+  for (int h = 0; h < 2; ++h) {
+    int32x4_t a[2];
+    for (int q = 0; q < 2; ++q) {
+      a[q] = vdotq_s32(vdupq_n_s32(0), p[h].v[q][0], xd[0]);
+      for (int c = 1; c < 4; ++c) a[q] = vdotq_s32(a[q], p[h].v[q][c], xd[c]);
+    }
+    out[h] = vpaddq_s32(a[0], a[1]);
+  }
+}
+
 }  // namespace arm
 
 namespace arm::dot {
@@ -276,12 +352,6 @@ HWY_POP_ATTRIBUTES
 
 HWY_PUSH_ATTRIBUTES(ANYMOE_ARM_BASE "+dotprod+i8mm")
 namespace arm {
-
-// The 4 weight rows interleaved in pairs for smmla: pair p (rows 2p, 2p+1),
-// part c holds 8 bytes of each row, k 8c .. 8c + 7.
-struct PairedValues {
-  int8x16_t v[2][4];
-};
 
 HWY_INLINE int8x16_t Zip1(int8x16_t a, int8x16_t b) {
   return vreinterpretq_s8_s64(vzip1q_s64(vreinterpretq_s64_s8(a), vreinterpretq_s64_s8(b)));
@@ -346,6 +416,28 @@ HWY_INLINE void Dispatch(bool pairs, const uint8_t* w, size_t row_bytes,
                          int64_t ldy) {
   if (pairs) return i8mm::MatmulRows<Format>(w, row_bytes, x, n0, n1, y, ldy);
   dot::MatmulRows<Format>(w, row_bytes, x, n0, n1, y, ldy);
+}
+
+// Weights stored as panels: the kernel for q8_0 / q4_0 / q4_1 where dotprod is allowed.
+HWY_INLINE bool HasPanelKernels(DType type) {
+  return HasPanelLayout(type) && CpuExtensionActive(CpuExtension::kDotProd);
+}
+
+template <class Format>
+HWY_INLINE void DispatchPanels(bool pairs, const uint8_t* panels, size_t row_bytes,
+                               const QuantizedActivations& x, int64_t n0, int64_t n1, float* y,
+                               int64_t ldy) {
+  if (pairs) return i8mm::StoredMatmulRows<Format>(panels, row_bytes, x, n0, n1, y, ldy);
+  dot::StoredMatmulRows<Format>(panels, row_bytes, x, n0, n1, y, ldy);
+}
+
+HWY_INLINE void PanelMatmulRows(DType type, const uint8_t* panels, size_t row_bytes,
+                                const QuantizedActivations& x, int64_t n0, int64_t n1, float* y,
+                                int64_t ldy) {
+  const bool pairs = x.t >= 2 && CpuExtensionActive(CpuExtension::kI8mm);
+  if (type == DType::kQ8_0) return DispatchPanels<Q8_0Panel>(pairs, panels, row_bytes, x, n0, n1, y, ldy);
+  if (type == DType::kQ4_0) return DispatchPanels<Q4_0Panel>(pairs, panels, row_bytes, x, n0, n1, y, ldy);
+  DispatchPanels<Q4_1Panel>(pairs, panels, row_bytes, x, n0, n1, y, ldy);
 }
 
 HWY_INLINE bool TryMatmulRows(DType type, const uint8_t* w, size_t row_bytes,

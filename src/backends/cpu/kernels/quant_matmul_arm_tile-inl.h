@@ -4,6 +4,18 @@
 // pairs through smmla), so that no code built for i8mm runs on a CPU without
 // it. No include guard, on purpose.
 
+// y[r0 + r][0..nw) = acc[r] (+= for the chunks after the first).
+template <int R>
+HWY_INLINE void StoreTile(const float32x4_t acc[R], int nw, bool accumulate, int64_t r0, float* y,
+                          int64_t ldy) {
+  for (int r = 0; r < R; ++r) {
+    alignas(16) float lanes[kRows];
+    vst1q_f32(lanes, acc[r]);
+    float* out = y + (r0 + r) * ldy;
+    for (int j = 0; j < nw; ++j) out[j] = accumulate ? out[j] + lanes[j] : lanes[j];
+  }
+}
+
 // y[r0 + r][0..nw) (+)= the chunk's blocks [b0, b0 + nb) of the 4 weight rows
 // against R activation rows (the first R & ~1 of them in pairs with i8mm).
 template <class Format, int R>
@@ -31,24 +43,14 @@ HWY_INLINE void Tile(const uint8_t* const rows[kRows], int nw, const ChunkScales
     }
 #endif
     for (; r < R; ++r) DotOneRow<kSplit>(w, x.qs + ((r0 + r) * x_blocks + b) * 32, lo[r], hi[r]);
-    // The f32 steps every target shares (see the top of quant_matmul_arm-inl.h).
     for (r = 0; r < R; ++r) {
-      const int64_t xb = (r0 + r) * x_blocks + b;
       int32x4_t dot = lo[r];
       if constexpr (kSplit) dot = vmlaq_s32(vmulq_s32(dot, s.scale_lo[i]), hi[r], s.scale_hi[i]);
-      if constexpr (Format::kZero != 0) {
-        dot = vaddq_s32(dot, vdupq_n_s32(-Format::kZero * x.sum[xb]));
-      }
-      acc[r] = vfmaq_f32(acc[r], vcvtq_f32_s32(dot), vmulq_n_f32(s.dw[i], x.d[xb]));
-      if constexpr (Format::kMin) acc[r] = vfmaq_n_f32(acc[r], s.cw[i], x.s[xb]);
+      const float32x4_t cw = Format::kMin ? s.cw[i] : s.dw[i];  // (cw unused without a min)
+      acc[r] = Step<Format>(acc[r], dot, s.dw[i], cw, x, (r0 + r) * x_blocks + b);
     }
   }
-  for (int r = 0; r < R; ++r) {
-    alignas(16) float lanes[kRows];
-    vst1q_f32(lanes, acc[r]);
-    float* out = y + (r0 + r) * ldy;
-    for (int j = 0; j < nw; ++j) out[j] = b0 > 0 ? out[j] + lanes[j] : lanes[j];
-  }
+  StoreTile<R>(acc, nw, b0 > 0, r0, y, ldy);
 }
 
 // Rows [n0, n1) of y for every activation row: 4 weight rows at a time, each
@@ -72,6 +74,84 @@ void MatmulRows(const uint8_t* w, size_t row_bytes, const QuantizedActivations& 
           case 2: Tile<Format, 2>(rows, nw, scales, x, r0, b0, nb, out, ldy); break;
           case 3: Tile<Format, 3>(rows, nw, scales, x, r0, b0, nb, out, ldy); break;
           default: Tile<Format, 4>(rows, nw, scales, x, r0, b0, nb, out, ldy); break;
+        }
+      }
+    }
+  }
+}
+
+// ---- weights stored as panels
+
+// y[r0 + r][0..8) (+)= the chunk's blocks [b0, b0 + nb) of a stored group of
+// 8 rows against R activation rows.
+template <class Format, int R>
+HWY_INLINE void PanelTile(const uint8_t* values, const uint8_t* scales, const uint8_t* mins,
+                          const QuantizedActivations& x, int64_t r0, int64_t b0, int64_t nb,
+                          float* y, int64_t ldy) {
+  const int64_t x_blocks = x.k / 32;
+  float32x4_t acc[R][2];
+  for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = vdupq_n_f32(0.0f);
+  for (int64_t b = b0; b < b0 + nb; ++b) {
+    PairedValues p[2];
+    Format::Values(values + size_t(b) * Format::kValueBytes, 0, p[0]);
+    Format::Values(values + size_t(b) * Format::kValueBytes, 1, p[1]);
+    auto f16x8 = [&](const uint8_t* f, float32x4_t out[2]) {
+      const float16x8_t h = vreinterpretq_f16_u16(
+          vld1q_u16(reinterpret_cast<const uint16_t*>(f + size_t(b) * 2 * kPanelRows)));
+      out[0] = vcvt_f32_f16(vget_low_f16(h));
+      out[1] = vcvt_high_f32_f16(h);
+    };
+    float32x4_t dw[2], cw[2];
+    f16x8(scales, dw);
+    if constexpr (Format::kMin) {
+      f16x8(mins, cw);
+    } else {
+      cw[0] = dw[0], cw[1] = dw[1];  // unused
+    }
+    int32x4_t dot[R][2];
+    int r = 0;
+#if ANYMOE_ARM_PAIRS
+    int32x4_t unused0, unused1;
+    for (; r + 2 <= R; r += 2) {
+      const int8_t* xq = x.qs + ((r0 + r) * x_blocks + b) * 32;
+      for (int h = 0; h < 2; ++h)
+        DotTwoRows<false>(p[h], xq, xq + x.k, dot[r][h], unused0, dot[r + 1][h], unused1);
+    }
+#endif
+    for (; r < R; ++r) PanelDotOneRow(p, x.qs + ((r0 + r) * x_blocks + b) * 32, dot[r]);
+    for (r = 0; r < R; ++r) {
+      const int64_t xb = (r0 + r) * x_blocks + b;
+      for (int h = 0; h < 2; ++h) {
+        const int32x4_t d = Format::kNibbles ? vshrq_n_s32(dot[r][h], 4) : dot[r][h];
+        acc[r][h] = Step<Format>(acc[r][h], d, dw[h], cw[h], x, xb);
+      }
+    }
+  }
+  for (int h = 0; h < 2; ++h) {
+    float32x4_t half[R];
+    for (int r = 0; r < R; ++r) half[r] = acc[r][h];
+    StoreTile<R>(half, kRows, b0 > 0, r0, y + 4 * h, ldy);
+  }
+}
+
+// Rows [n0, n1) of y (multiples of 8) for every activation row, from `panels`,
+// the stored layout of the whole matrix.
+template <class Format>
+void StoredMatmulRows(const uint8_t* panels, size_t row_bytes, const QuantizedActivations& x,
+                      int64_t n0, int64_t n1, float* y, int64_t ldy) {
+  const int64_t x_blocks = x.k / 32;
+  for (int64_t n = n0; n < n1; n += kPanelRows) {
+    const uint8_t* values = panels + size_t(n) * row_bytes;
+    const uint8_t* scales = values + size_t(x_blocks) * Format::kValueBytes;
+    const uint8_t* mins = scales + size_t(x_blocks) * 2 * kPanelRows;
+    for (int64_t b0 = 0; b0 < x_blocks; b0 += kChunkBlocks) {
+      const int64_t nb = std::min(kChunkBlocks, x_blocks - b0);
+      for (int64_t r0 = 0; r0 < x.t; r0 += 4) {
+        switch (std::min<int64_t>(4, x.t - r0)) {
+          case 1: PanelTile<Format, 1>(values, scales, mins, x, r0, b0, nb, y + n, ldy); break;
+          case 2: PanelTile<Format, 2>(values, scales, mins, x, r0, b0, nb, y + n, ldy); break;
+          case 3: PanelTile<Format, 3>(values, scales, mins, x, r0, b0, nb, y + n, ldy); break;
+          default: PanelTile<Format, 4>(values, scales, mins, x, r0, b0, nb, y + n, ldy); break;
         }
       }
     }
