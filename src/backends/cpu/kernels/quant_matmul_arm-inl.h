@@ -4,16 +4,18 @@
 // and SVE targets (SVE, SVE2, SVE_256, SVE2_128). Highway 1.0.3 has no target
 // for either extension: the kernels are NEON code around those two
 // instructions, taken only where the selected CPU target allows them
-// (cpu_target.h). SVE targets run the same
-// 128-bit code: every SVE CPU has NEON, and an SVE dot over one weight row
-// needs a horizontal sum per block that costs what the wider vector saves.
+// (cpu_target.h). SVE targets run the same 128-bit code: every SVE CPU has
+// NEON, and an SVE dot over one weight row needs a horizontal sum per block
+// that costs what the wider vector saves.
 //
-// Four weight rows at a time, in place in the file layout, against up to four
-// activation rows. Every output is computed the same way whatever kernel takes
-// it, so all of these targets give the same bits, a row's result does not
-// depend on its batch, and q8_0 / q4_0 / q4_1 equal the AVX-512 VNNI kernels'
-// bits: per block b, with the block's integer dot idot (exact in int32, and in
-// f32: below 2^24), the f32 scale dw and, for q4_1 / q4_k, the min term cw,
+// Weights in place in the file layout: four rows at a time against up to four
+// activation rows (every type). Weights stored as panels at load (q8_0 / q4_0 /
+// q4_1, panel_layout.h): a group of 8 rows, in pairs, at a time. Every output
+// is computed the same way whatever kernel takes it, so all of these targets
+// give the same bits, a row's result does not depend on its batch, and q8_0 /
+// q4_0 / q4_1 equal the AVX-512 VNNI kernels' bits: per block b, with the
+// block's integer dot idot (exact in int32, and in f32: below 2^24), the f32
+// scale dw and, for q4_1 / q4_k, the min term cw,
 //   acc = fma(float(idot), dw * dx[b], acc);  acc = fma(cw, s[b], acc)
 // over chunks of 64 blocks, each chunk's acc added to y in order. Per type:
 //   q8_0 idot = sum q x              dw = d
@@ -24,10 +26,12 @@
 //        dw = d
 // (d * scale and dmin * min are exact in f32: an f16 times a 6-bit integer.)
 //
-// How the integer dots are formed is free, since they are exact: sdot gives 4
+// How the integer dots are formed is free, since they are exact: sdot gives
 // partial sums per weight row, added pairwise (addp) into one lane per row;
 // smmla multiplies 8 bytes of two weight rows by 8 bytes of two activation
-// rows (a 2x2 block of dots), after the rows are interleaved 8 bytes at a time.
+// rows (a 2x2 block of dots), rows interleaved 8 bytes at a time (the panels
+// are stored so).
+
 // Whether this target has these kernels: re-decided for each target, since
 // quant_matmul.cc (and so this file) is compiled once per target.
 #undef ANYMOE_ARM_DOT_KERNELS
@@ -89,6 +93,7 @@ struct SimpleFormat {
   static constexpr int32_t kZero = kZeroPoint;  // subtracted as kZero * sum(x)
   static constexpr bool kMin = kHasMin;
   static constexpr bool kHalfScales = false;
+  static constexpr int kStep = 1;  // blocks unpacked at a time
   static HWY_INLINE void Scales(const uint8_t* const rows[kRows], int64_t b0, int64_t nb,
                                 ChunkScales& s) {
     const uint8_t* p[kRows];
@@ -102,7 +107,8 @@ struct SimpleFormat {
 };
 
 struct Q8_0Format : SimpleFormat<34, 0, false> {
-  static HWY_INLINE void Values(const uint8_t* const rows[kRows], int64_t b, BlockValues& v) {
+  static HWY_INLINE void Load(const uint8_t* const rows[kRows], int64_t b, BlockValues* out) {
+    BlockValues& v = out[0];
     for (int j = 0; j < kRows; ++j) {
       const int8_t* q = reinterpret_cast<const int8_t*>(rows[j] + size_t(b) * kBlockBytes + 2);
       v.lo[j] = vld1q_s8(q);
@@ -114,7 +120,8 @@ struct Q8_0Format : SimpleFormat<34, 0, false> {
 // q4_0 / q4_1: byte i holds value i in its low nibble and value i + 16 in its high one.
 template <size_t kBytes, int32_t kZeroPoint, bool kHasMin>
 struct NibbleFormat : SimpleFormat<kBytes, kZeroPoint, kHasMin> {
-  static HWY_INLINE void Values(const uint8_t* const rows[kRows], int64_t b, BlockValues& v) {
+  static HWY_INLINE void Load(const uint8_t* const rows[kRows], int64_t b, BlockValues* out) {
+    BlockValues& v = out[0];
     const uint8x16_t low4 = vdupq_n_u8(0x0f);
     for (int j = 0; j < kRows; ++j) {
       const uint8x16_t q = vld1q_u8(rows[j] + size_t(b) * kBytes + kBytes - 16);
@@ -137,21 +144,33 @@ struct Q4_KFormat {
   static HWY_INLINE void Scales(const uint8_t* const rows[kRows], int64_t b0, int64_t nb,
                                 ChunkScales& s) {
     for (int64_t sb = 0; sb < nb / 8; ++sb) {
+      const uint8_t* super[kRows];
+      for (int j = 0; j < kRows; ++j) super[j] = rows[j] + size_t(b0 / 8 + sb) * kSuperBytes;
+      // d and dmin of the 4 rows: lanes (d, dmin) of row j at 2j, 2j + 1.
+      uint32x4_t dd = vdupq_n_u32(0);
+      dd = vld1q_lane_u32(reinterpret_cast<const uint32_t*>(super[0]), dd, 0);
+      dd = vld1q_lane_u32(reinterpret_cast<const uint32_t*>(super[1]), dd, 1);
+      dd = vld1q_lane_u32(reinterpret_cast<const uint32_t*>(super[2]), dd, 2);
+      dd = vld1q_lane_u32(reinterpret_cast<const uint32_t*>(super[3]), dd, 3);
+      const uint16x8_t h = vreinterpretq_u16_u32(dd);
+      const float32x4_t d = vcvt_f32_f16(vreinterpret_f16_u16(vget_low_u16(vuzp1q_u16(h, h))));
+      const float32x4_t neg_dmin =
+          vnegq_f32(vcvt_f32_f16(vreinterpret_f16_u16(vget_low_u16(vuzp2q_u16(h, h)))));
       float32x4_t dw[2][kRows], cw[2][kRows];  // [blocks 0-3, 4-7][row]
-      for (int j = 0; j < kRows; ++j) {
-        const uint8_t* super = rows[j] + size_t(b0 / 8 + sb) * kSuperBytes;
+      auto row_scales = [&](int j, float dj, float neg_dminj) {
         alignas(16) uint8_t sm[16];  // 8 scales, 8 mins
-        UnpackKScales(super + 4, sm);
-        uint16_t h[2];
-        std::memcpy(h, super, 4);
-        const float d = F16ToF32(h[0]), neg_dmin = -F16ToF32(h[1]);
+        UnpackKScales(super[j] + 4, sm);
         const uint8x16_t v = vld1q_u8(sm);
         const uint16x8_t scales = vmovl_u8(vget_low_u8(v)), mins = vmovl_u8(vget_high_u8(v));
-        dw[0][j] = vmulq_n_f32(vcvtq_f32_u32(vmovl_u16(vget_low_u16(scales))), d);
-        dw[1][j] = vmulq_n_f32(vcvtq_f32_u32(vmovl_u16(vget_high_u16(scales))), d);
-        cw[0][j] = vmulq_n_f32(vcvtq_f32_u32(vmovl_u16(vget_low_u16(mins))), neg_dmin);
-        cw[1][j] = vmulq_n_f32(vcvtq_f32_u32(vmovl_u16(vget_high_u16(mins))), neg_dmin);
-      }
+        dw[0][j] = vmulq_n_f32(vcvtq_f32_u32(vmovl_u16(vget_low_u16(scales))), dj);
+        dw[1][j] = vmulq_n_f32(vcvtq_f32_u32(vmovl_u16(vget_high_u16(scales))), dj);
+        cw[0][j] = vmulq_n_f32(vcvtq_f32_u32(vmovl_u16(vget_low_u16(mins))), neg_dminj);
+        cw[1][j] = vmulq_n_f32(vcvtq_f32_u32(vmovl_u16(vget_high_u16(mins))), neg_dminj);
+      };
+      row_scales(0, vgetq_lane_f32(d, 0), vgetq_lane_f32(neg_dmin, 0));
+      row_scales(1, vgetq_lane_f32(d, 1), vgetq_lane_f32(neg_dmin, 1));
+      row_scales(2, vgetq_lane_f32(d, 2), vgetq_lane_f32(neg_dmin, 2));
+      row_scales(3, vgetq_lane_f32(d, 3), vgetq_lane_f32(neg_dmin, 3));
       // Interleaving stores turn [row][block] into [block][row].
       for (int half = 0; half < 2; ++half) {
         float* out_dw = reinterpret_cast<float*>(&s.dw[8 * sb + 4 * half]);
@@ -161,18 +180,18 @@ struct Q4_KFormat {
       }
     }
   }
-  static HWY_INLINE void Values(const uint8_t* const rows[kRows], int64_t b, BlockValues& v) {
-    const size_t offset = size_t(b / 8) * kSuperBytes + 16 + 32 * size_t((b % 8) / 2);
+  // Blocks b (even) and b + 1 share their 32 bytes: low and high nibbles.
+  static constexpr int kStep = 2;
+  static HWY_INLINE void Load(const uint8_t* const rows[kRows], int64_t b, BlockValues* out) {
+    const uint64_t ub = uint64_t(b);
+    const size_t offset = size_t(ub >> 3) * kSuperBytes + 16 + 32 * size_t((ub & 7) >> 1);
     const uint8x16_t low4 = vdupq_n_u8(0x0f);
     for (int j = 0; j < kRows; ++j) {
       const uint8x16_t q0 = vld1q_u8(rows[j] + offset), q1 = vld1q_u8(rows[j] + offset + 16);
-      if (b % 2 == 0) {
-        v.lo[j] = vreinterpretq_s8_u8(vandq_u8(q0, low4));
-        v.hi[j] = vreinterpretq_s8_u8(vandq_u8(q1, low4));
-      } else {
-        v.lo[j] = vreinterpretq_s8_u8(vshrq_n_u8(q0, 4));
-        v.hi[j] = vreinterpretq_s8_u8(vshrq_n_u8(q1, 4));
-      }
+      out[0].lo[j] = vreinterpretq_s8_u8(vandq_u8(q0, low4));
+      out[0].hi[j] = vreinterpretq_s8_u8(vandq_u8(q1, low4));
+      out[1].lo[j] = vreinterpretq_s8_u8(vshrq_n_u8(q0, 4));
+      out[1].hi[j] = vreinterpretq_s8_u8(vshrq_n_u8(q1, 4));
     }
   }
 };
@@ -212,28 +231,35 @@ struct Q6_KFormat {
       for (int i = 0; i < 8; ++i) s.dw[8 * sb + i] = d;
     }
   }
-  static HWY_INLINE void Values(const uint8_t* const rows[kRows], int64_t b, BlockValues& v) {
-    const int64_t i = b % 8, half = i / 4, part = i % 4;
-    const size_t super = size_t(b / 8) * kSuperBytes;
-    const size_t ql = super + 64 * size_t(half) + 32 * size_t(part % 2);
+  // Blocks b (even) and b + 1 share their high bits (qh) and shift.
+  static constexpr int kStep = 2;
+  static HWY_INLINE void Load(const uint8_t* const rows[kRows], int64_t b, BlockValues* out) {
+    const uint64_t ub = uint64_t(b), i = ub & 7, half = i >> 2, part = i & 3;  // part 0 or 2
+    const size_t super = size_t(ub >> 3) * kSuperBytes;
+    const size_t ql = super + 64 * size_t(half);
     const size_t qh = super + 128 + 32 * size_t(half);
     const uint8x16_t low4 = vdupq_n_u8(0x0f), low2 = vdupq_n_u8(0x03);
-    const int8x16_t shift = vdupq_n_s8(int8_t(-2 * part));
+    const int8x16_t shift0 = vdupq_n_s8(int8_t(-2 * int(part)));
+    const int8x16_t shift1 = vdupq_n_s8(int8_t(-2 * int(part) - 2));
     const int8x16_t offset = vdupq_n_s8(32);
     for (int j = 0; j < kRows; ++j) {
       const uint8_t* row = rows[j];
-      uint8x16_t l0 = vld1q_u8(row + ql), l1 = vld1q_u8(row + ql + 16);
-      if (part < 2) {
-        l0 = vandq_u8(l0, low4);
-        l1 = vandq_u8(l1, low4);
-      } else {
-        l0 = vshrq_n_u8(l0, 4);
-        l1 = vshrq_n_u8(l1, 4);
+      const uint8x16_t h0 = vld1q_u8(row + qh), h1 = vld1q_u8(row + qh + 16);
+      for (int k = 0; k < 2; ++k) {  // block b + k: ql bytes 32 k .., bits 2 (part + k)
+        uint8x16_t l0 = vld1q_u8(row + ql + 32 * k), l1 = vld1q_u8(row + ql + 32 * k + 16);
+        if (part < 2) {
+          l0 = vandq_u8(l0, low4);
+          l1 = vandq_u8(l1, low4);
+        } else {
+          l0 = vshrq_n_u8(l0, 4);
+          l1 = vshrq_n_u8(l1, 4);
+        }
+        const int8x16_t shift = k == 0 ? shift0 : shift1;
+        const uint8x16_t b0 = vandq_u8(vshlq_u8(h0, shift), low2);
+        const uint8x16_t b1 = vandq_u8(vshlq_u8(h1, shift), low2);
+        out[k].lo[j] = vsubq_s8(vreinterpretq_s8_u8(vsliq_n_u8(l0, b0, 4)), offset);
+        out[k].hi[j] = vsubq_s8(vreinterpretq_s8_u8(vsliq_n_u8(l1, b1, 4)), offset);
       }
-      const uint8x16_t h0 = vandq_u8(vshlq_u8(vld1q_u8(row + qh), shift), low2);
-      const uint8x16_t h1 = vandq_u8(vshlq_u8(vld1q_u8(row + qh + 16), shift), low2);
-      v.lo[j] = vsubq_s8(vreinterpretq_s8_u8(vsliq_n_u8(l0, h0, 4)), offset);
-      v.hi[j] = vsubq_s8(vreinterpretq_s8_u8(vsliq_n_u8(l1, h1, 4)), offset);
     }
   }
 };
@@ -263,6 +289,26 @@ HWY_INLINE void DotOneRow(const BlockValues& w, const int8_t* x, int32x4_t& lo,
   }
   lo = SumRows(dl);
   if constexpr (kSplit) hi = SumRows(dh);
+}
+
+// f(r0, R) for the activation rows in tiles of up to kMax (2 or 4), R a
+// std::integral_constant so that each tile size gets its own unrolled kernel.
+template <int kMax, class F>
+HWY_INLINE void ForEachRowTile(int64_t t, const F& f) {
+  for (int64_t r0 = 0; r0 < t; r0 += kMax) {
+    const int64_t rows = std::min<int64_t>(kMax, t - r0);
+    if (rows == 1) {
+      f(r0, std::integral_constant<int, 1>());
+    } else if (rows == 2) {
+      f(r0, std::integral_constant<int, 2>());
+    } else if constexpr (kMax == 4) {
+      if (rows == 3) {
+        f(r0, std::integral_constant<int, 3>());
+      } else {
+        f(r0, std::integral_constant<int, 4>());
+      }
+    }
+  }
 }
 
 // acc += one block's contribution, the f32 steps every ARM target shares (see

@@ -26,28 +26,31 @@ HWY_INLINE void Tile(const uint8_t* const rows[kRows], int nw, const ChunkScales
   const int64_t x_blocks = x.k / 32;
   float32x4_t acc[R];
   for (int r = 0; r < R; ++r) acc[r] = vdupq_n_f32(0.0f);
-  for (int64_t i = 0; i < nb; ++i) {
-    const int64_t b = b0 + i;
-    BlockValues w;
-    Format::Values(rows, b, w);
-    int32x4_t lo[R], hi[R];
-    int r = 0;
+  for (int64_t i0 = 0; i0 < nb; i0 += Format::kStep) {
+    BlockValues ws[Format::kStep];
+    Format::Load(rows, b0 + i0, ws);
+    for (int step = 0; step < Format::kStep; ++step) {
+      const int64_t i = i0 + step, b = b0 + i;
+      const BlockValues& w = ws[step];
+      int32x4_t lo[R], hi[R];
+      int r = 0;
 #if ANYMOE_ARM_PAIRS
-    if constexpr (R >= 2) {
-      PairedValues p;
-      Pair(w, p);
-      for (; r + 2 <= R; r += 2) {
-        const int8_t* xq = x.qs + ((r0 + r) * x_blocks + b) * 32;
-        DotTwoRows<kSplit>(p, xq, xq + x.k, lo[r], hi[r], lo[r + 1], hi[r + 1]);
+      if constexpr (R >= 2) {
+        PairedValues p;
+        Pair(w, p);
+        for (; r + 2 <= R; r += 2) {
+          const int8_t* xq = x.qs + ((r0 + r) * x_blocks + b) * 32;
+          DotTwoRows<kSplit>(p, xq, xq + x.k, lo[r], hi[r], lo[r + 1], hi[r + 1]);
+        }
       }
-    }
 #endif
-    for (; r < R; ++r) DotOneRow<kSplit>(w, x.qs + ((r0 + r) * x_blocks + b) * 32, lo[r], hi[r]);
-    for (r = 0; r < R; ++r) {
-      int32x4_t dot = lo[r];
-      if constexpr (kSplit) dot = vmlaq_s32(vmulq_s32(dot, s.scale_lo[i]), hi[r], s.scale_hi[i]);
-      const float32x4_t cw = Format::kMin ? s.cw[i] : s.dw[i];  // (cw unused without a min)
-      acc[r] = Step<Format>(acc[r], dot, s.dw[i], cw, x, (r0 + r) * x_blocks + b);
+      for (; r < R; ++r) DotOneRow<kSplit>(w, x.qs + ((r0 + r) * x_blocks + b) * 32, lo[r], hi[r]);
+      for (r = 0; r < R; ++r) {
+        int32x4_t dot = lo[r];
+        if constexpr (kSplit) dot = vmlaq_s32(vmulq_s32(dot, s.scale_lo[i]), hi[r], s.scale_hi[i]);
+        const float32x4_t cw = Format::kMin ? s.cw[i] : s.dw[i];  // (cw unused without a min)
+        acc[r] = Step<Format>(acc[r], dot, s.dw[i], cw, x, (r0 + r) * x_blocks + b);
+      }
     }
   }
   StoreTile<R>(acc, nw, b0 > 0, r0, y, ldy);
@@ -68,14 +71,9 @@ void MatmulRows(const uint8_t* w, size_t row_bytes, const QuantizedActivations& 
       const int64_t nb = std::min(kChunkBlocks, x_blocks - b0);
       Format::Scales(rows, b0, nb, scales);
       float* out = y + n;
-      for (int64_t r0 = 0; r0 < x.t; r0 += 4) {
-        switch (std::min<int64_t>(4, x.t - r0)) {
-          case 1: Tile<Format, 1>(rows, nw, scales, x, r0, b0, nb, out, ldy); break;
-          case 2: Tile<Format, 2>(rows, nw, scales, x, r0, b0, nb, out, ldy); break;
-          case 3: Tile<Format, 3>(rows, nw, scales, x, r0, b0, nb, out, ldy); break;
-          default: Tile<Format, 4>(rows, nw, scales, x, r0, b0, nb, out, ldy); break;
-        }
-      }
+      ForEachRowTile<4>(x.t, [&](int64_t r0, auto rows_in_tile) {
+        Tile<Format, rows_in_tile()>(rows, nw, scales, x, r0, b0, nb, out, ldy);
+      });
     }
   }
 }
@@ -134,6 +132,12 @@ HWY_INLINE void PanelTile(const uint8_t* values, const uint8_t* scales, const ui
   }
 }
 
+// Activation rows per panel tile: with sdot alone, 2 (the 16 weight vectors of
+// a block, 4 duplicated activation parts and 2 x 2 accumulators fill the 32
+// registers; 4 rows spilled: kernel instructions per 32-weight block, q8_0 t8,
+// 7.08 -> see the commit); with smmla, 4 (2 pairs).
+constexpr int kPanelTile = ANYMOE_ARM_PAIRS ? 4 : 2;
+
 // Rows [n0, n1) of y (multiples of 8) for every activation row, from `panels`,
 // the stored layout of the whole matrix.
 template <class Format>
@@ -146,14 +150,9 @@ void StoredMatmulRows(const uint8_t* panels, size_t row_bytes, const QuantizedAc
     const uint8_t* mins = scales + size_t(x_blocks) * 2 * kPanelRows;
     for (int64_t b0 = 0; b0 < x_blocks; b0 += kChunkBlocks) {
       const int64_t nb = std::min(kChunkBlocks, x_blocks - b0);
-      for (int64_t r0 = 0; r0 < x.t; r0 += 4) {
-        switch (std::min<int64_t>(4, x.t - r0)) {
-          case 1: PanelTile<Format, 1>(values, scales, mins, x, r0, b0, nb, y + n, ldy); break;
-          case 2: PanelTile<Format, 2>(values, scales, mins, x, r0, b0, nb, y + n, ldy); break;
-          case 3: PanelTile<Format, 3>(values, scales, mins, x, r0, b0, nb, y + n, ldy); break;
-          default: PanelTile<Format, 4>(values, scales, mins, x, r0, b0, nb, y + n, ldy); break;
-        }
-      }
+      ForEachRowTile<kPanelTile>(x.t, [&](int64_t r0, auto rows_in_tile) {
+        PanelTile<Format, rows_in_tile()>(values, scales, mins, x, r0, b0, nb, y + n, ldy);
+      });
     }
   }
 }
