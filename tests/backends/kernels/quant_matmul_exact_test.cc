@@ -13,37 +13,18 @@
 
 #include <cmath>
 #include <cstring>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "backends/cpu/kernels/cpu_target.h"
 #include "backends/cpu/kernels/panel_layout.h"
 #include "backends/cpu/kernels/quant_matmul.h"
+#include "backends/kernels/random_weights.h"
 #include "core/half.h"
 #include "testing/random_data.h"
 
 namespace anymoe::kernels {
 namespace {
-
-// Random valid blocks: random bytes with small positive f16 scales and mins.
-std::vector<uint8_t> RandomBlocks(DType type, int64_t rows, int64_t k, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::vector<uint8_t> w(BytesFor(type, uint64_t(rows * k)).value());
-  for (auto& b : w) b = uint8_t(rng());
-  std::vector<size_t> halves = {0};
-  if (type == DType::kQ4_1 || type == DType::kQ4_K) halves = {0, 2};
-  if (type == DType::kQ6_K) halves = {208};
-  std::uniform_real_distribution<float> scale(0.001f, 0.02f);
-  const size_t block_bytes = size_t(Info(type).block_bytes);
-  for (size_t blk = 0; blk < w.size() / block_bytes; ++blk) {
-    for (size_t off : halves) {
-      const uint16_t h = F32ToF16(scale(rng));
-      std::memcpy(&w[blk * block_bytes + off], &h, 2);
-    }
-  }
-  return w;
-}
 
 float F16At(const uint8_t* p) {
   uint16_t h;
@@ -163,7 +144,7 @@ TEST(ExactIntegerKernels, GiveTheModelsBitsOnEveryTargetAndBatch) {
     ASSERT_TRUE(SelectCpuTarget(target.name).ok());
     for (DType type : types) {
       const size_t row_bytes = BytesFor(type, uint64_t(k)).value();
-      const auto w = RandomBlocks(type, n, k, 3);
+      const auto w = RandomWeights(type, n, k, 3);
       for (int64_t t : {1, 2, 3, 4, 5, 8}) {
         auto xf = testing::UniformFloats(size_t(t * k), uint32_t(20 + t));
         xf[7] = 40.0f;  // an outlier: a block with large integers

@@ -19,41 +19,13 @@
 #include <vector>
 
 #include "backends/kernels/for_each_target.h"
+#include "backends/kernels/random_weights.h"
 #include "hwy/targets.h"
 #include "core/half.h"
 #include "testing/random_data.h"
 
 namespace anymoe::kernels {
 namespace {
-
-// Random but valid blocks: random bytes, with the f16 scale (and min) fields set to
-// small positive values so that no block holds inf or NaN.
-std::vector<uint8_t> RandomWeights(DType t, int64_t rows, int64_t cols, uint32_t seed) {
-  std::mt19937 rng(seed);
-  const uint64_t bytes = BytesFor(t, uint64_t(rows * cols)).value();
-  std::vector<uint8_t> b(bytes);
-  if (t == DType::kF16 || t == DType::kBF16) {
-    const auto f = testing::UniformFloats(size_t(rows * cols), seed);
-    for (size_t i = 0; i < f.size(); ++i) {
-      const uint16_t h = t == DType::kF16 ? F32ToF16(f[i]) : F32ToBF16(f[i]);
-      std::memcpy(&b[i * 2], &h, 2);
-    }
-    return b;
-  }
-  for (auto& x : b) x = uint8_t(rng());
-  std::vector<size_t> scale_offsets = {0};
-  if (t == DType::kQ4_1 || t == DType::kQ4_K) scale_offsets = {0, 2};
-  if (t == DType::kQ6_K) scale_offsets = {208};
-  std::uniform_real_distribution<float> sd(0.001f, 0.02f);
-  const size_t block_bytes = size_t(Info(t).block_bytes);
-  for (size_t blk = 0; blk < bytes / block_bytes; ++blk) {
-    for (size_t off : scale_offsets) {
-      const uint16_t h = F32ToF16(sd(rng));
-      std::memcpy(&b[blk * block_bytes + off], &h, 2);
-    }
-  }
-  return b;
-}
 
 // x as the kernels see it: dequantised from the activation buffer.
 std::vector<float> DequantisedActivations(DType type, const void* buffer, int64_t t, int64_t k) {
