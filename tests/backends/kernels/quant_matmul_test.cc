@@ -20,41 +20,13 @@
 
 #include "backends/cpu/kernels/cpu_target.h"
 #include "backends/kernels/for_each_target.h"
+#include "backends/kernels/random_weights.h"
 #include "hwy/targets.h"
 #include "core/half.h"
 #include "testing/random_data.h"
 
 namespace anymoe::kernels {
 namespace {
-
-// Random but valid blocks: random bytes, with the f16 scale (and min) fields set to
-// small positive values so that no block holds inf or NaN.
-std::vector<uint8_t> RandomWeights(DType t, int64_t rows, int64_t cols, uint32_t seed) {
-  std::mt19937 rng(seed);
-  const uint64_t bytes = BytesFor(t, uint64_t(rows * cols)).value();
-  std::vector<uint8_t> b(bytes);
-  if (t == DType::kF16 || t == DType::kBF16) {
-    const auto f = testing::UniformFloats(size_t(rows * cols), seed);
-    for (size_t i = 0; i < f.size(); ++i) {
-      const uint16_t h = t == DType::kF16 ? F32ToF16(f[i]) : F32ToBF16(f[i]);
-      std::memcpy(&b[i * 2], &h, 2);
-    }
-    return b;
-  }
-  for (auto& x : b) x = uint8_t(rng());
-  std::vector<size_t> scale_offsets = {0};
-  if (t == DType::kQ4_1 || t == DType::kQ4_K) scale_offsets = {0, 2};
-  if (t == DType::kQ6_K) scale_offsets = {208};
-  std::uniform_real_distribution<float> sd(0.001f, 0.02f);
-  const size_t block_bytes = size_t(Info(t).block_bytes);
-  for (size_t blk = 0; blk < bytes / block_bytes; ++blk) {
-    for (size_t off : scale_offsets) {
-      const uint16_t h = F32ToF16(sd(rng));
-      std::memcpy(&b[blk * block_bytes + off], &h, 2);
-    }
-  }
-  return b;
-}
 
 // x as the kernels see it: dequantised from the activation buffer.
 std::vector<float> DequantisedActivations(DType type, const void* buffer, int64_t t, int64_t k) {
@@ -202,7 +174,8 @@ TEST(QuantMatmul, ARowsResultDoesNotDependOnTheBatch) {
 // Weights stored in the panel layout (PackPanels, what the CPU backend does at
 // load) give the file layout's results bit for bit, for every row count, every
 // row range a thread may take, and K over several chunks, on every target
-// with panel kernels (AVX-512 VNNI, AVX2 with and without VNNI).
+// with panel kernels (x86: AVX-512 VNNI, AVX2 with and without VNNI; ARM with
+// dotprod: sdot / smmla, the ARM flavour of the layout).
 TEST(QuantMatmul, PanelLayoutGivesTheFileLayoutsBits) {
   const int64_t n = 40, k = 64 * 32 + 96;
   int targets_with_panels = 0;
@@ -233,6 +206,8 @@ TEST(QuantMatmul, PanelLayoutGivesTheFileLayoutsBits) {
 #if HWY_ARCH_X86
   if ((hwy::SupportedTargets() & HWY_AVX2) == 0) GTEST_SKIP() << "no AVX2 here";
   EXPECT_GE(targets_with_panels, 2) << "avx2 and avx2-vnni / avx512-vnni at least";
+#else
+  if (targets_with_panels == 0) GTEST_SKIP() << "no target with panel kernels here";
 #endif
 }
 
@@ -284,26 +259,28 @@ TEST(QuantMatmul, X86TargetsGiveTheSameBits) {
 }
 #endif
 
-TEST(PanelLayout, IsDefinedForTheVnniPanelTypesOnly) {
+TEST(PanelLayout, IsDefinedForTheThreePanelTypesOnly) {
   EXPECT_TRUE(HasPanelLayout(DType::kQ8_0));
   EXPECT_TRUE(HasPanelLayout(DType::kQ4_0));
   EXPECT_TRUE(HasPanelLayout(DType::kQ4_1));
   EXPECT_FALSE(HasPanelLayout(DType::kQ4_K));
   EXPECT_FALSE(HasPanelLayout(DType::kF16));
-  // Only the x86 kernels read panels (AVX-512 VNNI, AVX2 with or without
-  // AVX-VNNI); elsewhere nothing is packed.
+  // The x86 kernels (AVX-512 VNNI, AVX2 with or without AVX-VNNI) and ARM's
+  // with dotprod read panels; elsewhere nothing is packed.
   testing::ForEachTarget([] {
+    const CpuTarget& target = ActiveCpuTarget();
 #if HWY_ARCH_X86
-    const int64_t target = ActiveCpuTarget().highway;
-    const bool x86_kernels = target == HWY_AVX3_DL || target == HWY_AVX2;
+    const bool x86_kernels = target.highway == HWY_AVX3_DL || target.highway == HWY_AVX2;
 #else
     const bool x86_kernels = false;
 #endif
-    EXPECT_EQ(HasPanelKernels(DType::kQ8_0), x86_kernels) << ActiveCpuTarget().name;
-    EXPECT_FALSE(HasPanelKernels(DType::kQ4_K)) << ActiveCpuTarget().name;
+    const bool panels =
+        x86_kernels || (target.extensions & uint32_t(CpuExtension::kDotProd)) != 0;
+    EXPECT_EQ(HasPanelKernels(DType::kQ8_0), panels) << target.name;
+    EXPECT_FALSE(HasPanelKernels(DType::kQ4_K)) << target.name;
     // They serve every row count, so no switch to the f32 kernels breaks
     // batch invariance at some batch size.
-    if (x86_kernels) {
+    if (panels) {
       for (DType type : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1}) {
         EXPECT_EQ(IntegerMatmulMaxRows(type), INT64_MAX) << Name(type);
       }

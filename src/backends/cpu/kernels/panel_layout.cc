@@ -54,6 +54,18 @@ void PackPanels(DType weight_type, const uint8_t* w, int64_t rows, int64_t k, ui
       for (int64_t j = 0; j < kPanelRows; ++j) {
         const uint8_t* blk = group + size_t(j) * row_bytes + size_t(b) * block_bytes;
         uint8_t* v = values + size_t(b) * value_bytes;
+#if defined(__aarch64__)
+        // Pair p = j / 2: vector c of the pair holds 8 bytes of row 2p, then 8
+        // of row 2p + 1 (nibbles XOR 0x88).
+        const uint64_t flip = q8 ? 0 : 0x8888888888888888u;
+        const size_t parts = value_bytes / 64;  // vectors per pair: 4 (q8_0) or 2
+        for (size_t c = 0; c < parts; ++c) {
+          uint64_t half;
+          std::memcpy(&half, blk + quants + 8 * c, 8);
+          half ^= flip;
+          std::memcpy(v + 16 * (parts * size_t(j / 2) + c) + 8 * size_t(j % 2), &half, 8);
+        }
+#else
         // Lane j of vector c is the 4 bytes at 32 c + 4 j (q8_0: each + 128).
         const uint32_t flip = q8 ? 0x80808080u : 0u;
         for (size_t c = 0; c < value_bytes / 32; ++c) {
@@ -62,6 +74,7 @@ void PackPanels(DType weight_type, const uint8_t* w, int64_t rows, int64_t k, ui
           lane ^= flip;
           std::memcpy(v + 32 * c + 4 * size_t(j), &lane, 4);
         }
+#endif
         std::memcpy(scales + (size_t(b) * kPanelRows + size_t(j)) * 2, blk, 2);
         if (has_min) std::memcpy(mins + (size_t(b) * kPanelRows + size_t(j)) * 2, blk + 2, 2);
       }

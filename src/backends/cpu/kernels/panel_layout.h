@@ -1,6 +1,6 @@
 // The CPU's 8-row panel layout of q8_0 / q4_0 / q4_1 weights, written once at
-// load so that the x86 integer kernels (AVX-512 VNNI, AVX2 with or without
-// AVX-VNNI) read weights in the order they multiply them.
+// load so that the integer kernels (x86: AVX-512 VNNI, AVX2 with or without
+// AVX-VNNI; ARM: sdot / smmla) read weights in the order they multiply them.
 //
 // In the file a block of 32 values is stored row after row. The integer kernels
 // multiply 8 weight rows at once, one int32 lane per row (see
@@ -19,6 +19,14 @@
 //                     bytes 4c..4c+3 of row j (values 4c.. low, 4c+16.. high);
 //   scales[nb]  8 f16 scales d, row j at j;
 //   mins[nb]    q4_1 only: 8 f16 mins m.
+// On 64-bit ARM (the sdot / smmla kernels of quant_matmul_arm-inl.h) the values
+// are laid out for those instead, rows in pairs (rows 2p, 2p+1), 8 bytes each:
+//   q8_0: 16 vectors of 16 bytes, vector 4p + c = row 2p's values 8c..8c+7,
+//         then row 2p+1's (signed, as in the file);
+//   q4_0 / q4_1: 8 vectors, vector 2p + c = row 2p's nibble bytes 8c..8c+7,
+//         then row 2p+1's, each byte XOR 0x88: a nibble q becomes q - 8 in
+//         the top 4 bits of a byte (<< 4 for the low nibble, & 0xf0 for the
+//         high one), 16 (q - 8) as a signed byte.
 // A group takes exactly the bytes of its 8 rows in the file, so a tensor keeps
 // its size and a slice starting at a row multiple of 8 (an expert's matrix)
 // starts at the same byte offset in both layouts.

@@ -6,7 +6,8 @@
 // int16 with ReorderWidenMulAccumulate. q8_0, q4_0, q4_1 and q6_k on AVX3_DL and
 // AVX2 (with or without AVX-VNNI) take register-only x86 kernels instead
 // (quant_matmul_x86-inl.h: 8-row panels for q8_0 / q4_0 / q4_1, four weight
-// rows at a time for q6_k).
+// rows at a time for q6_k). On ARM with dotprod (i8mm) every integer type
+// takes sdot (smmla) kernels, quant_matmul_arm-inl.h.
 //
 // Per block b of 32 and activation row r the kernels compute
 //   y += dw[b] * dx[r][b] * sum_i w_i * xq_i  +  cw[b] * s[r][b]
@@ -39,6 +40,10 @@
 
 #if HWY_ARCH_X86
 #include <immintrin.h>  // the x86 kernels (quant_matmul_x86-inl.h and what it uses)
+#elif HWY_ARCH_ARM_A64
+#include <arm_neon.h>  // the dotprod / i8mm kernels (quant_matmul_arm-inl.h)
+
+#include "backends/cpu/kernels/cpu_target.h"
 #endif
 
 HWY_BEFORE_NAMESPACE();
@@ -457,6 +462,7 @@ void ChunkAllRows(const Source& src, const WeightChunk& c, const QuantizedActiva
 #include "backends/cpu/kernels/quant_matmul_vnni-inl.h"
 #include "backends/cpu/kernels/quant_matmul_packed-inl.h"
 #include "backends/cpu/kernels/quant_matmul_x86-inl.h"
+#include "backends/cpu/kernels/quant_matmul_arm-inl.h"
 
 // ------------------------------------------------------------------ entry points
 
@@ -506,6 +512,9 @@ int64_t IntegerMatmulMaxRowsImpl(DType type) {
   if (type == DType::kF16 || type == DType::kBF16) return INT64_MAX;
 #if HWY_TARGET == HWY_AVX3_DL || HWY_TARGET == HWY_AVX2
   if (const x86::TypeKernels* k = x86::KernelsFor(type); k && k->any_row_count) return INT64_MAX;
+#elif ANYMOE_ARM_DOT_KERNELS
+  // sdot / smmla kernels for every integer type (quant_matmul_arm-inl.h).
+  if (CpuExtensionActive(CpuExtension::kDotProd)) return INT64_MAX;
 #endif
   return kSmallSteps;
 }
@@ -517,6 +526,9 @@ void QuantMatmulRowsImpl(DType type, const uint8_t* w, size_t w_row_bytes, const
                            y, ldy);
   }
   const QuantizedActivations x = ActivationView(type, qx, t, k);
+#if ANYMOE_ARM_DOT_KERNELS
+  if (arm::TryMatmulRows(type, w, w_row_bytes, x, n0, n1, y, ldy)) return;
+#endif
 #if HWY_TARGET == HWY_AVX3_DL || HWY_TARGET == HWY_AVX2
   if (const x86::TypeKernels* kernels = x86::KernelsFor(type)) {
     return kernels->file_rows(w, w_row_bytes, x, n0, n1, y, ldy);
@@ -566,6 +578,8 @@ bool HasPanelKernelsImpl(DType type) {
 #if HWY_TARGET == HWY_AVX3_DL || HWY_TARGET == HWY_AVX2
   const x86::TypeKernels* kernels = x86::KernelsFor(type);
   return kernels != nullptr && kernels->panel_rows != nullptr;
+#elif ANYMOE_ARM_DOT_KERNELS
+  return arm::HasPanelKernels(type);
 #else
   (void)type;
   return false;
@@ -579,6 +593,11 @@ void PanelMatmulRowsImpl(DType type, const uint8_t* panels, size_t w_row_bytes, 
   if (kernels != nullptr && kernels->panel_rows != nullptr) {
     return kernels->panel_rows(panels, w_row_bytes, ActivationView(type, qx, t, k), n0, n1, y,
                                ldy);
+  }
+#elif ANYMOE_ARM_DOT_KERNELS
+  if (arm::HasPanelKernels(type)) {
+    return arm::PanelMatmulRows(type, panels, w_row_bytes, ActivationView(type, qx, t, k), n0, n1,
+                                y, ldy);
   }
 #endif
   (void)panels, (void)w_row_bytes, (void)qx, (void)t, (void)k, (void)n0, (void)n1, (void)y, (void)ldy;

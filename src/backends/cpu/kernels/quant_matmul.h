@@ -41,7 +41,8 @@ bool IsQuantMatmulSupported(DType weight_type);
 // GEMM, on the target this machine dispatches to: every row count for f16 /
 // bf16 (they are the f32 kernels of float_matmul.h) and where a register-
 // blocked integer kernel exists (q8_0 / q4_0 / q4_1 on x86 AVX-512 VNNI and
-// AVX2, with or without AVX-VNNI), else 32.
+// AVX2, with or without AVX-VNNI; every integer type on ARM with dotprod),
+// else 32.
 int64_t IntegerMatmulMaxRows(DType weight_type);
 
 // Bytes of the activation buffer for `t` rows of `k` values; the caller allocates

@@ -1,0 +1,44 @@
+// Random but valid weights of any type the integer matmul takes, for the
+// kernel tests: random bytes with small positive f16 scales (and mins), so no
+// block holds inf or NaN; f16 / bf16 from uniform floats.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "core/dtype.h"
+#include "core/half.h"
+#include "testing/random_data.h"
+
+namespace anymoe::kernels {
+
+inline std::vector<uint8_t> RandomWeights(DType t, int64_t rows, int64_t cols, uint32_t seed) {
+  std::mt19937 rng(seed);
+  const uint64_t bytes = BytesFor(t, uint64_t(rows * cols)).value();
+  std::vector<uint8_t> b(bytes);
+  if (t == DType::kF16 || t == DType::kBF16) {
+    const auto f = testing::UniformFloats(size_t(rows * cols), seed);
+    for (size_t i = 0; i < f.size(); ++i) {
+      const uint16_t h = t == DType::kF16 ? F32ToF16(f[i]) : F32ToBF16(f[i]);
+      std::memcpy(&b[i * 2], &h, 2);
+    }
+    return b;
+  }
+  for (auto& x : b) x = uint8_t(rng());
+  std::vector<size_t> scale_offsets = {0};
+  if (t == DType::kQ4_1 || t == DType::kQ4_K) scale_offsets = {0, 2};
+  if (t == DType::kQ6_K) scale_offsets = {208};
+  std::uniform_real_distribution<float> sd(0.001f, 0.02f);
+  const size_t block_bytes = size_t(Info(t).block_bytes);
+  for (size_t blk = 0; blk < bytes / block_bytes; ++blk) {
+    for (size_t off : scale_offsets) {
+      const uint16_t h = F32ToF16(sd(rng));
+      std::memcpy(&b[blk * block_bytes + off], &h, 2);
+    }
+  }
+  return b;
+}
+
+}  // namespace anymoe::kernels
