@@ -259,6 +259,25 @@ TEST(QuantMatmul, X86TargetsGiveTheSameBits) {
 }
 #endif
 
+// A row read back from panels (the CPU backend's embedding lookup in a table
+// stored as panels) is the file's row, byte for byte, in this architecture's
+// flavour of the layout.
+TEST(PanelLayout, UnpackPanelRowInvertsPackPanels) {
+  const int64_t n = 16, k = 4 * 32;
+  for (DType type : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1}) {
+    const size_t row_bytes = BytesFor(type, uint64_t(k)).value();
+    const auto w = RandomWeights(type, n, k, 11);
+    std::vector<uint8_t> panels(w.size()), row(row_bytes);
+    PackPanels(type, w.data(), n, k, panels.data());
+    EXPECT_NE(panels, w) << Name(type);  // the layout does move bytes
+    for (int64_t r = 0; r < n; ++r) {
+      UnpackPanelRow(type, panels.data(), r, k, row.data());
+      ASSERT_TRUE(std::equal(row.begin(), row.end(), w.begin() + r * int64_t(row_bytes)))
+          << Name(type) << " row " << r;
+    }
+  }
+}
+
 TEST(PanelLayout, IsDefinedForTheThreePanelTypesOnly) {
   EXPECT_TRUE(HasPanelLayout(DType::kQ8_0));
   EXPECT_TRUE(HasPanelLayout(DType::kQ4_0));

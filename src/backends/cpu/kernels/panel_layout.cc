@@ -90,16 +90,28 @@ void UnpackPanelRow(DType weight_type, const uint8_t* panels, int64_t row, int64
   const uint8_t* values = panels + size_t(g) * kPanelRows * row_bytes;
   const uint8_t* scales = values + size_t(nb) * value_bytes;
   const uint8_t* mins = scales + size_t(nb) * kPanelRows * 2;
-  const uint32_t flip = q8 ? 0x80808080u : 0u;
   for (int64_t b = 0; b < nb; ++b) {
     uint8_t* blk = out + size_t(b) * block_bytes;
     const uint8_t* v = values + size_t(b) * value_bytes;
+#if defined(__aarch64__)
+    // The inverse of PackPanels' pairs of rows, 8 bytes at a time.
+    const uint64_t flip = q8 ? 0 : 0x8888888888888888u;
+    const size_t parts = value_bytes / 64;
+    for (size_t c = 0; c < parts; ++c) {
+      uint64_t half;
+      std::memcpy(&half, v + 16 * (parts * size_t(j / 2) + c) + 8 * size_t(j % 2), 8);
+      half ^= flip;
+      std::memcpy(blk + quants + 8 * c, &half, 8);
+    }
+#else
+    const uint32_t flip = q8 ? 0x80808080u : 0u;
     for (size_t c = 0; c < value_bytes / 32; ++c) {
       uint32_t lane;
       std::memcpy(&lane, v + 32 * c + 4 * size_t(j), 4);
       lane ^= flip;
       std::memcpy(blk + quants + 4 * c, &lane, 4);
     }
+#endif
     std::memcpy(blk, scales + (size_t(b) * kPanelRows + size_t(j)) * 2, 2);
     if (has_min) std::memcpy(blk + 2, mins + (size_t(b) * kPanelRows + size_t(j)) * 2, 2);
   }
