@@ -117,6 +117,18 @@ void AddKvTypeOption(CLI::App& cmd, std::optional<DType>& kv_type) {
       ->default_str("auto");
 }
 
+void AddSpecOptions(CLI::App& cmd, SpeculativeOptions& spec) {
+  cmd.add_option_function<std::string>(
+         "--spec", [&spec](const std::string& name) { spec.kind = ParseSpecKind(name).value(); },
+         "speculative decoding: ngram (prompt lookup: drafts copied from earlier text) or none; "
+         "the output is that of plain decoding (docs/speculative.md)")
+      ->check(CLI::IsMember({"none", "ngram"}))
+      ->default_str("none");
+  cmd.add_option("--draft", spec.max_draft, "most drafted tokens verified per step (with --spec)")
+      ->check(CLI::Range(int64_t(1), int64_t(64)))
+      ->capture_default_str();
+}
+
 void AddRepackFlag(CLI::App& cmd, bool& repack_weights) {
   cmd.add_flag_callback(
       "--no-repack", [&repack_weights] { repack_weights = false; },

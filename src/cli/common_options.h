@@ -8,6 +8,7 @@
 
 #include "runtime/engine.h"
 #include "runtime/sampler.h"
+#include "runtime/speculative.h"
 
 namespace anymoe::cli {
 
@@ -35,6 +36,9 @@ void AddKvTypeOption(CLI::App& cmd, std::optional<DType>& kv_type);
 // --expert-cache, --expert-policy, --no-expert-prefetch, --sticky-experts
 // (see runtime/expert_streaming.h).
 void AddExpertOptions(CLI::App& cmd, ExpertStreamingOptions& experts);
+
+// --spec none|ngram|mtp and --draft N (runtime/speculative.h).
+void AddSpecOptions(CLI::App& cmd, SpeculativeOptions& spec);
 
 struct SamplingFlags {
   SamplingParams params;

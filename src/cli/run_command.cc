@@ -35,6 +35,7 @@ struct RunFlags {
   std::vector<std::string> stops;
   std::string json_schema;  // file: constrain the output to this JSON schema
   bool json_object = false; // constrain the output to any JSON object
+  SpeculativeOptions spec;
 };
 
 // The constraint of --json-schema / --json-object, or null.
@@ -99,6 +100,7 @@ int Run(const RunFlags& f) {
   if (!f.ignore_eos) options.stop_tokens = engine->StopTokens();
   options.stop_strings = f.stops;
   options.record_logits = !f.logits_out.empty();
+  options.spec = f.spec;
   auto constraint = LoadConstraint(f, *engine, options.stop_tokens);
   if (!constraint.ok()) return ReportError(constraint.status());
   std::unique_ptr<JsonConstraintState> constraint_state;
@@ -154,6 +156,7 @@ CommandFn RegisterRun(CLI::App& cmd) {
   f->engine.progress = true;
   AddEngineOptions(cmd, f->engine);
   AddSamplingOptions(cmd, f->sampling);
+  AddSpecOptions(cmd, f->spec);
   cmd.add_option("-p,--prompt", f->prompt, "prompt text");
   cmd.add_option("--prompt-tokens", f->prompt_tokens, "prompt as raw token ids: 1,2,3");
   cmd.add_option("-n,--max-tokens", f->max_tokens, "tokens to generate")

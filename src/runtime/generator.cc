@@ -36,7 +36,15 @@ std::string GenerateStats::Line() const {
                 "ttft: %.1f ms",
                 static_cast<long long>(prompt_tokens), prompt_tps(),
                 static_cast<long long>(generated_tokens), gen_tps(), ttft_seconds * 1e3);
-  return buf;
+  std::string line = buf;
+  if (drafted_tokens > 0) {
+    std::snprintf(buf, sizeof(buf), " | draft: %lld of %lld accepted (%.1f %%), %.2f tokens/step",
+                  static_cast<long long>(accepted_tokens), static_cast<long long>(drafted_tokens),
+                  100 * acceptance(),
+                  decode_steps > 0 ? double(generated_tokens - 1) / double(decode_steps) : 0.0);
+    line += buf;
+  }
+  return line;
 }
 
 Generator::Generator(Model& model, const Tokenizer* tokenizer)
@@ -60,6 +68,21 @@ Expected<Tensor> Generator::Prefill(Sequence& seq, std::span<const int32_t> toke
     seq.tokens.insert(seq.tokens.end(), chunk.begin(), chunk.end());
   }
   return logits;
+}
+
+void Generator::Propose(const Sequence& seq, const SpeculativeOptions& spec, int64_t budget) {
+  draft_.clear();
+  const int64_t n = std::min(spec.max_draft, budget);
+  if (n <= 0) return;
+  switch (spec.kind) {
+    case SpecKind::kNone: break;
+    case SpecKind::kNgram: ProposeNgramDraft(seq.tokens, n, spec.ngram, draft_); break;
+    case SpecKind::kMtp: break;  // not drafted yet: plain steps
+    case SpecKind::kCallback:
+      if (spec.drafter) spec.drafter(seq.tokens, n, draft_);
+      if (int64_t(draft_.size()) > n) draft_.resize(size_t(n));
+      break;
+  }
 }
 
 Expected<GenerateResult> Generator::Generate(Sequence& seq, std::span<const int32_t> prompt,
@@ -93,20 +116,28 @@ Expected<GenerateResult> Generator::Generate(Sequence& seq, std::span<const int3
   TextStream text(options.stop_strings);
   Clock::time_point first_token_time;
   auto stop_on = [&](StopReason r) { result.reason = r; };
+  draft_.clear();
+  // The row of `logits` sampled next: 0 after a plain step; a verify step has
+  // a row for the token fed and one per draft, and row r + 1 is sampled only
+  // when the draft of row r was accepted.
+  size_t row = 0;
   for (int64_t step = 0;; ++step) {
-    model_.backend().ReadF32(logits, step_logits_);
+    model_.backend().ReadF32(logits.RowSlice(int64_t(row), 1), step_logits_);
     RETURN_IF_ERROR(CheckLogitsFinite(step_logits_));
     if (options.record_logits) {
       result.logits.insert(result.logits.end(), step_logits_.begin(), step_logits_.end());
     }
     if (options.constraint != nullptr) {
       // Tokens this step and later may still sample: the budget, or the context
-      // (a full cache still samples one last token).
+      // (a full cache still samples one last token). seq.tokens, not the
+      // cache's length: that counts the drafts still being verified.
       const int64_t remaining = std::min(options.max_new_tokens - result.stats.generated_tokens,
-                                         seq.capacity() - seq.cache->length() + 1);
+                                         seq.capacity() - int64_t(seq.tokens.size()) + 1);
       options.constraint->ApplyMask(step_logits_, remaining);
     }
-    const int32_t id = sampler.Sample(step_logits_, seq.tokens);
+    const int32_t draft = row < draft_.size() ? draft_[row] : -1;
+    const DraftVerdict verdict = VerifyDraftRow(sampler, step_logits_, seq.tokens, draft);
+    const int32_t id = verdict.token;
     if (options.constraint != nullptr) RETURN_IF_ERROR(options.constraint->Accept(id));
     if (step == 0) {
       first_token_time = Clock::now();
@@ -114,6 +145,10 @@ Expected<GenerateResult> Generator::Generate(Sequence& seq, std::span<const int3
     }
     result.tokens.push_back(id);
     ++result.stats.generated_tokens;
+    if (verdict.accepted) {  // its keys and values are in the cache already
+      ++result.stats.accepted_tokens;
+      seq.tokens.push_back(id);
+    }
     if (std::find(options.stop_tokens.begin(), options.stop_tokens.end(), id) !=
         options.stop_tokens.end()) {
       stop_on(StopReason::kStopToken);
@@ -138,14 +173,35 @@ Expected<GenerateResult> Generator::Generate(Sequence& seq, std::span<const int3
       stop_on(StopReason::kMaxTokens);
       break;
     }
+    if (verdict.accepted) {
+      ++row;
+      continue;
+    }
+    seq.Truncate(seq.tokens.size());  // drops the rows of rejected drafts
     if (seq.cache->length() >= seq.capacity()) {
       stop_on(StopReason::kContextFull);
       break;
     }
-    const int32_t next[1] = {id};
-    ASSIGN_OR_RETURN(logits, model_.Forward(next, *seq.cache, /*all_logits=*/false));
     seq.tokens.push_back(id);
+    // Drafts that fit the context, the token budget (the step samples one
+    // token per draft plus one) and the step.
+    const int64_t budget = std::min({seq.capacity() - int64_t(seq.tokens.size()),
+                                     options.max_new_tokens - result.stats.generated_tokens - 1,
+                                     model_.max_step_tokens() - 1});
+    Propose(seq, options.spec, budget);
+    step_tokens_.assign(1, id);
+    step_tokens_.insert(step_tokens_.end(), draft_.begin(), draft_.end());
+    auto next = model_.Forward(step_tokens_, *seq.cache, /*all_logits=*/!draft_.empty());
+    if (!next.ok()) {
+      seq.tokens.pop_back();  // not in the cache
+      return next.status();
+    }
+    logits = *next;
+    row = 0;
+    ++result.stats.decode_steps;
+    result.stats.drafted_tokens += int64_t(draft_.size());
   }
+  seq.Truncate(seq.tokens.size());  // a stop inside a verify step leaves drafts behind
   if (tokenizer_ != nullptr && !text.stopped()) {
     const std::string rest = text.Flush();
     if (!rest.empty() && on_text) on_text(rest);

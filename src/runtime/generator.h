@@ -12,6 +12,7 @@
 #include "models/model.h"
 #include "runtime/sampler.h"
 #include "runtime/sequence.h"
+#include "runtime/speculative.h"
 
 namespace anymoe {
 
@@ -27,6 +28,9 @@ struct GenerateOptions {
   // the constraint accepts, closed within max_new_tokens; generation stops
   // once the document is complete. Not owned; null: unconstrained.
   JsonConstraintState* constraint = nullptr;
+  // Drafted tokens verified several per forward step (runtime/speculative.h);
+  // the tokens are those of plain decoding (bitwise, greedy or seeded).
+  SpeculativeOptions spec;
 };
 
 enum class StopReason { kMaxTokens, kStopToken, kStopString, kContextFull, kCancelled };
@@ -39,6 +43,12 @@ struct GenerateStats {
   double prompt_seconds = 0;    // prefill time
   double decode_seconds = 0;    // time of the decode steps after the first token
   double ttft_seconds = 0;      // start to first token sampled
+  int64_t decode_steps = 0;     // forward steps after the prefill
+  int64_t drafted_tokens = 0;   // speculative drafts verified
+  int64_t accepted_tokens = 0;  // drafts the model agreed with
+  double acceptance() const {
+    return drafted_tokens > 0 ? double(accepted_tokens) / double(drafted_tokens) : 0;
+  }
   double prompt_tps() const { return prompt_seconds > 0 ? prompt_tokens / prompt_seconds : 0; }
   // Decode steps per second (the first token comes from the prefill).
   double gen_tps() const {
@@ -73,10 +83,14 @@ class Generator {
 
  private:
   Expected<Tensor> Prefill(Sequence& seq, std::span<const int32_t> tokens);
+  // Drafts to verify after `seq`'s last token, within `budget` tokens.
+  void Propose(const Sequence& seq, const SpeculativeOptions& spec, int64_t budget);
 
   Model& model_;
   const Tokenizer* tokenizer_;
   std::vector<float> step_logits_;
+  std::vector<int32_t> draft_;       // drafts of the current verify step
+  std::vector<int32_t> step_tokens_; // the token fed and its drafts
 };
 
 }  // namespace anymoe
