@@ -77,3 +77,33 @@ TEST(BenchRunner, RejectsTestsThatDoNotFit) {
 
 }  // namespace
 }  // namespace anymoe
+
+namespace anymoe {
+namespace {
+
+// tg @ prompt: generation from a real prompt, with or without drafts; every
+// run generates exactly n tokens, and drafts are proposed (the random model
+// copies little, so few or none are accepted).
+TEST(BenchRunner, GeneratesFromThePromptWithDrafts) {
+  auto engine = LoadTiny();
+  ASSERT_NE(engine, nullptr);
+  BenchRunner runner(*engine);
+  BenchTest plain{0, 24, 1, 0, "none", 0};
+  EXPECT_FALSE(runner.Measure(plain, 1).ok());  // no prompt yet
+  std::vector<int32_t> prompt = {5, 9, 13, 17, 21};
+  prompt.resize(17, 5);
+  runner.SetPrompt(prompt);
+  auto samples = runner.Measure(plain, 2);
+  ASSERT_TRUE(samples.ok()) << samples.status().message();
+  EXPECT_EQ(runner.drafted(), 0);
+  BenchTest spec{0, 24, 1, 0, "ngram", 4};
+  EXPECT_EQ(spec.Name(), "tg24 @ prompt ngram/4");
+  samples = runner.Measure(spec, 2);
+  ASSERT_TRUE(samples.ok()) << samples.status().message();
+  EXPECT_EQ(samples->size(), 2u);
+  EXPECT_GT(runner.drafted(), 0);
+  EXPECT_LE(runner.accepted(), runner.drafted());
+}
+
+}  // namespace
+}  // namespace anymoe
