@@ -72,7 +72,7 @@ Status Validate(const BenchFlags& f) {
   const bool any_tg = std::any_of(f.gens.begin(), f.gens.end(), [](int64_t n) { return n > 0; });
   if (!any_pp && !any_tg) return Status::Error("nothing to run: every -p and -n is 0");
   for (const std::string& s : f.specs) {
-    if (s != "none" && s != "ngram") return Status::Error("--spec " + s + ": use none or ngram");
+    RETURN_IF_ERROR(ParseSpecKind(s).status());
   }
   if (f.spec_prompt.empty() && f.specs != std::vector<std::string>{"none"}) {
     return Status::Error("--spec needs --spec-prompt FILE: drafts are guessed from a real text");
@@ -156,6 +156,7 @@ int Bench(BenchFlags f) {
       options.numa = f.numa;
       options.kv_type = f.kv_type;
       options.experts = f.experts;
+      options.load_mtp = std::find(f.specs.begin(), f.specs.end(), "mtp") != f.specs.end();
       options.context = max_tokens;
       options.sequences = max_parallel;  // a device backend reserves their caches at load
       options.time_ops = f.op_profile;
@@ -270,7 +271,7 @@ CommandFn RegisterBench(CLI::App& cmd) {
                  "instead of feeding random tokens; needed by --spec");
   cmd.add_option("--spec", f->specs,
                  "with --spec-prompt: speculative drafters to run each tg test with, e.g. "
-                 "none,ngram (docs/speculative.md)")
+                 "none,ngram,mtp (mtp loads the model's NextN layer; docs/speculative.md)")
       ->delimiter(',')
       ->capture_default_str();
   cmd.add_option("--draft", f->draft, "most drafted tokens per step (with --spec)")

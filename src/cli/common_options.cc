@@ -32,7 +32,7 @@ void AddEngineOptions(CLI::App& cmd, EngineOptions& o) {
   AddKvTypeOption(cmd, o.kv_type);
   AddCpuTargetOption(cmd);
   cmd.add_flag("--mtp", o.load_mtp,
-               "also load the model's NextN / MTP layer (for speculative decoding; not run yet)");
+               "also load the model's NextN / MTP layer (speculative decoding: --spec mtp)");
   cmd.add_option("--mtp-file", o.mtp_path,
                  "load the MTP layer from this MTP-only GGUF (beside a trunk-only -m file)");
   AddExpertOptions(cmd, o.experts);
@@ -120,9 +120,10 @@ void AddKvTypeOption(CLI::App& cmd, std::optional<DType>& kv_type) {
 void AddSpecOptions(CLI::App& cmd, SpeculativeOptions& spec) {
   cmd.add_option_function<std::string>(
          "--spec", [&spec](const std::string& name) { spec.kind = ParseSpecKind(name).value(); },
-         "speculative decoding: ngram (prompt lookup: drafts copied from earlier text) or none; "
-         "the output is that of plain decoding (docs/speculative.md)")
-      ->check(CLI::IsMember({"none", "ngram"}))
+         "speculative decoding: ngram (prompt lookup: drafts copied from earlier text), mtp "
+         "(the model's NextN layer; implies --mtp) or none; the output is that of plain "
+         "decoding (docs/speculative.md)")
+      ->check(CLI::IsMember({"none", "ngram", "mtp"}))
       ->default_str("none");
   cmd.add_option("--draft", spec.max_draft, "most drafted tokens verified per step (with --spec)")
       ->check(CLI::Range(int64_t(1), int64_t(64)))

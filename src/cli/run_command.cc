@@ -80,10 +80,11 @@ Expected<std::vector<int32_t>> PromptTokens(const RunFlags& f, const Engine& eng
   return engine.EncodeChat(messages, /*add_generation_prompt=*/true);
 }
 
-int Run(const RunFlags& f) {
+int Run(RunFlags f) {
   if (f.prompt.empty() && f.prompt_tokens.empty()) {
     return ReportError(Status::Error("give a prompt with -p TEXT or --prompt-tokens IDS"));
   }
+  if (f.spec.kind == SpecKind::kMtp) f.engine.load_mtp = true;
   auto engine = LoadEngineOrReport(f.engine);
   if (!engine) return 1;
   auto prompt = PromptTokens(f, *engine);

@@ -59,13 +59,20 @@ Expected<Sequence> Generator::NewSequence(int64_t capacity) {
   return seq;
 }
 
-Expected<Tensor> Generator::Prefill(Sequence& seq, std::span<const int32_t> tokens) {
+Expected<Tensor> Generator::Prefill(Sequence& seq, std::span<const int32_t> tokens, bool mtp) {
   Tensor logits;
   const size_t step = size_t(model_.max_step_tokens());
   for (size_t i = 0; i < tokens.size(); i += step) {
     const auto chunk = tokens.subspan(i, std::min(step, tokens.size() - i));
-    ASSIGN_OR_RETURN(logits, model_.Forward(chunk, *seq.cache, /*all_logits=*/false));
+    // The MTP layer needs the trunk's state at every position (all rows).
+    ASSIGN_OR_RETURN(logits, model_.Forward(chunk, *seq.cache, /*all_logits=*/mtp));
+    const int64_t first = int64_t(seq.tokens.size());
     seq.tokens.insert(seq.tokens.end(), chunk.begin(), chunk.end());
+    fed_.assign(chunk.begin(), chunk.end());
+    if (mtp && i + chunk.size() < tokens.size()) {  // the last chunk waits for its next token
+      RETURN_IF_ERROR(mtp_->Step(*seq.mtp_cache, first, tokens.subspan(i + 1, chunk.size()), 0,
+                                 draft_));
+    }
   }
   return logits;
 }
@@ -77,7 +84,7 @@ void Generator::Propose(const Sequence& seq, const SpeculativeOptions& spec, int
   switch (spec.kind) {
     case SpecKind::kNone: break;
     case SpecKind::kNgram: ProposeNgramDraft(seq.tokens, n, spec.ngram, draft_); break;
-    case SpecKind::kMtp: break;  // not drafted yet: plain steps
+    case SpecKind::kMtp: break;  // MtpDrafter::Step drafts
     case SpecKind::kCallback:
       if (spec.drafter) spec.drafter(seq.tokens, n, draft_);
       if (int64_t(draft_.size()) > n) draft_.resize(size_t(n));
@@ -105,10 +112,26 @@ Expected<GenerateResult> Generator::Generate(Sequence& seq, std::span<const int3
   }
   common = std::min(common, prompt.size() - 1);
   seq.Truncate(common);
+  const bool mtp = options.spec.kind == SpecKind::kMtp;
+  if (mtp) {
+    if (model_.mtp() == nullptr) {
+      return Status::Error("--spec mtp needs the model's MTP layer: load it with --mtp");
+    }
+    if (!seq.mtp_cache) {
+      ASSIGN_OR_RETURN(seq.mtp_cache, model_.NewMtpCache(seq.capacity()));
+    }
+    if (!mtp_) mtp_ = std::make_unique<MtpDrafter>(model_);
+    // The MTP rows end a token short of the trunk's; the trunk reruns from
+    // there, so that the MTP layer gets the state it pairs with the next token.
+    // (Truncate above kept the MTP rows whose next token is still in the prompt.)
+    common = std::min(common, size_t(seq.mtp_cache->length()));
+    seq.tokens.resize(common);
+    seq.cache->set_length(int64_t(common));
+  }
   result.stats.reused_tokens = int64_t(common);
   result.stats.prompt_tokens = int64_t(prompt.size() - common);
 
-  ASSIGN_OR_RETURN(Tensor logits, Prefill(seq, prompt.subspan(common)));
+  ASSIGN_OR_RETURN(Tensor logits, Prefill(seq, prompt.subspan(common), mtp));
   model_.backend().Synchronize();
   result.stats.prompt_seconds = SecondsSince(start);
 
@@ -119,8 +142,8 @@ Expected<GenerateResult> Generator::Generate(Sequence& seq, std::span<const int3
   draft_.clear();
   // The row of `logits` sampled next: 0 after a plain step; a verify step has
   // a row for the token fed and one per draft, and row r + 1 is sampled only
-  // when the draft of row r was accepted.
-  size_t row = 0;
+  // when the draft of row r was accepted. An MTP prefill has all rows.
+  size_t row = size_t(logits.dim(0) - 1);
   for (int64_t step = 0;; ++step) {
     model_.backend().ReadF32(logits.RowSlice(int64_t(row), 1), step_logits_);
     RETURN_IF_ERROR(CheckLogitsFinite(step_logits_));
@@ -188,7 +211,22 @@ Expected<GenerateResult> Generator::Generate(Sequence& seq, std::span<const int3
     const int64_t budget = std::min({seq.capacity() - int64_t(seq.tokens.size()),
                                      options.max_new_tokens - result.stats.generated_tokens - 1,
                                      model_.max_step_tokens() - 1});
-    Propose(seq, options.spec, budget);
+    if (mtp) {
+      // The last step's rows 0..row are final: each followed by the next fed
+      // token, the last by `id`.
+      mtp_next_.assign(fed_.begin() + 1, fed_.begin() + int64_t(row) + 1);
+      mtp_next_.push_back(id);
+      const int64_t first = int64_t(seq.tokens.size()) - 2 - int64_t(row);  // of fed_[0]
+      Status st = mtp_->Step(*seq.mtp_cache, first, mtp_next_,
+                             std::min(options.spec.max_draft, budget), draft_);
+      if (!st.ok()) {
+        seq.tokens.pop_back();
+        return st;
+      }
+    } else {
+      Propose(seq, options.spec, budget);
+    }
+    if (options.spec.on_draft && !draft_.empty()) options.spec.on_draft(seq.tokens, draft_);
     step_tokens_.assign(1, id);
     step_tokens_.insert(step_tokens_.end(), draft_.begin(), draft_.end());
     auto next = model_.Forward(step_tokens_, *seq.cache, /*all_logits=*/!draft_.empty());
@@ -197,6 +235,7 @@ Expected<GenerateResult> Generator::Generate(Sequence& seq, std::span<const int3
       return next.status();
     }
     logits = *next;
+    fed_ = step_tokens_;
     row = 0;
     ++result.stats.decode_steps;
     result.stats.drafted_tokens += int64_t(draft_.size());

@@ -4,12 +4,14 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "chat/json_constraint.h"
 #include "models/model.h"
+#include "runtime/mtp_drafter.h"
 #include "runtime/sampler.h"
 #include "runtime/sequence.h"
 #include "runtime/speculative.h"
@@ -82,7 +84,9 @@ class Generator {
                                     const GenerateOptions& options, const TextCallback& on_text);
 
  private:
-  Expected<Tensor> Prefill(Sequence& seq, std::span<const int32_t> tokens);
+  // `mtp`: also feeds the MTP layer every chunk but the last (whose last row
+  // waits for the token sampled after it).
+  Expected<Tensor> Prefill(Sequence& seq, std::span<const int32_t> tokens, bool mtp);
   // Drafts to verify after `seq`'s last token, within `budget` tokens.
   void Propose(const Sequence& seq, const SpeculativeOptions& spec, int64_t budget);
 
@@ -91,6 +95,9 @@ class Generator {
   std::vector<float> step_logits_;
   std::vector<int32_t> draft_;       // drafts of the current verify step
   std::vector<int32_t> step_tokens_; // the token fed and its drafts
+  std::vector<int32_t> fed_;         // the tokens of the last trunk step
+  std::vector<int32_t> mtp_next_;    // the tokens after its final rows
+  std::unique_ptr<MtpDrafter> mtp_;  // made for the first --spec mtp request
 };
 
 }  // namespace anymoe

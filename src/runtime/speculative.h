@@ -51,6 +51,9 @@ struct SpeculativeOptions {
   std::function<void(std::span<const int32_t> context, int64_t max_draft,
                      std::vector<int32_t>& draft)>
       drafter;
+  // Called with each step's drafts (any kind) and the context they follow.
+  std::function<void(std::span<const int32_t> context, std::span<const int32_t> draft)>
+      on_draft;
 };
 
 struct DraftVerdict {

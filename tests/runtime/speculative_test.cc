@@ -93,6 +93,7 @@ TEST(SpeculativeRule, EmittedTokensFollowTheSamplersDistribution) {
 struct SpecCase {
   const char* name;
   std::string path;
+  bool mtp = false;  // load the MTP layer and draft with it too
 };
 
 void PrintTo(const SpecCase& c, std::ostream* os) { *os << c.name; }
@@ -109,6 +110,7 @@ class SpeculativeGenerate : public ::testing::TestWithParam<SpecCase> {
     o.progress = false;
     o.context = 256;
     o.max_step_tokens = 32;
+    o.load_mtp = GetParam().mtp;
     auto e = Engine::Load(o);
     ASSERT_TRUE(e.ok()) << e.status().message();
     engine_ = std::move(e).value();
@@ -122,6 +124,8 @@ class SpeculativeGenerate : public ::testing::TestWithParam<SpecCase> {
   struct Run {
     GenerateResult first, second;
     int64_t cache_length = 0, blocks = 0, pool_used = 0;
+    // MTP runs: the context length and first draft of each step.
+    std::vector<std::pair<int64_t, int32_t>> drafts;
   };
 
   // Two turns on one sequence: the second continues the first's output with
@@ -136,6 +140,11 @@ class SpeculativeGenerate : public ::testing::TestWithParam<SpecCase> {
     o.record_logits = true;
     o.spec = spec;
     Run run;
+    if (spec.kind == SpecKind::kMtp) {
+      o.spec.on_draft = [&run](std::span<const int32_t> context, std::span<const int32_t> draft) {
+        run.drafts.push_back({int64_t(context.size()), draft[0]});
+      };
+    }
     auto first = g.Generate(*seq, prompt_, o, nullptr);
     EXPECT_TRUE(first.ok()) << first.status().message();
     if (!first.ok()) return run;
@@ -249,9 +258,61 @@ TEST_P(SpeculativeGenerate, SeededSamplingIsThatOfPlainDecoding) {
   SpeculativeOptions ngram;
   ngram.kind = SpecKind::kNgram;
   ExpectSame(plain, Generate(ngram, sp), "ngram");
+  if (GetParam().mtp) {
+    SpeculativeOptions mtp;
+    mtp.kind = SpecKind::kMtp;
+    ExpectSame(plain, Generate(mtp, sp), "mtp");
+  }
   const Run oracle = Generate(Oracle(plain, 2), sp);
   ExpectSame(plain, oracle, "oracle, wrong from offset 2");
   EXPECT_GT(oracle.first.stats.accepted_tokens, 0);
+}
+
+// With the MTP layer: the same output, and each step's first draft is the
+// MTP's argmax for its position as a batched pass of the trunk and then the
+// MTP layer over the finished text computes it (row p pairs the trunk's state
+// at p with token p + 1), so the MTP cache followed the trunk through every
+// rollback.
+TEST_P(SpeculativeGenerate, MtpDraftsAreTheMtpLayersPredictions) {
+  if (!GetParam().mtp) GTEST_SKIP() << "no MTP layer";
+  const SamplingParams greedy = SamplingParams::Greedy();
+  const Run plain = Generate({}, greedy);
+  SpeculativeOptions mtp;
+  mtp.kind = SpecKind::kMtp;
+  mtp.max_draft = 3;
+  const Run r = Generate(mtp, greedy);
+  ExpectSame(plain, r, "mtp");
+  ASSERT_GT(r.drafts.size(), 4u);
+  EXPECT_EQ(r.first.stats.drafted_tokens > 0, true);
+
+  std::vector<int32_t> text = prompt_;
+  text.insert(text.end(), r.first.tokens.begin(), r.first.tokens.end());
+  Model& m = engine_->model();
+  auto cache = m.NewCache(engine_->context());
+  auto mtp_cache = m.NewMtpCache(engine_->context());
+  ASSERT_TRUE(cache.ok() && mtp_cache.ok());
+  std::vector<int32_t> predicted;  // [p]: the MTP's argmax after pair p
+  std::vector<float> row(size_t(m.config().vocab_size));
+  const size_t step = size_t(m.max_step_tokens());
+  for (size_t a = 0; a + 1 < text.size(); a += step) {
+    const size_t n = std::min(step, text.size() - 1 - a);
+    ASSERT_TRUE(m.Forward(std::span(text).subspan(a, n), **cache, true).ok());
+    auto logits = m.ForwardMtp(std::span(text).subspan(a + 1, n), m.last_hidden(), **mtp_cache,
+                               true);
+    ASSERT_TRUE(logits.ok()) << logits.status().message();
+    for (size_t i = 0; i < n; ++i) {
+      engine_->backend().ReadF32(logits->RowSlice(int64_t(i), 1), row);
+      predicted.push_back(Sampler::Argmax(row));
+    }
+  }
+  size_t checked = 0;
+  for (const auto& [context, draft] : r.drafts) {
+    if (size_t(context) > text.size()) continue;  // the second turn
+    ASSERT_GE(context, 2);
+    EXPECT_EQ(draft, predicted[size_t(context - 2)]) << "context " << context;
+    ++checked;
+  }
+  EXPECT_GT(checked, 4u);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -260,7 +321,10 @@ INSTANTIATE_TEST_SUITE_P(
                       SpecCase{"deepseek_v3", Golden("moe/deepseek_v3")},
                       SpecCase{"glm_moe_dsa", Golden("moe/glm_moe_dsa")},
                       SpecCase{"smollm2", std::string(ANYMOE_MODELS_DIR) +
-                                              "/SmolLM2-135M-Instruct.Q4_1.gguf"}),
+                                              "/SmolLM2-135M-Instruct.Q4_1.gguf"},
+                      SpecCase{"glm5_fp8_mtp", Golden("fp8/glm_moe_dsa"), true},
+                      SpecCase{"deepseek_v3_fp8_mtp", Golden("fp8/deepseek_v3"), true},
+                      SpecCase{"glm5_q8_0_gguf_mtp", Golden("mtp/glm_moe_dsa_mtp.gguf"), true}),
     [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace
