@@ -117,16 +117,24 @@ void AddKvTypeOption(CLI::App& cmd, std::optional<DType>& kv_type) {
       ->default_str("auto");
 }
 
-void AddSpecOptions(CLI::App& cmd, SpeculativeOptions& spec) {
+void AddSpecOptions(CLI::App& cmd, SpeculativeOptions& spec, bool allow_mtp) {
+  std::vector<std::string> kinds = {"none", "ngram"};
+  if (allow_mtp) kinds.push_back("mtp");
   cmd.add_option_function<std::string>(
          "--spec", [&spec](const std::string& name) { spec.kind = ParseSpecKind(name).value(); },
-         "speculative decoding: ngram (prompt lookup: drafts copied from earlier text), mtp "
-         "(the model's NextN layer; implies --mtp) or none; the output is that of plain "
-         "decoding (docs/speculative.md)")
-      ->check(CLI::IsMember({"none", "ngram", "mtp"}))
+         allow_mtp ? "speculative decoding: ngram (prompt lookup: drafts copied from earlier "
+                     "text), mtp (the model's NextN layer; implies --mtp) or none; the output is "
+                     "that of plain decoding (docs/speculative.md)"
+                   : "speculative decoding: ngram (prompt lookup: drafts copied from earlier "
+                     "text) or none; the output is that of plain decoding (docs/speculative.md)")
+      ->check(CLI::IsMember(kinds))
       ->default_str("none");
   cmd.add_option("--draft", spec.max_draft, "most drafted tokens verified per step (with --spec)")
       ->check(CLI::Range(int64_t(1), int64_t(64)))
+      ->capture_default_str();
+  cmd.add_option("--draft-min-accept", spec.min_acceptance,
+                 "pause drafting while the acceptance rate is below this (0: never)")
+      ->check(CLI::Range(0.0f, 1.0f))
       ->capture_default_str();
 }
 

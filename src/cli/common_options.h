@@ -37,8 +37,9 @@ void AddKvTypeOption(CLI::App& cmd, std::optional<DType>& kv_type);
 // (see runtime/expert_streaming.h).
 void AddExpertOptions(CLI::App& cmd, ExpertStreamingOptions& experts);
 
-// --spec none|ngram|mtp and --draft N (runtime/speculative.h).
-void AddSpecOptions(CLI::App& cmd, SpeculativeOptions& spec);
+// --spec none|ngram[|mtp], --draft N and --draft-min-accept F
+// (runtime/speculative.h); `spec` holds the defaults.
+void AddSpecOptions(CLI::App& cmd, SpeculativeOptions& spec, bool allow_mtp = true);
 
 struct SamplingFlags {
   SamplingParams params;

@@ -140,6 +140,7 @@ Expected<GenerateResult> Generator::Generate(Sequence& seq, std::span<const int3
   Clock::time_point first_token_time;
   auto stop_on = [&](StopReason r) { result.reason = r; };
   draft_.clear();
+  DraftGovernor governor(options.spec.min_acceptance);
   // The row of `logits` sampled next: 0 after a plain step; a verify step has
   // a row for the token fed and one per draft, and row r + 1 is sampled only
   // when the draft of row r was accepted. An MTP prefill has all rows.
@@ -208,9 +209,11 @@ Expected<GenerateResult> Generator::Generate(Sequence& seq, std::span<const int3
     seq.tokens.push_back(id);
     // Drafts that fit the context, the token budget (the step samples one
     // token per draft plus one) and the step.
-    const int64_t budget = std::min({seq.capacity() - int64_t(seq.tokens.size()),
-                                     options.max_new_tokens - result.stats.generated_tokens - 1,
-                                     model_.max_step_tokens() - 1});
+    if (!draft_.empty()) governor.Record(int64_t(draft_.size()), int64_t(row));
+    const int64_t budget = governor.Allowed(
+        std::min({seq.capacity() - int64_t(seq.tokens.size()),
+                  options.max_new_tokens - result.stats.generated_tokens - 1,
+                  model_.max_step_tokens() - 1}));
     if (mtp) {
       // The last step's rows 0..row are final: each followed by the next fed
       // token, the last by `id`.

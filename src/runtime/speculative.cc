@@ -1,5 +1,7 @@
 #include "runtime/speculative.h"
 
+#include <algorithm>
+
 namespace anymoe {
 
 std::string_view SpecKindName(SpecKind kind) {
@@ -17,6 +19,28 @@ Expected<SpecKind> ParseSpecKind(std::string_view name) {
     if (name == SpecKindName(k)) return k;
   }
   return Status::Error("--spec " + std::string(name) + ": use none, ngram or mtp");
+}
+
+int64_t DraftGovernor::Allowed(int64_t wanted) {
+  if (pause_left_ > 0) {
+    --pause_left_;
+    return 0;
+  }
+  return wanted;
+}
+
+void DraftGovernor::Record(int64_t drafted, int64_t accepted) {
+  if (drafted <= 0 || min_acceptance_ <= 0) return;
+  const double step_rate = double(accepted) / double(drafted);
+  rate_ += (step_rate - rate_) / 8;
+  if (rate_ >= min_acceptance_) {
+    if (step_rate >= min_acceptance_) next_pause_ = 8;  // it pays again
+    return;
+  }
+  pause_left_ = next_pause_;
+  next_pause_ = std::min<int64_t>(2 * next_pause_, 256);
+  // A fresh chance after the pause: two steps of misses pause again.
+  rate_ = std::min(1.0, 1.2 * double(min_acceptance_));
 }
 
 DraftVerdict VerifyDraftRow(Sampler& sampler, std::span<float> logits,

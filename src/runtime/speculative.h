@@ -45,6 +45,9 @@ Expected<SpecKind> ParseSpecKind(std::string_view name);
 struct SpeculativeOptions {
   SpecKind kind = SpecKind::kNone;
   int64_t max_draft = 4;  // drafted tokens per step (--draft)
+  // DraftGovernor: drafting pauses while the acceptance rate (a running
+  // average over recent verify steps) is below this; 0: never.
+  float min_acceptance = 0.0f;
   NgramDraftOptions ngram;
   // kCallback: fills `draft` with up to `max_draft` tokens to follow `context`
   // (the sequence so far, the token about to be fed last).
@@ -54,6 +57,29 @@ struct SpeculativeOptions {
   // Called with each step's drafts (any kind) and the context they follow.
   std::function<void(std::span<const int32_t> context, std::span<const int32_t> draft)>
       on_draft;
+};
+
+// Stops drafting when it does not pay. A rejected draft costs a row of the
+// step (more on MoE models, whose drafted rows route to other experts) and
+// gains nothing, so while the acceptance rate, averaged over recent verify
+// steps (exponentially, weight 1/8 per step), is below min_acceptance the
+// sequence decodes plainly for a pause of 8 steps, doubled (up to 256) each
+// time drafting resumes and fails again, reset when it pays again.
+class DraftGovernor {
+ public:
+  explicit DraftGovernor(float min_acceptance) : min_acceptance_(min_acceptance) {}
+  // How many of `wanted` drafts to make this step (0 while paused).
+  int64_t Allowed(int64_t wanted);
+  // After a verify step with `drafted` drafts of which `accepted` were.
+  void Record(int64_t drafted, int64_t accepted);
+  double acceptance() const { return rate_; }
+  bool paused() const { return pause_left_ > 0; }
+
+ private:
+  float min_acceptance_;
+  double rate_ = 1.0;     // optimistic until measured
+  int64_t pause_left_ = 0;
+  int64_t next_pause_ = 8;
 };
 
 struct DraftVerdict {

@@ -90,6 +90,41 @@ TEST(SpeculativeRule, EmittedTokensFollowTheSamplersDistribution) {
   }
 }
 
+// The governor pauses drafting while most drafts are rejected, for longer each
+// time it fails again, and drafts fully while they are accepted.
+TEST(DraftGovernor, PausesWhileDraftsDoNotPay) {
+  DraftGovernor off(0.0f);
+  for (int i = 0; i < 100; ++i) {
+    EXPECT_EQ(off.Allowed(4), 4);
+    off.Record(4, 0);
+  }
+  DraftGovernor g(0.3f);
+  int steps_to_pause = 0;
+  while (g.Allowed(4) == 4) {
+    g.Record(4, 0);
+    ++steps_to_pause;
+    ASSERT_LT(steps_to_pause, 100);
+  }
+  EXPECT_GE(steps_to_pause, 5);  // 1 -> below 0.3 at weight 1/8 per step: ~10 steps
+  EXPECT_LE(steps_to_pause, 12);
+  auto paused_for = [&g] {
+    int n = 1;  // the Allowed that returned 0 above / below
+    while (g.Allowed(4) == 0) ++n;
+    return n;
+  };
+  EXPECT_EQ(paused_for(), 8);
+  g.Record(4, 0);  // resumes and fails twice: a longer pause
+  EXPECT_EQ(g.Allowed(4), 4);
+  g.Record(4, 0);
+  EXPECT_EQ(g.Allowed(4), 0);
+  EXPECT_EQ(paused_for(), 16);
+  for (int i = 0; i < 20; ++i) {  // drafts pay again: never paused
+    g.Record(4, 3);
+    EXPECT_EQ(g.Allowed(4), 4);
+  }
+  EXPECT_GT(g.acceptance(), 0.6);
+}
+
 struct SpecCase {
   const char* name;
   std::string path;
