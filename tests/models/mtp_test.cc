@@ -135,15 +135,20 @@ TEST(MtpTest, BadFilesAndPairsAreOneLineErrors) {
 // The MTP step (DecoderModel::ForwardMtp) against the independent torch
 // reference of tools/gen_mtp_reference.py (transformers' decoder layer for
 // the NextN weights; the enorm / hnorm / eh_proj / shared head step written
-// from the DeepSeek-V3 report) on the tiny GLM-5 with FP8 weights: row i
-// joins the trunk's hidden state at i with token i + 1. Then the same rows
-// one step at a time give the same logits bit for bit (the draft loop's use).
-TEST(MtpTest, ForwardMatchesTheTorchReference) {
-  auto l = Load("fp8/glm_moe_dsa", true);
+// from the DeepSeek-V3 report) on the tiny GLM-5 (shared embedding and head,
+// own DSA indexer) and DeepSeek-V3 (own embedding and head) with FP8
+// weights: row i joins the trunk's hidden state at i with token i + 1. Then
+// the same rows one step at a time give the same logits bit for bit (the
+// draft loop's use).
+class MtpForward : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(MtpForward, MatchesTheTorchReference) {
+  const std::string name = GetParam();
+  auto l = Load("fp8/" + name, true);
   ASSERT_TRUE(l.ok()) << l.status().message();
   Model& m = *l->model;
   ASSERT_NE(m.mtp(), nullptr);
-  std::ifstream in(kGolden + "fp8/glm_moe_dsa/golden.json");
+  std::ifstream in(kGolden + "fp8/" + name + "/golden.json");
   const auto ids = nlohmann::json::parse(in)["prompt_ids"].get<std::vector<int32_t>>();
   const int64_t t = int64_t(ids.size()) - 1, vocab = m.config().vocab_size;
   auto cache = m.NewCache(64);
@@ -159,7 +164,7 @@ TEST(MtpTest, ForwardMatchesTheTorchReference) {
   ASSERT_TRUE(logits.ok()) << logits.status().message();
   EXPECT_EQ((*mtp_cache)->length(), t);
   const std::vector<float> got = Values(*l, *logits);
-  auto want = ReadNpy(kGolden + "mtp/fp8_glm_moe_dsa_mtp_logits.npy");
+  auto want = ReadNpy(kGolden + "mtp/fp8_" + name + "_mtp_logits.npy");
   ASSERT_TRUE(want.ok()) << want.status().message();
   const std::vector<float> ref = want->F32().value();
   ASSERT_EQ(got.size(), ref.size());
@@ -177,9 +182,9 @@ TEST(MtpTest, ForwardMatchesTheTorchReference) {
     argmax_same += a == b;
   }
   // FP8 weights run as f32 tiles with f32 activations: f32 rounding only
-  // (9.3e-6 on x86-64 AVX-512).
-  std::printf("MTP logits vs torch: max |diff| %.3g, max |ref| %.3g, argmax %d of %lld rows\n",
-              max_err, max_ref, argmax_same, static_cast<long long>(t));
+  // (GLM-5 9.3e-6, DeepSeek-V3 7.0e-6 on x86-64 AVX-512).
+  std::printf("%s MTP logits vs torch: max |diff| %.3g, max |ref| %.3g, argmax %d of %lld rows\n",
+              name.c_str(), max_err, max_ref, argmax_same, static_cast<long long>(t));
   EXPECT_LT(max_err, 2e-4) << "max |ref| " << max_ref;
   EXPECT_EQ(argmax_same, t);
 
@@ -200,6 +205,8 @@ TEST(MtpTest, ForwardMatchesTheTorchReference) {
   }
   EXPECT_EQ((*one_cache)->length(), t);
 }
+
+INSTANTIATE_TEST_SUITE_P(Models, MtpForward, ::testing::Values("glm_moe_dsa", "deepseek_v3"));
 
 }  // namespace
 }  // namespace anymoe
