@@ -121,19 +121,13 @@ Status BenchRunner::Prefill(int64_t n_tokens, KvCache& cache) {
 
 Status BenchRunner::Reset(const BenchTest& test) {
   if (!test.spec.empty()) {
-    KvCache& cache = *caches_[0];
-    cache.Clear();
-    prompt_prefilled_.assign(prompt_.begin(), prompt_.end() - 1);
-    Model& model = engine_.model();
-    const size_t step = size_t(std::max<int64_t>(1, model.max_step_tokens()));
-    for (size_t i = 0; i < prompt_prefilled_.size(); i += step) {
-      const auto chunk = std::span(prompt_prefilled_)
-                             .subspan(i, std::min(step, prompt_prefilled_.size() - i));
-      ASSIGN_OR_RETURN(Tensor logits, model.Forward(chunk, cache, /*all_logits=*/false));
-      (void)logits;
-    }
-    model.backend().Synchronize();
-    return Status::Ok();
+    // The whole prompt and one generated token, through the generator (which
+    // also fills the MTP layer's cache for --spec mtp); the timed run then
+    // reuses all of the prompt but its last token.
+    caches_[0]->Clear();
+    if (mtp_cache_) mtp_cache_->Clear();
+    in_cache_.clear();
+    return Generate(test, 1);
   }
   for (int64_t s = 0; s < test.n_parallel; ++s) {
     KvCache& cache = *caches_[size_t(s)];
@@ -143,21 +137,24 @@ Status BenchRunner::Reset(const BenchTest& test) {
   return Status::Ok();
 }
 
-Status BenchRunner::Generate(const BenchTest& test) {
+Status BenchRunner::Generate(const BenchTest& test, int64_t n_gen) {
   Generator generator(engine_.model(), nullptr);
-  Sequence seq;  // borrows caches_[0] as Reset left it
+  Sequence seq;  // borrows the caches as Reset or the last run left them
   seq.cache = std::move(caches_[0]);
-  seq.tokens = prompt_prefilled_;
+  seq.mtp_cache = std::move(mtp_cache_);
+  seq.tokens = std::move(in_cache_);
   GenerateOptions options;
-  options.max_new_tokens = test.n_gen;
+  options.max_new_tokens = n_gen;
   options.sampling = SamplingParams::Greedy();
   ASSIGN_OR_RETURN(options.spec.kind, ParseSpecKind(test.spec));
   options.spec.max_draft = test.n_draft;
   auto result = generator.Generate(seq, prompt_, options, nullptr);
   engine_.model().backend().Synchronize();
   caches_[0] = std::move(seq.cache);
+  mtp_cache_ = std::move(seq.mtp_cache);
+  in_cache_ = std::move(seq.tokens);
   if (!result.ok()) return result.status();
-  if (result->stats.generated_tokens != test.n_gen) {
+  if (result->stats.generated_tokens != n_gen) {
     return Status::Error("bench test " + test.Name() + " stopped after " +
                          std::to_string(result->stats.generated_tokens) + " tokens");
   }
@@ -167,7 +164,7 @@ Status BenchRunner::Generate(const BenchTest& test) {
 }
 
 Status BenchRunner::RunOnce(const BenchTest& test) {
-  if (!test.spec.empty()) return Generate(test);
+  if (!test.spec.empty()) return Generate(test, test.n_gen);
   Model& model = engine_.model();
   RETURN_IF_ERROR(Prefill(test.n_prompt, *caches_[0]));
   tokens_.resize(size_t(test.n_parallel));

@@ -62,9 +62,9 @@ class BenchRunner {
   // One timed run of `test` after Reset; EnsureCaches must have made room.
   Status RunOnce(const BenchTest& test);
   int32_t RandomToken();
-  // A tg @ prompt run: greedy generation of test.n_gen tokens after Reset
-  // prefilled all of the prompt but its last token.
-  Status Generate(const BenchTest& test);
+  // Greedy generation of n_gen tokens from the prompt, continuing the caches
+  // (a timed tg @ prompt run reuses all of the prompt but its last token).
+  Status Generate(const BenchTest& test, int64_t n_gen);
 
   Engine& engine_;
   int64_t sequences_;
@@ -76,7 +76,8 @@ class BenchRunner {
   std::vector<OpProfileEntry> op_profile_;
   ExpertCacheStats expert_cache_;
   std::vector<int32_t> prompt_;
-  std::vector<int32_t> prompt_prefilled_;  // what Reset left in caches_[0]
+  std::vector<int32_t> in_cache_;         // the tokens in caches_[0] (tg @ prompt)
+  std::unique_ptr<KvCache> mtp_cache_;    // the MTP layer's (--spec mtp), made once
   int64_t drafted_ = 0, accepted_ = 0;
 };
 

@@ -77,6 +77,13 @@ Expected<Tensor> Generator::Prefill(Sequence& seq, std::span<const int32_t> toke
   return logits;
 }
 
+Status Generator::SettleMtp(Sequence& seq, int64_t first, size_t row, int32_t next,
+                            int64_t max_draft) {
+  mtp_next_.assign(fed_.begin() + 1, fed_.begin() + int64_t(row) + 1);
+  mtp_next_.push_back(next);
+  return mtp_->Step(*seq.mtp_cache, first, mtp_next_, max_draft, draft_);
+}
+
 void Generator::Propose(const Sequence& seq, const SpeculativeOptions& spec, int64_t budget) {
   draft_.clear();
   const int64_t n = std::min(spec.max_draft, budget);
@@ -145,6 +152,7 @@ Expected<GenerateResult> Generator::Generate(Sequence& seq, std::span<const int3
   // a row for the token fed and one per draft, and row r + 1 is sampled only
   // when the draft of row r was accepted. An MTP prefill has all rows.
   size_t row = size_t(logits.dim(0) - 1);
+  bool last_accepted = false;
   for (int64_t step = 0;; ++step) {
     model_.backend().ReadF32(logits.RowSlice(int64_t(row), 1), step_logits_);
     RETURN_IF_ERROR(CheckLogitsFinite(step_logits_));
@@ -162,6 +170,7 @@ Expected<GenerateResult> Generator::Generate(Sequence& seq, std::span<const int3
     const int32_t draft = row < draft_.size() ? draft_[row] : -1;
     const DraftVerdict verdict = VerifyDraftRow(sampler, step_logits_, seq.tokens, draft);
     const int32_t id = verdict.token;
+    last_accepted = verdict.accepted;
     if (options.constraint != nullptr) RETURN_IF_ERROR(options.constraint->Accept(id));
     if (step == 0) {
       first_token_time = Clock::now();
@@ -217,11 +226,8 @@ Expected<GenerateResult> Generator::Generate(Sequence& seq, std::span<const int3
     if (mtp) {
       // The last step's rows 0..row are final: each followed by the next fed
       // token, the last by `id`.
-      mtp_next_.assign(fed_.begin() + 1, fed_.begin() + int64_t(row) + 1);
-      mtp_next_.push_back(id);
       const int64_t first = int64_t(seq.tokens.size()) - 2 - int64_t(row);  // of fed_[0]
-      Status st = mtp_->Step(*seq.mtp_cache, first, mtp_next_,
-                             std::min(options.spec.max_draft, budget), draft_);
+      Status st = SettleMtp(seq, first, row, id, std::min(options.spec.max_draft, budget));
       if (!st.ok()) {
         seq.tokens.pop_back();
         return st;
@@ -242,6 +248,11 @@ Expected<GenerateResult> Generator::Generate(Sequence& seq, std::span<const int3
     row = 0;
     ++result.stats.decode_steps;
     result.stats.drafted_tokens += int64_t(draft_.size());
+  }
+  if (mtp) {
+    // The last step's settled rows into the MTP cache, for the next turn.
+    const int64_t first = int64_t(seq.tokens.size()) - (last_accepted ? 2 : 1) - int64_t(row);
+    RETURN_IF_ERROR(SettleMtp(seq, first, row, result.tokens.back(), 0));
   }
   seq.Truncate(seq.tokens.size());  // a stop inside a verify step leaves drafts behind
   if (tokenizer_ != nullptr && !text.stopped()) {

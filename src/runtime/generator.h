@@ -87,6 +87,10 @@ class Generator {
   // `mtp`: also feeds the MTP layer every chunk but the last (whose last row
   // waits for the token sampled after it).
   Expected<Tensor> Prefill(Sequence& seq, std::span<const int32_t> tokens, bool mtp);
+  // The MTP layer takes the last trunk step's rows 0..row (fed_[0] at
+  // position `first`), each followed by the next fed token, the last by
+  // `next`; then drafts up to `max_draft` tokens into draft_.
+  Status SettleMtp(Sequence& seq, int64_t first, size_t row, int32_t next, int64_t max_draft);
   // Drafts to verify after `seq`'s last token, within `budget` tokens.
   void Propose(const Sequence& seq, const SpeculativeOptions& spec, int64_t budget);
 

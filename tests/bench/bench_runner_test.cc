@@ -105,5 +105,27 @@ TEST(BenchRunner, GeneratesFromThePromptWithDrafts) {
   EXPECT_LE(runner.accepted(), runner.drafted());
 }
 
+// tg @ prompt with MTP drafts (the tiny GLM-5 with its NextN layer): the
+// runner keeps the MTP cache across runs; drafts are made and verified.
+TEST(BenchRunner, GeneratesFromThePromptWithMtpDrafts) {
+  EngineOptions o;
+  o.model_path = std::string(ANYMOE_GOLDEN_DIR) + "/mtp/glm_moe_dsa_mtp.gguf";
+  o.threads = 1;
+  o.context = 128;
+  o.max_step_tokens = 32;
+  o.load_mtp = true;
+  o.progress = false;
+  auto engine = Engine::Load(o);
+  ASSERT_TRUE(engine.ok()) << engine.status().message();
+  BenchRunner runner(**engine);
+  runner.SetPrompt({244, 401, 438, 344, 55, 123, 365, 94, 435, 179, 17, 80, 70});
+  for (const char* spec : {"none", "mtp"}) {
+    auto samples = runner.Measure(BenchTest{0, 16, 1, 0, spec, 2}, 2);
+    ASSERT_TRUE(samples.ok()) << spec << ": " << samples.status().message();
+    EXPECT_EQ(samples->size(), 2u);
+  }
+  EXPECT_GT(runner.drafted(), 0);
+}
+
 }  // namespace
 }  // namespace anymoe

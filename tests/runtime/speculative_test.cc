@@ -303,11 +303,11 @@ TEST_P(SpeculativeGenerate, SeededSamplingIsThatOfPlainDecoding) {
   EXPECT_GT(oracle.first.stats.accepted_tokens, 0);
 }
 
-// With the MTP layer: the same output, and each step's first draft is the
-// MTP's argmax for its position as a batched pass of the trunk and then the
-// MTP layer over the finished text computes it (row p pairs the trunk's state
-// at p with token p + 1), so the MTP cache followed the trunk through every
-// rollback.
+// With the MTP layer: the same output, and each step's first draft, in both
+// turns, is the MTP's argmax for its position as a batched pass of the trunk
+// and then the MTP layer over the finished text computes it (row p pairs the
+// trunk's state at p with token p + 1), so the MTP cache followed the trunk
+// through every rollback and into the next turn.
 TEST_P(SpeculativeGenerate, MtpDraftsAreTheMtpLayersPredictions) {
   if (!GetParam().mtp) GTEST_SKIP() << "no MTP layer";
   const SamplingParams greedy = SamplingParams::Greedy();
@@ -320,8 +320,12 @@ TEST_P(SpeculativeGenerate, MtpDraftsAreTheMtpLayersPredictions) {
   ASSERT_GT(r.drafts.size(), 4u);
   EXPECT_EQ(r.first.stats.drafted_tokens > 0, true);
 
+  // Both turns: the first's text is a prefix of the second's.
   std::vector<int32_t> text = prompt_;
   text.insert(text.end(), r.first.tokens.begin(), r.first.tokens.end());
+  const size_t first_turn = text.size();
+  text.insert(text.end(), prompt_.begin(), prompt_.begin() + 5);
+  text.insert(text.end(), r.second.tokens.begin(), r.second.tokens.end());
   Model& m = engine_->model();
   auto cache = m.NewCache(engine_->context());
   auto mtp_cache = m.NewMtpCache(engine_->context());
@@ -340,14 +344,15 @@ TEST_P(SpeculativeGenerate, MtpDraftsAreTheMtpLayersPredictions) {
       predicted.push_back(Sampler::Argmax(row));
     }
   }
-  size_t checked = 0;
+  size_t first_checked = 0, second_checked = 0;
   for (const auto& [context, draft] : r.drafts) {
-    if (size_t(context) > text.size()) continue;  // the second turn
     ASSERT_GE(context, 2);
+    ASSERT_LE(size_t(context), text.size());
     EXPECT_EQ(draft, predicted[size_t(context - 2)]) << "context " << context;
-    ++checked;
+    ++(size_t(context) <= first_turn ? first_checked : second_checked);
   }
-  EXPECT_GT(checked, 4u);
+  EXPECT_GT(first_checked, 4u);
+  EXPECT_GT(second_checked, 4u);  // after reusing the first turn's MTP rows
 }
 
 INSTANTIATE_TEST_SUITE_P(
