@@ -171,6 +171,12 @@ std::string JsonReport(std::span<const BenchResult> results, const std::string& 
     o["n_gen"] = r.test.n_gen;
     o["n_parallel"] = r.test.n_parallel;
     o["n_depth"] = r.test.n_depth;
+    if (!r.test.spec.empty()) {
+      o["spec"] = r.test.spec;
+      o["n_draft"] = r.test.n_draft;
+      o["n_drafted"] = r.drafted;
+      o["n_accepted"] = r.accepted;
+    }
     o["test_time"] = r.test_time;
     o["avg_ns"] = uint64_t(Mean(ns) + 0.5);
     o["stddev_ns"] = uint64_t(SampleStddev(ns) + 0.5);

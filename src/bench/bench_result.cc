@@ -7,6 +7,11 @@ namespace anymoe {
 std::string BenchTest::Name() const {
   const std::string depth = n_depth > 0 ? " @ d" + std::to_string(n_depth) : "";
   if (n_gen == 0) return "pp" + std::to_string(n_prompt) + depth;
+  if (!spec.empty()) {
+    std::string name = "tg" + std::to_string(n_gen) + " @ prompt";
+    if (spec != "none") name += " " + spec + "/" + std::to_string(n_draft);
+    return name;
+  }
   if (n_prompt == 0) {
     std::string name = "tg" + std::to_string(n_gen);
     if (n_parallel > 1) name += 'x' + std::to_string(n_parallel);

@@ -20,7 +20,14 @@ struct BenchTest {
   int64_t n_gen = 0;         // tg test when > 0
   int64_t n_parallel = 1;    // tg: sequences decoded together, one token each per step
   int64_t n_depth = 0;       // tokens already in each cache when the test starts (-d)
-  // "pp128", "tg64", "pp128+tg64", "tg64x8" (8 sequences); " @ d512" with a depth.
+  // A tg test that generates from the runner's prompt (BenchRunner::SetPrompt,
+  // prefilled untimed), greedy, through the generator: "none", or a
+  // speculative drafter ("ngram") with up to n_draft drafts per step. Empty:
+  // random tokens fed one step each, as llama-bench does.
+  std::string spec = "";
+  int64_t n_draft = 0;
+  // "pp128", "tg64", "pp128+tg64", "tg64x8" (8 sequences); " @ d512" with a
+  // depth; "tg64 @ prompt", "tg64 @ prompt ngram/4" from the prompt.
   std::string Name() const;
 };
 
@@ -66,6 +73,7 @@ struct BenchResult {
   std::optional<RooflineFigures> roofline;
   std::vector<OpProfileEntry> op_profile;  // with --op-profile; by time, largest first
   ExpertCacheStats expert_cache;           // streamed experts: the timed runs' counters
+  int64_t drafted = 0, accepted = 0;       // speculative drafts of the timed runs
 
   int64_t tokens() const { return test.n_prompt + test.n_gen * test.n_parallel; }
   std::vector<double> samples_ts() const;  // tokens / seconds per repetition

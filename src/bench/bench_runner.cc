@@ -8,6 +8,7 @@
 #include "backends/fallback_backend.h"
 #include "formats/gguf.h"
 #include "models/model_stats.h"
+#include "runtime/generator.h"
 
 namespace anymoe {
 namespace {
@@ -119,6 +120,15 @@ Status BenchRunner::Prefill(int64_t n_tokens, KvCache& cache) {
 }
 
 Status BenchRunner::Reset(const BenchTest& test) {
+  if (!test.spec.empty()) {
+    // The whole prompt and one generated token, through the generator (which
+    // also fills the MTP layer's cache for --spec mtp); the timed run then
+    // reuses all of the prompt but its last token.
+    caches_[0]->Clear();
+    if (mtp_cache_) mtp_cache_->Clear();
+    in_cache_.clear();
+    return Generate(test, 1);
+  }
   for (int64_t s = 0; s < test.n_parallel; ++s) {
     KvCache& cache = *caches_[size_t(s)];
     cache.Clear();
@@ -127,7 +137,34 @@ Status BenchRunner::Reset(const BenchTest& test) {
   return Status::Ok();
 }
 
+Status BenchRunner::Generate(const BenchTest& test, int64_t n_gen) {
+  Generator generator(engine_.model(), nullptr);
+  Sequence seq;  // borrows the caches as Reset or the last run left them
+  seq.cache = std::move(caches_[0]);
+  seq.mtp_cache = std::move(mtp_cache_);
+  seq.tokens = std::move(in_cache_);
+  GenerateOptions options;
+  options.max_new_tokens = n_gen;
+  options.sampling = SamplingParams::Greedy();
+  ASSIGN_OR_RETURN(options.spec.kind, ParseSpecKind(test.spec));
+  options.spec.max_draft = test.n_draft;
+  auto result = generator.Generate(seq, prompt_, options, nullptr);
+  engine_.model().backend().Synchronize();
+  caches_[0] = std::move(seq.cache);
+  mtp_cache_ = std::move(seq.mtp_cache);
+  in_cache_ = std::move(seq.tokens);
+  if (!result.ok()) return result.status();
+  if (result->stats.generated_tokens != n_gen) {
+    return Status::Error("bench test " + test.Name() + " stopped after " +
+                         std::to_string(result->stats.generated_tokens) + " tokens");
+  }
+  drafted_ += result->stats.drafted_tokens;
+  accepted_ += result->stats.accepted_tokens;
+  return Status::Ok();
+}
+
 Status BenchRunner::RunOnce(const BenchTest& test) {
+  if (!test.spec.empty()) return Generate(test, test.n_gen);
   Model& model = engine_.model();
   RETURN_IF_ERROR(Prefill(test.n_prompt, *caches_[0]));
   tokens_.resize(size_t(test.n_parallel));
@@ -160,11 +197,21 @@ Expected<std::vector<uint64_t>> BenchRunner::Measure(const BenchTest& test, int 
     return Status::Error("bench repetitions must be at least 1, got " +
                          std::to_string(repetitions));
   }
+  if (!test.spec.empty() && (test.n_prompt > 0 || test.n_parallel > 1 || test.n_depth > 0 ||
+                             prompt_.empty())) {
+    return Status::Error("bench test " + test.Name() +
+                         ": generates from a prompt (--spec-prompt), one sequence, no depth");
+  }
   // Outside the timed runs.
-  RETURN_IF_ERROR(EnsureCaches(test.n_parallel, test.n_depth + test.n_prompt + test.n_gen));
+  RETURN_IF_ERROR(EnsureCaches(test.n_parallel, test.n_depth + test.n_prompt + test.n_gen +
+                                                    (test.spec.empty() ? 0 : int64_t(prompt_.size()))));
   // Warm-up as llama-bench does it: the whole prompt, or one generated token.
-  const BenchTest warm_up = test.n_prompt > 0 ? BenchTest{test.n_prompt, 0, 1, test.n_depth}
-                                              : BenchTest{0, 1, test.n_parallel, test.n_depth};
+  BenchTest warm_up = test.n_prompt > 0 ? BenchTest{test.n_prompt, 0, 1, test.n_depth}
+                                        : BenchTest{0, 1, test.n_parallel, test.n_depth};
+  if (!test.spec.empty()) {
+    warm_up = test;
+    warm_up.n_gen = 1;
+  }
   RETURN_IF_ERROR(Reset(warm_up));
   RETURN_IF_ERROR(RunOnce(warm_up));
   std::vector<uint64_t> samples;
@@ -175,6 +222,7 @@ Expected<std::vector<uint64_t>> BenchRunner::Measure(const BenchTest& test, int 
   };
   std::map<std::pair<std::string, DType>, Totals> ops;  // by op label
   expert_cache_ = ExpertCacheStats();
+  drafted_ = accepted_ = 0;
   for (int r = 0; r < repetitions; ++r) {
     RETURN_IF_ERROR(Reset(test));  // untimed, as llama-bench fills its depth
     if (timer != nullptr) timer->ResetTimes();

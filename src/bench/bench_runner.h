@@ -8,7 +8,9 @@
 // holding n_depth random tokens (llama-bench's -d: filled untimed before each
 // run; 0, the default, is an empty cache). With an engine that times its ops,
 // the timed runs' op times are kept too (the warm-up's and the untimed
-// depth fills' are not).
+// depth fills' are not). tg<n> @ prompt: n tokens generated greedily from
+// SetPrompt's prompt (prefilled untimed but for its last token), through the
+// generator, with or without speculative drafts: t/s = n / time.
 #pragma once
 
 #include <cstdint>
@@ -42,6 +44,11 @@ class BenchRunner {
   // The expert cache's counters over the timed runs of the last Measure
   // (enabled only when the model streams its experts).
   const ExpertCacheStats& expert_cache() const { return expert_cache_; }
+  // The prompt of the tests that generate from one (BenchTest::spec).
+  void SetPrompt(std::vector<int32_t> prompt) { prompt_ = std::move(prompt); }
+  // Drafted and accepted tokens over the timed runs of the last Measure.
+  int64_t drafted() const { return drafted_; }
+  int64_t accepted() const { return accepted_; }
 
  private:
   // At least `count` caches, each as long as the engine's context, in one
@@ -55,6 +62,9 @@ class BenchRunner {
   // One timed run of `test` after Reset; EnsureCaches must have made room.
   Status RunOnce(const BenchTest& test);
   int32_t RandomToken();
+  // Greedy generation of n_gen tokens from the prompt, continuing the caches
+  // (a timed tg @ prompt run reuses all of the prompt but its last token).
+  Status Generate(const BenchTest& test, int64_t n_gen);
 
   Engine& engine_;
   int64_t sequences_;
@@ -65,6 +75,10 @@ class BenchRunner {
   std::vector<Model::SequenceStep> steps_;
   std::vector<OpProfileEntry> op_profile_;
   ExpertCacheStats expert_cache_;
+  std::vector<int32_t> prompt_;
+  std::vector<int32_t> in_cache_;         // the tokens in caches_[0] (tg @ prompt)
+  std::unique_ptr<KvCache> mtp_cache_;    // the MTP layer's (--spec mtp), made once
+  int64_t drafted_ = 0, accepted_ = 0;
 };
 
 }  // namespace anymoe

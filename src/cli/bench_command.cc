@@ -4,6 +4,8 @@
 // measuring lives in src/bench/; this file is flags and printing.
 #include <algorithm>
 #include <cstdio>
+#include <fstream>
+#include <sstream>
 #include <map>
 #include <string>
 #include <thread>
@@ -41,6 +43,9 @@ struct BenchFlags {
   std::optional<DType> kv_type;  // empty: the backend's default
   ExpertStreamingOptions experts;
   NumaMode numa = NumaMode::kNone;
+  std::vector<std::string> specs{"none"};  // with spec_prompt: tg tests generate from it
+  int64_t draft = 4;
+  std::string spec_prompt;  // text file
 };
 
 Status Validate(const BenchFlags& f) {
@@ -66,6 +71,16 @@ Status Validate(const BenchFlags& f) {
       std::any_of(f.prompts.begin(), f.prompts.end(), [](int64_t p) { return p > 0; });
   const bool any_tg = std::any_of(f.gens.begin(), f.gens.end(), [](int64_t n) { return n > 0; });
   if (!any_pp && !any_tg) return Status::Error("nothing to run: every -p and -n is 0");
+  for (const std::string& s : f.specs) {
+    RETURN_IF_ERROR(ParseSpecKind(s).status());
+  }
+  if (f.spec_prompt.empty() && f.specs != std::vector<std::string>{"none"}) {
+    return Status::Error("--spec needs --spec-prompt FILE: drafts are guessed from a real text");
+  }
+  if (!f.spec_prompt.empty() && (f.parallel != std::vector<int64_t>{1} ||
+                                 f.depths != std::vector<int64_t>{0})) {
+    return Status::Error("--spec-prompt: tg tests from a prompt run one sequence at depth 0");
+  }
   return Status::Ok();
 }
 
@@ -76,6 +91,12 @@ std::vector<BenchTest> Tests(const BenchFlags& f) {
       if (p > 0) tests.push_back({p, 0, 1, d});
     }
     for (int64_t n : f.gens) {
+      if (n > 0 && !f.spec_prompt.empty()) {
+        for (const std::string& spec : f.specs) {
+          tests.push_back({0, n, 1, d, spec, spec == "none" ? 0 : f.draft});
+        }
+        continue;
+      }
       for (int64_t s : f.parallel) {
         if (n > 0) tests.push_back({0, n, s, d});
       }
@@ -89,10 +110,23 @@ int Bench(BenchFlags f) {
   if (f.threads.empty()) f.threads = {int(std::max(1u, std::thread::hardware_concurrency()))};
   const bool markdown = f.output == "md";
   const std::vector<BenchTest> tests = Tests(f);
+  std::string prompt_text;
+  if (!f.spec_prompt.empty()) {
+    std::ifstream in(f.spec_prompt, std::ios::binary);
+    if (!in) return ReportError(Status::Error(f.spec_prompt + ": cannot open"));
+    std::stringstream text;
+    text << in.rdbuf();
+    prompt_text = text.str();
+    if (prompt_text.empty() || prompt_text.size() > (1u << 20)) {
+      return ReportError(Status::Error(f.spec_prompt + ": the prompt must hold 1 B to 1 MiB"));
+    }
+  }
   int64_t max_prompt = 0, max_tokens = 1, max_parallel = 1;
   for (const BenchTest& t : tests) {
-    max_prompt = std::max({max_prompt, t.n_prompt, t.n_depth, t.n_parallel});
-    max_tokens = std::max(max_tokens, t.n_depth + t.n_prompt + t.n_gen);
+    // A prompt has at most a token per byte (and a BOS).
+    const int64_t prompt = t.spec.empty() ? 0 : int64_t(prompt_text.size()) + 1;
+    max_prompt = std::max({max_prompt, t.n_prompt, t.n_depth, t.n_parallel, prompt});
+    max_tokens = std::max(max_tokens, t.n_depth + t.n_prompt + t.n_gen + prompt);
     max_parallel = std::max(max_parallel, t.n_parallel);
   }
 
@@ -122,6 +156,7 @@ int Bench(BenchFlags f) {
       options.numa = f.numa;
       options.kv_type = f.kv_type;
       options.experts = f.experts;
+      options.load_mtp = std::find(f.specs.begin(), f.specs.end(), "mtp") != f.specs.end();
       options.context = max_tokens;
       options.sequences = max_parallel;  // a device backend reserves their caches at load
       options.time_ops = f.op_profile;
@@ -141,6 +176,7 @@ int Bench(BenchFlags f) {
         decode_bytes = *bytes;
       }
       BenchRunner runner(*engine, max_parallel);
+      if (!prompt_text.empty()) runner.SetPrompt(engine->Encode(prompt_text));
       for (const BenchTest& test : tests) {
         std::fprintf(stderr, "bench: %s, %d threads: %s\n", path.c_str(), threads,
                      test.Name().c_str());
@@ -161,6 +197,13 @@ int Bench(BenchFlags f) {
         r.samples_ns = std::move(samples).value();
         r.op_profile = runner.op_profile();
         r.expert_cache = runner.expert_cache();
+        r.drafted = runner.drafted();
+        r.accepted = runner.accepted();
+        if (!test.spec.empty() && r.drafted > 0) {
+          std::fprintf(stderr, "bench: %s: %lld of %lld drafts accepted (%.1f %%)\n",
+                       test.Name().c_str(), static_cast<long long>(r.accepted),
+                       static_cast<long long>(r.drafted), 100.0 * double(r.accepted) / double(r.drafted));
+        }
         // The roofline counts weights only: at depth the KV cache is read too.
         if (decode_bytes && test.n_prompt == 0 && test.n_parallel == 1 && test.n_depth == 0)
           r.roofline = {best_gbs[threads], *decode_bytes};
@@ -223,6 +266,17 @@ CommandFn RegisterBench(CLI::App& cmd) {
   AddRepackFlag(cmd, f->repack_weights);
   AddKvTypeOption(cmd, f->kv_type);
   AddExpertOptions(cmd, f->experts);
+  cmd.add_option("--spec-prompt", f->spec_prompt,
+                 "tg tests generate greedily from this text file's prompt (prefilled untimed) "
+                 "instead of feeding random tokens; needed by --spec");
+  cmd.add_option("--spec", f->specs,
+                 "with --spec-prompt: speculative drafters to run each tg test with, e.g. "
+                 "none,ngram,mtp (mtp loads the model's NextN layer; docs/speculative.md)")
+      ->delimiter(',')
+      ->capture_default_str();
+  cmd.add_option("--draft", f->draft, "most drafted tokens per step (with --spec)")
+      ->check(CLI::Range(int64_t(1), int64_t(64)))
+      ->capture_default_str();
   cmd.add_flag("--membw", f->membw,
                "measure read memory bandwidth and print each model's decode roofline");
   cmd.add_flag("--op-profile", f->op_profile,

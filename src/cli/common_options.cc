@@ -32,7 +32,7 @@ void AddEngineOptions(CLI::App& cmd, EngineOptions& o) {
   AddKvTypeOption(cmd, o.kv_type);
   AddCpuTargetOption(cmd);
   cmd.add_flag("--mtp", o.load_mtp,
-               "also load the model's NextN / MTP layer (for speculative decoding; not run yet)");
+               "also load the model's NextN / MTP layer (speculative decoding: --spec mtp)");
   cmd.add_option("--mtp-file", o.mtp_path,
                  "load the MTP layer from this MTP-only GGUF (beside a trunk-only -m file)");
   AddExpertOptions(cmd, o.experts);
@@ -115,6 +115,27 @@ void AddKvTypeOption(CLI::App& cmd, std::optional<DType>& kv_type) {
          "cpu backend), f32, or auto: f16 on the cpu backend, f32 on the others")
       ->check(CLI::IsMember({"auto", "f32", "f16"}))
       ->default_str("auto");
+}
+
+void AddSpecOptions(CLI::App& cmd, SpeculativeOptions& spec, bool allow_mtp) {
+  std::vector<std::string> kinds = {"none", "ngram"};
+  if (allow_mtp) kinds.push_back("mtp");
+  cmd.add_option_function<std::string>(
+         "--spec", [&spec](const std::string& name) { spec.kind = ParseSpecKind(name).value(); },
+         allow_mtp ? "speculative decoding: ngram (prompt lookup: drafts copied from earlier "
+                     "text), mtp (the model's NextN layer; implies --mtp) or none; the output is "
+                     "that of plain decoding (docs/speculative.md)"
+                   : "speculative decoding: ngram (prompt lookup: drafts copied from earlier "
+                     "text) or none; the output is that of plain decoding (docs/speculative.md)")
+      ->check(CLI::IsMember(kinds))
+      ->default_str("none");
+  cmd.add_option("--draft", spec.max_draft, "most drafted tokens verified per step (with --spec)")
+      ->check(CLI::Range(int64_t(1), int64_t(64)))
+      ->capture_default_str();
+  cmd.add_option("--draft-min-accept", spec.min_acceptance,
+                 "pause drafting while the acceptance rate is below this (0: never)")
+      ->check(CLI::Range(0.0f, 1.0f))
+      ->capture_default_str();
 }
 
 void AddRepackFlag(CLI::App& cmd, bool& repack_weights) {

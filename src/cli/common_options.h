@@ -8,6 +8,7 @@
 
 #include "runtime/engine.h"
 #include "runtime/sampler.h"
+#include "runtime/speculative.h"
 
 namespace anymoe::cli {
 
@@ -35,6 +36,10 @@ void AddKvTypeOption(CLI::App& cmd, std::optional<DType>& kv_type);
 // --expert-cache, --expert-policy, --no-expert-prefetch, --sticky-experts
 // (see runtime/expert_streaming.h).
 void AddExpertOptions(CLI::App& cmd, ExpertStreamingOptions& experts);
+
+// --spec none|ngram[|mtp], --draft N and --draft-min-accept F
+// (runtime/speculative.h); `spec` holds the defaults.
+void AddSpecOptions(CLI::App& cmd, SpeculativeOptions& spec, bool allow_mtp = true);
 
 struct SamplingFlags {
   SamplingParams params;

@@ -35,6 +35,7 @@ struct RunFlags {
   std::vector<std::string> stops;
   std::string json_schema;  // file: constrain the output to this JSON schema
   bool json_object = false; // constrain the output to any JSON object
+  SpeculativeOptions spec;
 };
 
 // The constraint of --json-schema / --json-object, or null.
@@ -79,10 +80,11 @@ Expected<std::vector<int32_t>> PromptTokens(const RunFlags& f, const Engine& eng
   return engine.EncodeChat(messages, /*add_generation_prompt=*/true);
 }
 
-int Run(const RunFlags& f) {
+int Run(RunFlags f) {
   if (f.prompt.empty() && f.prompt_tokens.empty()) {
     return ReportError(Status::Error("give a prompt with -p TEXT or --prompt-tokens IDS"));
   }
+  if (f.spec.kind == SpecKind::kMtp) f.engine.load_mtp = true;
   auto engine = LoadEngineOrReport(f.engine);
   if (!engine) return 1;
   auto prompt = PromptTokens(f, *engine);
@@ -99,6 +101,7 @@ int Run(const RunFlags& f) {
   if (!f.ignore_eos) options.stop_tokens = engine->StopTokens();
   options.stop_strings = f.stops;
   options.record_logits = !f.logits_out.empty();
+  options.spec = f.spec;
   auto constraint = LoadConstraint(f, *engine, options.stop_tokens);
   if (!constraint.ok()) return ReportError(constraint.status());
   std::unique_ptr<JsonConstraintState> constraint_state;
@@ -154,6 +157,7 @@ CommandFn RegisterRun(CLI::App& cmd) {
   f->engine.progress = true;
   AddEngineOptions(cmd, f->engine);
   AddSamplingOptions(cmd, f->sampling);
+  AddSpecOptions(cmd, f->spec);
   cmd.add_option("-p,--prompt", f->prompt, "prompt text");
   cmd.add_option("--prompt-tokens", f->prompt_tokens, "prompt as raw token ids: 1,2,3");
   cmd.add_option("-n,--max-tokens", f->max_tokens, "tokens to generate")

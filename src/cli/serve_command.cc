@@ -28,6 +28,7 @@ namespace {
 struct ServeFlags {
   EngineOptions engine;
   ServerOptions server;
+  SpeculativeOptions spec;
   int parallel = 8;
   int queue = 64;
   int64_t kv_tokens = 0;
@@ -179,6 +180,14 @@ int Serve(ServeFlags& f) {
   sched.context = engine->context();
   sched.kv_cache_tokens = f.kv_tokens;
   sched.between_steps = [&server] { server.AwaitResponseWrites(); };
+  sched.spec = f.spec;
+  if (sched.spec.kind != SpecKind::kNone && engine->model().routing_stats().cache.enabled) {
+    // Drafted rows route to experts of their own: with experts streamed from
+    // the file, verifying them reads experts a plain step would not.
+    std::fprintf(stderr, "anymoe: experts stream from the file: --spec %s is off\n",
+                 std::string(SpecKindName(sched.spec.kind)).c_str());
+    sched.spec.kind = SpecKind::kNone;
+  }
   auto scheduler = Scheduler::Create(*engine, sched);
   if (!scheduler.ok()) return ReportError(scheduler.status());
   std::unique_ptr<CompletionService> service = SchedulerService(std::move(scheduler).value());
@@ -202,6 +211,8 @@ CommandFn RegisterServe(CLI::App& cmd) {
   auto f = std::make_shared<ServeFlags>();
   AddEngineOptions(cmd, f->engine);
   ServerOptions& so = f->server;
+  f->spec.min_acceptance = 0.3f;  // the server drafts only while it pays
+  AddSpecOptions(cmd, f->spec, /*allow_mtp=*/false);
   cmd.add_option("--host", so.host, "address to listen on (default 127.0.0.1: this machine only)");
   cmd.add_option("--port", so.port, "TCP port (0: any free port, printed at start)")
       ->check(CLI::Range(0, 65535));

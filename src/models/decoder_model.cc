@@ -159,7 +159,10 @@ Status DecoderModel::AllocateActivations() {
   for (const Layer& L : layers_) {
     scratch = std::max({scratch, L.attention->workspace_floats(t), L.ffn->workspace_floats(t)});
   }
-  if (mtp_) scratch = std::max(scratch, mtp_->workspace_floats(t));
+  if (mtp_) {
+    // ForwardMtp takes [t, 2 hidden] for eh_proj's input before the blocks run.
+    scratch = std::max({scratch, mtp_->workspace_floats(t), Workspace::Footprint(t, 2 * h)});
+  }
   RETURN_IF_ERROR(workspace_.Allocate(backend_, scratch));
   activation_bytes_ = stream_floats * sizeof(float) + workspace_.bytes();
   positions_.resize(size_t(t));
@@ -249,9 +252,74 @@ Expected<Tensor> DecoderModel::ForwardBatch(std::span<const SequenceStep> steps)
   const Tensor picked = y_.RowSlice(0, rows), normed = xn_.RowSlice(0, rows),
                logits = logits_.RowSlice(0, rows);
   backend_.GatherRows(x, logit_rows_, picked);
+  hidden_ = picked;
   const RowNorm final_norm{&output_norm_, config_.rms_norm_eps, normed};
   const Projection head[] = {{&output_, nullptr, logits}};
   backend_.FusedMatmul(picked, head, {.norm = &final_norm});
+  return logits;
+}
+
+Expected<std::unique_ptr<KvCache>> DecoderModel::NewMtpCache(int64_t capacity) {
+  if (!mtp_) return Status::Error("the model has no MTP layer loaded (--mtp)");
+  RETURN_IF_ERROR(backend_.ReserveForContext(capacity));
+  const int64_t b = KvPool::kDefaultBlockTokens;
+  ASSIGN_OR_RETURN(std::unique_ptr<KvPool> pool,
+                   KvPool::Create(backend_, (capacity + b - 1) / b, b, {mtp_->cache_spec()},
+                                  kv_type_));
+  KvPool* p = pool.get();
+  auto cache = std::make_unique<KvCache>(p, capacity, std::move(pool));
+  RETURN_IF_ERROR(cache->Reserve(capacity));
+  return cache;
+}
+
+Expected<Tensor> DecoderModel::ForwardMtp(std::span<const int32_t> tokens, const Tensor& hidden,
+                                          KvCache& cache, bool all_logits) {
+  if (!mtp_) return Status::Error("the model has no MTP layer loaded (--mtp)");
+  const int64_t t = int64_t(tokens.size()), h = config_.hidden_size;
+  if (hidden.rank != 2 || hidden.dim(0) != t || hidden.dim(1) != h) {
+    return Status::Error("MTP step: hidden states must be [" + std::to_string(t) + ", " +
+                         std::to_string(h) + "]");
+  }
+  const SequenceStep step{tokens, &cache, all_logits};
+  RETURN_IF_ERROR(PlanStep(std::span(&step, 1)));
+  const ModelConfig& mc = mtp_->config();
+  StepContext ctx{backend_, workspace_};
+  ctx.t = t;
+  ctx.segments = segments_;
+  ctx.positions = std::span<const int32_t>(positions_).first(size_t(t));
+  ctx.dsa = &dsa_;
+  ctx.observer = observer_;
+  ctx.layer = 0;  // the cache holds this one layer
+  dsa_.valid = false;
+
+  const Tensor x = x_.RowSlice(0, t), xn = xn_.RowSlice(0, t), y = y_.RowSlice(0, t);
+  // hidden may be rows of y_ (last_hidden()): read it before y is written.
+  backend_.Copy(hidden, x);
+  backend_.RmsNorm(x, mtp_->hnorm(), mc.rms_norm_eps, xn);
+  backend_.Embedding(mtp_->embed(), tokens, y);
+  backend_.RmsNorm(y, mtp_->enorm(), mc.rms_norm_eps, y);
+  workspace_.Reset();
+  const Tensor joined = workspace_.Take(t, 2 * h);  // [enorm(embedding) | hnorm(hidden)]
+  backend_.CopyColumns(y, 0, joined, 0, h);
+  backend_.CopyColumns(xn, 0, joined, h, h);
+  backend_.Matmul(joined, mtp_->eh_proj(), nullptr, x);
+
+  workspace_.Reset();
+  mtp_->attention().AddTo(ctx, x, RowNorm{&mtp_->attn_norm(), mc.rms_norm_eps, xn}, y);
+  workspace_.Reset();
+  ctx.residual = &x;
+  mtp_->ffn().AddTo(ctx, x, RowNorm{&mtp_->ffn_norm(), mc.rms_norm_eps, xn}, y);
+  if (!ctx.status.ok()) return ctx.status;
+  cache.set_length(segments_[0].n_past + t);
+
+  const int64_t rows = int64_t(logit_rows_.size());
+  const Tensor picked = y_.RowSlice(0, rows), normed = xn_.RowSlice(0, rows),
+               logits = logits_.RowSlice(0, rows);
+  backend_.GatherRows(x, logit_rows_, picked);
+  hidden_ = picked;
+  const RowNorm head_norm{&mtp_->head_norm(), mc.rms_norm_eps, normed};
+  const Projection head[] = {{&mtp_->head(), nullptr, logits}};
+  backend_.FusedMatmul(picked, head, {.norm = &head_norm});
   return logits;
 }
 

@@ -25,6 +25,10 @@ class DecoderModel final : public Model {
   Expected<std::unique_ptr<KvPool>> NewPool(int64_t tokens) override;
   Expected<Tensor> ForwardBatch(std::span<const SequenceStep> steps) override;
   const MtpBlock* mtp() const override { return mtp_.get(); }
+  Tensor last_hidden() const override { return hidden_; }
+  Expected<std::unique_ptr<KvCache>> NewMtpCache(int64_t capacity) override;
+  Expected<Tensor> ForwardMtp(std::span<const int32_t> tokens, const Tensor& hidden,
+                              KvCache& cache, bool all_logits) override;
   RoutingStats routing_stats() const override;
   void ResetRoutingStats() override;
   void SetObserver(const ForwardObserver* observer) override { observer_ = observer; }
@@ -60,6 +64,7 @@ class DecoderModel final : public Model {
   // [max_step_tokens, ...] each; block scratch lives in the workspace.
   std::unique_ptr<Buffer> stream_buffer_;
   Tensor x_, xn_, y_, logits_;
+  Tensor hidden_;  // last_hidden(): rows of y_
   Workspace workspace_;
   DsaSelection dsa_;
   std::vector<int32_t> positions_;

@@ -87,6 +87,28 @@ class Model {
   // The bound NextN / MTP layer (LoadOptions::load_mtp), or null.
   virtual const MtpBlock* mtp() const { return nullptr; }
 
+  // The hidden states (before the final norm) of the rows whose logits the
+  // last ForwardBatch or ForwardMtp returned, [rows, hidden]; valid until the
+  // next call of either.
+  virtual Tensor last_hidden() const { return Tensor(); }
+  // A cache for the MTP layer of one sequence (its own pool, one layer).
+  virtual Expected<std::unique_ptr<KvCache>> NewMtpCache(int64_t capacity) {
+    (void)capacity;
+    return Status::Error("the model has no MTP layer loaded (--mtp)");
+  }
+  // One MTP (NextN) step of one sequence (models/mtp_block.h): row i joins
+  // `hidden` row i (the trunk's, or the MTP's own for a further draft, at
+  // position cache.length() + i) with the embedding of `tokens[i]` (the token
+  // after that position) and predicts the token after `tokens[i]`. Appends to
+  // `cache`; returns logits [T, vocab] when `all_logits`, else [1, vocab], and
+  // leaves the layer's output hidden states in last_hidden(). `hidden` may be
+  // last_hidden().
+  virtual Expected<Tensor> ForwardMtp(std::span<const int32_t> tokens, const Tensor& hidden,
+                                      KvCache& cache, bool all_logits) {
+    (void)tokens, (void)hidden, (void)cache, (void)all_logits;
+    return Status::Error("the model has no MTP layer loaded (--mtp)");
+  }
+
   virtual RoutingStats routing_stats() const = 0;
   virtual void ResetRoutingStats() = 0;
   // Taps for tests and tools (null to remove); not owned.

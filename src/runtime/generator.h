@@ -4,14 +4,17 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "chat/json_constraint.h"
 #include "models/model.h"
+#include "runtime/mtp_drafter.h"
 #include "runtime/sampler.h"
 #include "runtime/sequence.h"
+#include "runtime/speculative.h"
 
 namespace anymoe {
 
@@ -27,6 +30,9 @@ struct GenerateOptions {
   // the constraint accepts, closed within max_new_tokens; generation stops
   // once the document is complete. Not owned; null: unconstrained.
   JsonConstraintState* constraint = nullptr;
+  // Drafted tokens verified several per forward step (runtime/speculative.h);
+  // the tokens are those of plain decoding (bitwise, greedy or seeded).
+  SpeculativeOptions spec;
 };
 
 enum class StopReason { kMaxTokens, kStopToken, kStopString, kContextFull, kCancelled };
@@ -39,6 +45,12 @@ struct GenerateStats {
   double prompt_seconds = 0;    // prefill time
   double decode_seconds = 0;    // time of the decode steps after the first token
   double ttft_seconds = 0;      // start to first token sampled
+  int64_t decode_steps = 0;     // forward steps after the prefill
+  int64_t drafted_tokens = 0;   // speculative drafts verified
+  int64_t accepted_tokens = 0;  // drafts the model agreed with
+  double acceptance() const {
+    return drafted_tokens > 0 ? double(accepted_tokens) / double(drafted_tokens) : 0;
+  }
   double prompt_tps() const { return prompt_seconds > 0 ? prompt_tokens / prompt_seconds : 0; }
   // Decode steps per second (the first token comes from the prefill).
   double gen_tps() const {
@@ -72,11 +84,24 @@ class Generator {
                                     const GenerateOptions& options, const TextCallback& on_text);
 
  private:
-  Expected<Tensor> Prefill(Sequence& seq, std::span<const int32_t> tokens);
+  // `mtp`: also feeds the MTP layer every chunk but the last (whose last row
+  // waits for the token sampled after it).
+  Expected<Tensor> Prefill(Sequence& seq, std::span<const int32_t> tokens, bool mtp);
+  // The MTP layer takes the last trunk step's rows 0..row (fed_[0] at
+  // position `first`), each followed by the next fed token, the last by
+  // `next`; then drafts up to `max_draft` tokens into draft_.
+  Status SettleMtp(Sequence& seq, int64_t first, size_t row, int32_t next, int64_t max_draft);
+  // Drafts to verify after `seq`'s last token, within `budget` tokens.
+  void Propose(const Sequence& seq, const SpeculativeOptions& spec, int64_t budget);
 
   Model& model_;
   const Tokenizer* tokenizer_;
   std::vector<float> step_logits_;
+  std::vector<int32_t> draft_;       // drafts of the current verify step
+  std::vector<int32_t> step_tokens_; // the token fed and its drafts
+  std::vector<int32_t> fed_;         // the tokens of the last trunk step
+  std::vector<int32_t> mtp_next_;    // the tokens after its final rows
+  std::unique_ptr<MtpDrafter> mtp_;  // made for the first --spec mtp request
 };
 
 }  // namespace anymoe

@@ -10,6 +10,7 @@
 
 #include "runtime/engine.h"
 #include "runtime/logit_guard.h"
+#include "runtime/ngram_drafter.h"
 #include "runtime/text_stream.h"
 
 namespace anymoe {
@@ -22,11 +23,13 @@ double Seconds(Clock::time_point a, Clock::time_point b) {
 
 // One request's life inside the scheduler.
 struct Active {
-  Active(Request r, std::shared_ptr<RequestHandle> h)
+  Active(Request r, std::shared_ptr<RequestHandle> h, const SpeculativeOptions& default_spec)
       : request(std::move(r)),
         handle(std::move(h)),
         sampler(request.options.sampling),
         text(request.options.stop_strings),
+        spec(request.options.spec.kind == SpecKind::kNone ? default_spec : request.options.spec),
+        governor(spec.min_acceptance),
         submitted(Clock::now()) {
     history = request.prompt;
   }
@@ -44,6 +47,11 @@ struct Active {
   Sampler sampler;
   TextStream text;
   std::vector<int32_t> history;  // prompt + generated
+  SpeculativeOptions spec;
+  DraftGovernor governor;
+  std::vector<int32_t> draft;    // this step's drafts
+  std::vector<int32_t> fed;      // this step's decode tokens: the last one and the drafts
+  int64_t drafted = 0, accepted = 0;
   int64_t prefilled = 0;
   int64_t generated = 0;
   Clock::time_point submitted, first_token;
@@ -103,7 +111,11 @@ class Scheduler::Impl {
       return Status::Error("max_tokens must be at least 1", ErrorKind::kInvalidArgument, "",
                            "max_tokens");
     }
-    auto a = std::make_unique<Active>(std::move(request), nullptr);
+    if (request.options.spec.kind == SpecKind::kMtp) {
+      return Status::Error("speculative decoding with mtp drafts is not served (use ngram)",
+                           ErrorKind::kInvalidArgument);
+    }
+    auto a = std::make_unique<Active>(std::move(request), nullptr, opt_.spec);
     // Admission reserves the request's whole budget at once; one that needs
     // more blocks than the pool has would wait forever.
     const int64_t need = a->budget(opt_.context);
@@ -214,17 +226,24 @@ class Scheduler::Impl {
     std::erase(running_, nullptr);
   }
 
-  // One forward pass: a decode token for every sequence past its prompt, then
-  // prompt chunks with what remains of the step's token budget.
+  // One forward pass: a decode token for every sequence past its prompt (and
+  // its drafts, while the step has room for them), then prompt chunks with
+  // what remains of the step's token budget.
   void Step() {
     steps_.clear();
     members_.clear();
     int64_t budget = model_.max_step_tokens();
+    int64_t decoding = 0;
+    for (auto& a : running_) decoding += a->prompt_left() <= 0;
     for (auto& a : running_) {
       if (a->prompt_left() > 0 || budget == 0) continue;
-      steps_.push_back({std::span(&a->history.back(), 1), a->cache.get(), false});
+      --decoding;
+      Propose(*a, budget - 1 - std::max<int64_t>(decoding, 0));
+      a->fed.assign(1, a->history.back());
+      a->fed.insert(a->fed.end(), a->draft.begin(), a->draft.end());
+      steps_.push_back({a->fed, a->cache.get(), /*all_logits=*/!a->draft.empty()});
       members_.push_back(a.get());
-      --budget;
+      budget -= int64_t(a->fed.size());
     }
     for (auto& a : running_) {
       if (a->prompt_left() <= 0 || budget == 0) continue;
@@ -244,20 +263,40 @@ class Scheduler::Impl {
       std::erase(running_, nullptr);
       return;
     }
+    int64_t row = 0;  // of this member's first logits row
     for (size_t i = 0; i < members_.size(); ++i) {
       Active& a = *members_[i];
+      const Model::SequenceStep& step = steps_[i];
+      const int64_t rows = step.all_logits ? int64_t(step.tokens.size()) : 1;
+      row += rows;
       const bool was_prefill = a.prompt_left() > 0;
       if (was_prefill) {
-        a.prefilled += int64_t(steps_[i].tokens.size());
-        prompt_tokens_ += steps_[i].tokens.size();
+        a.prefilled += int64_t(step.tokens.size());
+        prompt_tokens_ += step.tokens.size();
         if (a.prompt_left() > 0) continue;  // more prompt chunks to go
       }
-      model_.backend().ReadF32(logits->RowSlice(int64_t(i), 1), logits_);
-      if (Status finite = CheckLogitsFinite(logits_); !finite.ok()) {
-        failed_[&a] = finite.message();  // this request only; the others go on
-        continue;
+      // Row r verifies draft r; the next row only after an accepted draft.
+      int64_t accepted = 0;
+      for (int64_t r = 0; r < rows; ++r) {
+        model_.backend().ReadF32(logits->RowSlice(row - rows + r, 1), logits_);
+        if (Status finite = CheckLogitsFinite(logits_); !finite.ok()) {
+          failed_[&a] = finite.message();  // this request only; the others go on
+          break;
+        }
+        const int32_t draft = was_prefill || size_t(r) >= a.draft.size() ? -1 : a.draft[size_t(r)];
+        const bool agreed = Sample(a, draft);
+        accepted += agreed;
+        if (!agreed || done_.count(&a)) break;
       }
-      Sample(a);
+      if (!was_prefill && !a.draft.empty()) {
+        // Drops the rejected drafts' rows; the blocks stay reserved for the request.
+        a.cache->set_length(int64_t(a.history.size()) - 1);
+        a.drafted += int64_t(a.draft.size());
+        a.accepted += accepted;
+        drafted_tokens_ += a.draft.size();
+        accepted_tokens_ += uint64_t(accepted);
+        a.governor.Record(int64_t(a.draft.size()), accepted);
+      }
     }
     for (auto& a : running_) {
       if (a && failed_.count(a.get())) Fail(a, failed_[a.get()]);
@@ -268,13 +307,33 @@ class Scheduler::Impl {
     std::erase(running_, nullptr);
   }
 
-  void Sample(Active& a) {
+  // This step's drafts of a decoding sequence, at most `room` tokens: within
+  // its KV reservation (its prompt and token budget) and context.
+  void Propose(Active& a, int64_t room) {
+    a.draft.clear();
+    if (a.spec.kind != SpecKind::kNgram && a.spec.kind != SpecKind::kCallback) return;
+    const int64_t want = std::min({a.spec.max_draft, room,
+                                   a.request.options.max_new_tokens - a.generated - 1,
+                                   opt_.context - int64_t(a.history.size())});
+    const int64_t n = a.governor.Allowed(want);
+    if (n <= 0) return;
+    if (a.spec.kind == SpecKind::kNgram) {
+      ProposeNgramDraft(a.history, n, a.spec.ngram, a.draft);
+    } else if (a.spec.drafter) {
+      a.spec.drafter(a.history, n, a.draft);
+      if (int64_t(a.draft.size()) > n) a.draft.resize(size_t(n));
+    }
+  }
+
+  // Samples one token from logits_ and hands it out; true when it is `draft`.
+  bool Sample(Active& a, int32_t draft) {
     RequestEvent ev;
     ev.kind = RequestEvent::Kind::kToken;
     const bool logprobs = a.request.logprobs || a.request.top_logprobs > 0;
     // Of the model's distribution, before sampling.
     if (logprobs) LogProbs(a.request.top_logprobs, ev);
-    const int32_t id = a.sampler.Sample(logits_, a.history);
+    const DraftVerdict verdict = VerifyDraftRow(a.sampler, logits_, a.history, draft);
+    const int32_t id = verdict.token;
     ev.token = id;
     if (logprobs) ev.logprob = float(double(raw_logit_of(id)) - log_sum_exp_);
     a.history.push_back(id);
@@ -288,7 +347,10 @@ class Scheduler::Impl {
     if (stop_token) done_[&a] = StopReason::kStopToken;
     else if (a.text.stopped()) done_[&a] = StopReason::kStopString;
     else if (a.generated >= a.request.options.max_new_tokens) done_[&a] = StopReason::kMaxTokens;
-    else if (a.cache->length() + 1 > opt_.context) done_[&a] = StopReason::kContextFull;
+    // The tokens in the cache once this one is fed (the cache's own length
+    // counts drafts still being verified).
+    else if (int64_t(a.history.size()) > opt_.context) done_[&a] = StopReason::kContextFull;
+    return verdict.accepted;
   }
 
   float raw_logit_of(int32_t id) const { return raw_logits_[size_t(id)]; }
@@ -329,6 +391,8 @@ class Scheduler::Impl {
       s.prompt_seconds = s.ttft_seconds;
       s.decode_seconds = Seconds(a->first_token, now);
     }
+    s.drafted_tokens = a->drafted;
+    s.accepted_tokens = a->accepted;
     if (a->request.on_event) a->request.on_event(ev);
     a.reset();  // frees the KV blocks
   }
@@ -349,6 +413,8 @@ class Scheduler::Impl {
     stats_.kv_blocks_used = pool_->used_blocks();
     stats_.prompt_tokens = prompt_tokens_;
     stats_.generated_tokens = generated_tokens_;
+    stats_.drafted_tokens = drafted_tokens_;
+    stats_.accepted_tokens = accepted_tokens_;
     if (!stepped) return;
     ++stats_.steps;
     if (model_.config().is_moe()) routing_ = model_.routing_stats();
@@ -379,6 +445,7 @@ class Scheduler::Impl {
   std::vector<int32_t> order_;
   double log_sum_exp_ = 0;
   uint64_t prompt_tokens_ = 0, generated_tokens_ = 0;
+  uint64_t drafted_tokens_ = 0, accepted_tokens_ = 0;
 };
 
 Expected<std::unique_ptr<Scheduler>> Scheduler::Create(Engine& engine,

@@ -30,6 +30,11 @@ struct SchedulerOptions {
   // and before the next forward pass: the server waits there, briefly, for its
   // HTTP threads to write those events (see OpenAiServer::AwaitResponseWrites).
   std::function<void()> between_steps = nullptr;
+  // Speculative decoding for requests that ask for none themselves (their
+  // GenerateOptions::spec, which may also be a callback): none or ngram. Each
+  // sequence drafts on its own,
+  // its drafts rows of the shared step, with its own DraftGovernor.
+  SpeculativeOptions spec;
 };
 // A request is admitted only when the KV pool can hold its prompt and all the
 // tokens it may generate (up to the context), so a running request never runs
@@ -80,6 +85,8 @@ struct SchedulerStats {
   int64_t kv_blocks_total = 0;
   int64_t kv_blocks_used = 0;
   uint64_t steps = 0;
+  uint64_t drafted_tokens = 0;   // speculative drafts verified since start
+  uint64_t accepted_tokens = 0;  // of which the model agreed with
 };
 
 class Scheduler {
@@ -89,8 +96,9 @@ class Scheduler {
   ~Scheduler();  // cancels what is left and joins the thread
 
   // Queues a request. Errors (one line, for an HTTP 4xx/503): an empty or too
-  // long prompt ("... exceeds the context of N tokens"), invalid token ids, or a
-  // full queue ("queue full"). Never blocks.
+  // long prompt ("... exceeds the context of N tokens"), invalid token ids, a
+  // drafter the scheduler does not run (mtp), or a full queue
+  // ("queue full"). Never blocks.
   Expected<std::shared_ptr<RequestHandle>> Submit(Request request);
 
   SchedulerStats stats() const;

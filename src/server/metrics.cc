@@ -171,6 +171,15 @@ std::string ServerMetrics::Render(const MetricsSnapshot& s) const {
           &out);
     Header("anymoe_scheduler_steps_total", "counter", "batched forward steps run", &out);
     out += "anymoe_scheduler_steps_total " + Num(st.steps) + '\n';
+    Header("anymoe_spec_draft_tokens_total", "counter",
+           "speculative draft tokens verified (serve --spec)", &out);
+    out += "anymoe_spec_draft_tokens_total " + Num(st.drafted_tokens) + '\n';
+    Header("anymoe_spec_accepted_tokens_total", "counter",
+           "speculative draft tokens the model agreed with", &out);
+    out += "anymoe_spec_accepted_tokens_total " + Num(st.accepted_tokens) + '\n';
+    Gauge("anymoe_spec_acceptance_ratio", "accepted / drafted tokens since start (0: none drafted)",
+          st.drafted_tokens > 0 ? double(st.accepted_tokens) / double(st.drafted_tokens) : 0.0,
+          &out);
   }
   if (s.routing != nullptr && s.routing->cache.enabled) RenderExpertCache(s.routing->cache, &out);
   if (s.routing != nullptr && !s.routing->layers.empty()) {

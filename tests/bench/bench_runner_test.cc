@@ -77,3 +77,55 @@ TEST(BenchRunner, RejectsTestsThatDoNotFit) {
 
 }  // namespace
 }  // namespace anymoe
+
+namespace anymoe {
+namespace {
+
+// tg @ prompt: generation from a real prompt, with or without drafts; every
+// run generates exactly n tokens, and drafts are proposed (the random model
+// copies little, so few or none are accepted).
+TEST(BenchRunner, GeneratesFromThePromptWithDrafts) {
+  auto engine = LoadTiny();
+  ASSERT_NE(engine, nullptr);
+  BenchRunner runner(*engine);
+  BenchTest plain{0, 24, 1, 0, "none", 0};
+  EXPECT_FALSE(runner.Measure(plain, 1).ok());  // no prompt yet
+  std::vector<int32_t> prompt = {5, 9, 13, 17, 21};
+  prompt.resize(17, 5);
+  runner.SetPrompt(prompt);
+  auto samples = runner.Measure(plain, 2);
+  ASSERT_TRUE(samples.ok()) << samples.status().message();
+  EXPECT_EQ(runner.drafted(), 0);
+  BenchTest spec{0, 24, 1, 0, "ngram", 4};
+  EXPECT_EQ(spec.Name(), "tg24 @ prompt ngram/4");
+  samples = runner.Measure(spec, 2);
+  ASSERT_TRUE(samples.ok()) << samples.status().message();
+  EXPECT_EQ(samples->size(), 2u);
+  EXPECT_GT(runner.drafted(), 0);
+  EXPECT_LE(runner.accepted(), runner.drafted());
+}
+
+// tg @ prompt with MTP drafts (the tiny GLM-5 with its NextN layer): the
+// runner keeps the MTP cache across runs; drafts are made and verified.
+TEST(BenchRunner, GeneratesFromThePromptWithMtpDrafts) {
+  EngineOptions o;
+  o.model_path = std::string(ANYMOE_GOLDEN_DIR) + "/mtp/glm_moe_dsa_mtp.gguf";
+  o.threads = 1;
+  o.context = 128;
+  o.max_step_tokens = 32;
+  o.load_mtp = true;
+  o.progress = false;
+  auto engine = Engine::Load(o);
+  ASSERT_TRUE(engine.ok()) << engine.status().message();
+  BenchRunner runner(**engine);
+  runner.SetPrompt({244, 401, 438, 344, 55, 123, 365, 94, 435, 179, 17, 80, 70});
+  for (const char* spec : {"none", "mtp"}) {
+    auto samples = runner.Measure(BenchTest{0, 16, 1, 0, spec, 2}, 2);
+    ASSERT_TRUE(samples.ok()) << spec << ": " << samples.status().message();
+    EXPECT_EQ(samples->size(), 2u);
+  }
+  EXPECT_GT(runner.drafted(), 0);
+}
+
+}  // namespace
+}  // namespace anymoe

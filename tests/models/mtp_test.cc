@@ -5,12 +5,14 @@
 // pairings are one-line errors.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "models/model.h"
 #include "models/model_file.h"
 #include "models/mtp_block.h"
+#include "core/npy.h"
 
 namespace anymoe {
 namespace {
@@ -129,6 +131,82 @@ TEST(MtpTest, BadFilesAndPairsAreOneLineErrors) {
   ASSERT_FALSE(none.ok());
   EXPECT_NE(none.status().message().find("declares no MTP (NextN) layer"), std::string::npos);
 }
+
+// The MTP step (DecoderModel::ForwardMtp) against the independent torch
+// reference of tools/gen_mtp_reference.py (transformers' decoder layer for
+// the NextN weights; the enorm / hnorm / eh_proj / shared head step written
+// from the DeepSeek-V3 report) on the tiny GLM-5 (shared embedding and head,
+// own DSA indexer) and DeepSeek-V3 (own embedding and head) with FP8
+// weights: row i joins the trunk's hidden state at i with token i + 1. Then
+// the same rows one step at a time give the same logits bit for bit (the
+// draft loop's use).
+class MtpForward : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(MtpForward, MatchesTheTorchReference) {
+  const std::string name = GetParam();
+  auto l = Load("fp8/" + name, true);
+  ASSERT_TRUE(l.ok()) << l.status().message();
+  Model& m = *l->model;
+  ASSERT_NE(m.mtp(), nullptr);
+  std::ifstream in(kGolden + "fp8/" + name + "/golden.json");
+  const auto ids = nlohmann::json::parse(in)["prompt_ids"].get<std::vector<int32_t>>();
+  const int64_t t = int64_t(ids.size()) - 1, vocab = m.config().vocab_size;
+  auto cache = m.NewCache(64);
+  ASSERT_TRUE(cache.ok());
+  ASSERT_TRUE(m.Forward(ids, **cache, /*all_logits=*/true).ok());
+  const std::vector<float> hidden = Values(*l, m.last_hidden());
+  ASSERT_EQ(int64_t(hidden.size()), (t + 1) * m.config().hidden_size);
+
+  auto mtp_cache = m.NewMtpCache(64);
+  ASSERT_TRUE(mtp_cache.ok()) << mtp_cache.status().message();
+  const std::span<const int32_t> next = std::span(ids).subspan(1);
+  auto logits = m.ForwardMtp(next, m.last_hidden().RowSlice(0, t), **mtp_cache, true);
+  ASSERT_TRUE(logits.ok()) << logits.status().message();
+  EXPECT_EQ((*mtp_cache)->length(), t);
+  const std::vector<float> got = Values(*l, *logits);
+  auto want = ReadNpy(kGolden + "mtp/fp8_" + name + "_mtp_logits.npy");
+  ASSERT_TRUE(want.ok()) << want.status().message();
+  const std::vector<float> ref = want->F32().value();
+  ASSERT_EQ(got.size(), ref.size());
+  double max_err = 0, max_ref = 0;
+  int argmax_same = 0;
+  for (int64_t r = 0; r < t; ++r) {
+    int64_t a = 0, b = 0;
+    for (int64_t v = 0; v < vocab; ++v) {
+      const size_t i = size_t(r * vocab + v);
+      max_err = std::max(max_err, double(std::abs(got[i] - ref[i])));
+      max_ref = std::max(max_ref, double(std::abs(ref[i])));
+      if (got[i] > got[size_t(r * vocab + a)]) a = v;
+      if (ref[i] > ref[size_t(r * vocab + b)]) b = v;
+    }
+    argmax_same += a == b;
+  }
+  // FP8 weights run as f32 tiles with f32 activations: f32 rounding only
+  // (GLM-5 9.3e-6, DeepSeek-V3 7.0e-6 on x86-64 AVX-512).
+  std::printf("%s MTP logits vs torch: max |diff| %.3g, max |ref| %.3g, argmax %d of %lld rows\n",
+              name.c_str(), max_err, max_ref, argmax_same, static_cast<long long>(t));
+  EXPECT_LT(max_err, 2e-4) << "max |ref| " << max_ref;
+  EXPECT_EQ(argmax_same, t);
+
+  // One row at a time, as drafting runs it: bitwise the batched rows.
+  auto one_cache = m.NewMtpCache(64);
+  ASSERT_TRUE(one_cache.ok());
+  const int64_t h = m.config().hidden_size;
+  std::vector<float> row_hidden(static_cast<size_t>(h));
+  for (int64_t r = 0; r < t; ++r) {
+    // The trunk's row r, from host memory (the cpu backend reads it in place).
+    std::copy_n(hidden.begin() + r * h, h, row_hidden.begin());
+    const Tensor hr = Tensor::Of(row_hidden.data(), DType::kF32, {1, h});
+    auto one = m.ForwardMtp(next.subspan(size_t(r), 1), hr, **one_cache, false);
+    ASSERT_TRUE(one.ok()) << one.status().message();
+    const std::vector<float> row = Values(*l, *one);
+    ASSERT_EQ(0, std::memcmp(row.data(), got.data() + r * vocab, size_t(vocab) * sizeof(float)))
+        << "row " << r;
+  }
+  EXPECT_EQ((*one_cache)->length(), t);
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, MtpForward, ::testing::Values("glm_moe_dsa", "deepseek_v3"));
 
 }  // namespace
 }  // namespace anymoe

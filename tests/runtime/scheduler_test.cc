@@ -101,6 +101,61 @@ TEST_P(SchedulerTest, BatchedRequestsEqualLoneGeneration) {
   EXPECT_EQ(BlocksUsedOnceIdle(*sched), 0);
 }
 
+// Speculative decoding inside continuous batching: each request drafts on its
+// own (drafts right throughout, wrong from some offset on, n-gram lookup, or
+// none) as rows of the shared steps, and every request still gets exactly
+// the tokens of a lone plain generation; the rejected rows' rollback frees
+// no block early (all come back once the requests end).
+TEST_P(SchedulerTest, SpeculativeRequestsEqualLoneGeneration) {
+  std::vector<std::vector<int32_t>> expected;
+  for (int i = 0; i < 9; ++i) expected.push_back(Alone(Prompt(i), 16));
+  SchedulerOptions so{.max_parallel = 9, .context = 256};
+  so.spec.kind = SpecKind::kNgram;  // for requests that name no drafter
+  auto sched = std::move(Scheduler::Create(*engine_, so)).value();
+  std::vector<std::unique_ptr<Collected>> results;
+  const int64_t vocab = engine_->model().config().vocab_size;
+  for (int i = 0; i < 9; ++i) {
+    results.push_back(std::make_unique<Collected>());
+    Request r = MakeRequest(Prompt(i), 16, results.back().get());
+    if (i < 6) {  // the right continuation, spoiled from offset i - 1 on (i = 0: never)
+      const int wrong_at = i - 1;
+      r.options.spec.kind = SpecKind::kCallback;
+      r.options.spec.max_draft = 3;
+      r.options.spec.drafter = [want = Prompt(i), out = expected[size_t(i)], wrong_at, vocab](
+                                   std::span<const int32_t> ctx, int64_t max,
+                                   std::vector<int32_t>& draft) {
+        std::vector<int32_t> full = want;
+        full.insert(full.end(), out.begin(), out.end());
+        for (int64_t k = 0; k < max && ctx.size() + size_t(k) < full.size(); ++k) {
+          const int32_t t = full[ctx.size() + size_t(k)];
+          draft.push_back(wrong_at >= 0 && k >= wrong_at ? int32_t((t + 1) % vocab) : t);
+        }
+      };
+    }
+    ASSERT_TRUE(sched->Submit(std::move(r)).ok());
+  }
+  for (int i = 0; i < 9; ++i) {
+    ASSERT_EQ(results[size_t(i)]->done.get_future().wait_for(60s), std::future_status::ready);
+    EXPECT_EQ(results[size_t(i)]->tokens, expected[size_t(i)]) << "request " << i;
+    EXPECT_EQ(results[size_t(i)]->reason, StopReason::kMaxTokens);
+  }
+  EXPECT_EQ(BlocksUsedOnceIdle(*sched), 0);
+  const SchedulerStats st = sched->stats();
+  EXPECT_GT(st.drafted_tokens, 0u);
+  EXPECT_GT(st.accepted_tokens, 0u);
+  EXPECT_LT(st.accepted_tokens, st.drafted_tokens);
+}
+
+TEST_P(SchedulerTest, MtpDraftsAreRefused) {
+  auto sched = std::move(Scheduler::Create(*engine_, SchedulerOptions{.context = 64})).value();
+  Collected c;
+  Request r = MakeRequest({5, 6, 7}, 4, &c);
+  r.options.spec.kind = SpecKind::kMtp;
+  auto h = sched->Submit(std::move(r));
+  ASSERT_FALSE(h.ok());
+  EXPECT_NE(h.status().message().find("not served"), std::string::npos);
+}
+
 // The between-steps hook runs on the scheduler thread after each step's
 // events and before the next step: every token is followed by a call.
 TEST_P(SchedulerTest, BetweenStepsFollowsEachStepsEvents) {

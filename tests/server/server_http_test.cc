@@ -393,6 +393,36 @@ TEST_F(ServerHttp, ChatPageIsServedWithAStrictPolicy) {
   EXPECT_EQ(res->body.find("https://"), std::string::npos);
 }
 
+// serve --spec ngram: the same completion as without drafts, and the drafted
+// and accepted tokens on /metrics.
+TEST_F(ServerHttp, SpeculativeDraftsAreCountedOnMetrics) {
+  std::vector<int32_t> prompt = {5, 9, 13, 17, 21};
+  prompt.resize(17, 5);  // the tiny model then repeats itself: n-gram drafts
+  const nlohmann::json body = {
+      {"prompt", prompt}, {"max_tokens", 24}, {"ignore_eos", true}, {"temperature", 0}};
+  StartServer();
+  auto plain = PostJson("/v1/completions", body);
+  ASSERT_EQ(plain->status, 200);
+  server_->Stop();
+  service_.reset();
+  SchedulerOptions sched;
+  sched.spec.kind = SpecKind::kNgram;
+  StartServer({}, sched);
+  auto spec = PostJson("/v1/completions", body);
+  ASSERT_EQ(spec->status, 200);
+  EXPECT_EQ(nlohmann::json::parse(spec->body)["choices"][0]["text"],
+            nlohmann::json::parse(plain->body)["choices"][0]["text"]);
+  std::string m;
+  EXPECT_TRUE(Eventually([&] {
+    auto res = Client()->Get("/metrics");
+    m = res && res->status == 200 ? res->body : "";
+    return m.find("anymoe_spec_draft_tokens_total ") != std::string::npos &&
+           m.find("anymoe_spec_draft_tokens_total 0") == std::string::npos;
+  })) << m;
+  EXPECT_NE(m.find("anymoe_spec_accepted_tokens_total "), std::string::npos) << m;
+  EXPECT_NE(m.find("anymoe_spec_acceptance_ratio "), std::string::npos) << m;
+}
+
 TEST_F(ServerHttp, MetricsInPrometheusFormat) {
   StartServer();
   ASSERT_EQ(

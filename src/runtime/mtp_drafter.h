@@ -1,0 +1,34 @@
+// Drafting with the model's MTP (NextN) layer. The layer keeps a KV cache of
+// its own per sequence (Sequence::mtp_cache) whose row p joins the trunk's
+// hidden state at position p with token p + 1; it must follow the trunk as the
+// trunk's cache grows and is rolled back. Step appends the rows a trunk step
+// made final and then drafts greedily: the MTP's argmax after the last row,
+// fed back with the layer's own hidden state for each further token (the
+// rows of those guesses are dropped again before Step returns).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "models/model.h"
+
+namespace anymoe {
+
+class MtpDrafter {
+ public:
+  explicit MtpDrafter(Model& model);
+
+  // The trunk's last step left hidden states (Model::last_hidden()) whose rows
+  // [0, next.size()) stand at positions [first, first + next.size()), each
+  // followed by `next[i]`. Appends them to `cache` (which must hold exactly
+  // `first` rows), then drafts up to `max_draft` tokens into `draft`.
+  Status Step(KvCache& cache, int64_t first, std::span<const int32_t> next, int64_t max_draft,
+              std::vector<int32_t>& draft);
+
+ private:
+  Model& model_;
+  std::vector<float> logits_;
+};
+
+}  // namespace anymoe
