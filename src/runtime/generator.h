@@ -27,7 +27,12 @@ struct GenerateOptions {
   // the constraint accepts, closed within max_new_tokens; generation stops
   // once the document is complete. Not owned; null: unconstrained.
   JsonConstraintState* constraint = nullptr;
+  // Added to these tokens' logits before sampling (OpenAI logit_bias).
+  std::vector<std::pair<int32_t, float>> logit_bias;
 };
+
+// Adds `bias` to `logits` (ids outside the vocabulary are ignored).
+void ApplyLogitBias(std::span<float> logits, std::span<const std::pair<int32_t, float>> bias);
 
 enum class StopReason { kMaxTokens, kStopToken, kStopString, kContextFull, kCancelled };
 std::string_view StopReasonName(StopReason r);

@@ -272,9 +272,24 @@ class Scheduler::Impl {
     RequestEvent ev;
     ev.kind = RequestEvent::Kind::kToken;
     const bool logprobs = a.request.logprobs || a.request.top_logprobs > 0;
-    // Of the model's distribution, before sampling.
+    ApplyLogitBias(logits_, a.request.options.logit_bias);
+    // Of the model's distribution (with logit_bias), before sampling.
     if (logprobs) LogProbs(a.request.top_logprobs, ev);
+    JsonConstraintState* constraint = a.request.constraint.get();
+    if (constraint != nullptr) {
+      // Tokens this step and later may still sample: the budget, or the
+      // context (a full cache still samples one last token).
+      const int64_t remaining = std::min(a.request.options.max_new_tokens - a.generated,
+                                         opt_.context - a.cache->length() + 1);
+      constraint->ApplyMask(logits_, remaining);
+    }
     const int32_t id = a.sampler.Sample(logits_, a.history);
+    if (constraint != nullptr) {
+      if (Status s = constraint->Accept(id); !s.ok()) {
+        failed_[&a] = s.message();
+        return;
+      }
+    }
     ev.token = id;
     if (logprobs) ev.logprob = float(double(raw_logit_of(id)) - log_sum_exp_);
     a.history.push_back(id);
@@ -287,6 +302,7 @@ class Scheduler::Impl {
     if (a.request.on_event) a.request.on_event(ev);
     if (stop_token) done_[&a] = StopReason::kStopToken;
     else if (a.text.stopped()) done_[&a] = StopReason::kStopString;
+    else if (constraint != nullptr && constraint->IsComplete()) done_[&a] = StopReason::kStopToken;
     else if (a.generated >= a.request.options.max_new_tokens) done_[&a] = StopReason::kMaxTokens;
     else if (a.cache->length() + 1 > opt_.context) done_[&a] = StopReason::kContextFull;
   }

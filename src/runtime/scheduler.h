@@ -57,6 +57,9 @@ struct Request {
   // top_logprobs = n > 0 also the n most likely tokens per step.
   bool logprobs = false;
   int top_logprobs = 0;
+  // Structured output (options.constraint is ignored here: the scheduler may
+  // outlive the caller's stack, so the request owns its state).
+  std::shared_ptr<JsonConstraintState> constraint;
   // Called on the scheduler thread; must not block for long.
   std::function<void(const RequestEvent&)> on_event;
 };
