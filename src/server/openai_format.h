@@ -52,6 +52,16 @@ class OpenAiFormatter {
   nlohmann::json Response(std::string_view text, std::span<const TokenLogprob> tokens,
                           std::string_view finish, const Usage& usage) const;
 
+  // Choice `index` of n: a chunk whose `delta` (chat) or `text` (completions)
+  // is `payload`, and a whole choice whose `message` or `text` it is.
+  nlohmann::json ChoiceChunk(size_t index, nlohmann::json payload,
+                             std::span<const TokenLogprob> tokens,
+                             std::optional<std::string_view> finish) const;
+  nlohmann::json RoleChunk(size_t index) const;
+  nlohmann::json Choice(size_t index, nlohmann::json payload, std::span<const TokenLogprob> tokens,
+                        std::string_view finish) const;
+  nlohmann::json Response(nlohmann::json choices, const Usage& usage) const;
+
  private:
   nlohmann::json Envelope(const char* object) const;
   nlohmann::json Logprobs(std::span<const TokenLogprob> tokens) const;
