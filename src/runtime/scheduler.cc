@@ -46,6 +46,8 @@ struct Active {
   std::vector<int32_t> history;  // prompt + generated
   int64_t prefilled = 0;
   int64_t generated = 0;
+  int64_t reused = 0;             // prompt tokens from cached blocks
+  std::vector<uint64_t> hashes;   // prefix hash of each full block published or adopted
   Clock::time_point submitted, first_token;
 };
 
@@ -199,11 +201,51 @@ class Scheduler::Impl {
       Active& a = *waiting_.front();
       if (!a.handle->cancelled()) {
         auto cache = std::make_unique<KvCache>(pool_.get(), opt_.context);
-        if (!cache->Reserve(a.budget(opt_.context)).ok()) break;  // wait for blocks
+        if (opt_.prefix_cache) AdoptCachedPrefix(a, *cache);
+        if (!cache->Reserve(a.budget(opt_.context)).ok()) {
+          a.hashes.clear();  // the cache's destructor drops the adopted blocks
+          break;             // wait for blocks
+        }
+        a.reused = cache->length();
+        a.prefilled = a.reused;
+        prefix_queries_ += a.request.prompt.size();
+        prefix_hits_ += uint64_t(a.reused);
         a.cache = std::move(cache);
       }
       running_.push_back(std::move(waiting_.front()));
       waiting_.pop_front();
+    }
+  }
+
+  // The longest run of cached blocks that starts the prompt, leaving at least
+  // one prompt token to run (its logits give the first token).
+  void AdoptCachedPrefix(Active& a, KvCache& cache) {
+    const int64_t b = pool_->block_tokens();
+    const auto& prompt = a.request.prompt;
+    const int64_t full = (int64_t(prompt.size()) - 1) / b;
+    std::vector<int32_t> blocks;
+    uint64_t hash = 0;
+    for (int64_t i = 0; i < full; ++i) {
+      const auto tokens = std::span(prompt).subspan(size_t(i * b), size_t(b));
+      hash = PrefixBlockHash(hash, tokens);
+      const int32_t block = pool_->AcquireCached(hash, tokens);
+      if (block < 0) break;
+      blocks.push_back(block);
+      a.hashes.push_back(hash);
+    }
+    cache.Adopt(blocks);
+  }
+
+  // Publishes the blocks `a` filled since the last step (prompt and
+  // generated tokens: a later turn's prompt holds this reply).
+  void PublishFullBlocks(Active& a) {
+    const int64_t b = pool_->block_tokens();
+    const int64_t full = a.cache->length() / b;
+    for (int64_t i = int64_t(a.hashes.size()); i < full; ++i) {
+      const auto tokens = std::span(a.history).subspan(size_t(i * b), size_t(b));
+      const uint64_t hash = PrefixBlockHash(a.hashes.empty() ? 0 : a.hashes.back(), tokens);
+      pool_->Publish(a.cache->block_ids()[size_t(i)], hash, tokens);
+      a.hashes.push_back(hash);
     }
   }
 
@@ -246,6 +288,7 @@ class Scheduler::Impl {
     }
     for (size_t i = 0; i < members_.size(); ++i) {
       Active& a = *members_[i];
+      if (opt_.prefix_cache) PublishFullBlocks(a);
       const bool was_prefill = a.prompt_left() > 0;
       if (was_prefill) {
         a.prefilled += int64_t(steps_[i].tokens.size());
@@ -338,7 +381,8 @@ class Scheduler::Impl {
     if (reason != StopReason::kStopString) ev.text = a->text.Flush();
     const auto now = Clock::now();
     GenerateStats& s = ev.stats;
-    s.prompt_tokens = int64_t(a->request.prompt.size());
+    s.prompt_tokens = int64_t(a->request.prompt.size()) - a->reused;
+    s.reused_tokens = a->reused;
     s.generated_tokens = a->generated;
     if (a->generated > 0) {
       s.ttft_seconds = Seconds(a->submitted, a->first_token);
@@ -365,6 +409,9 @@ class Scheduler::Impl {
     stats_.kv_blocks_used = pool_->used_blocks();
     stats_.prompt_tokens = prompt_tokens_;
     stats_.generated_tokens = generated_tokens_;
+    stats_.prefix_cache_queries = prefix_queries_;
+    stats_.prefix_cache_hits = prefix_hits_;
+    stats_.prefix_cache_blocks = pool_->cached_blocks();
     if (!stepped) return;
     ++stats_.steps;
     if (model_.config().is_moe()) routing_ = model_.routing_stats();
@@ -395,6 +442,7 @@ class Scheduler::Impl {
   std::vector<int32_t> order_;
   double log_sum_exp_ = 0;
   uint64_t prompt_tokens_ = 0, generated_tokens_ = 0;
+  uint64_t prefix_queries_ = 0, prefix_hits_ = 0;
 };
 
 Expected<std::unique_ptr<Scheduler>> Scheduler::Create(Engine& engine,

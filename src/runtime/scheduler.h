@@ -30,6 +30,12 @@ struct SchedulerOptions {
   // and before the next forward pass: the server waits there, briefly, for its
   // HTTP threads to write those events (see OpenAiServer::AwaitResponseWrites).
   std::function<void()> between_steps = nullptr;
+  // Share the KV blocks of identical token prefixes across requests: full
+  // blocks are published under the hash of the tokens up to their end; a new
+  // request starts from the longest run of cached blocks of its prompt and
+  // prefills only the rest. Freed cached blocks are evicted LRU when the pool
+  // needs them.
+  bool prefix_cache = true;
 };
 // A request is admitted only when the KV pool can hold its prompt and all the
 // tokens it may generate (up to the context), so a running request never runs
@@ -83,6 +89,9 @@ struct SchedulerStats {
   int64_t kv_blocks_total = 0;
   int64_t kv_blocks_used = 0;
   uint64_t steps = 0;
+  uint64_t prefix_cache_queries = 0;  // prompt tokens of admitted requests
+  uint64_t prefix_cache_hits = 0;     // of those, served from cached blocks
+  int64_t prefix_cache_blocks = 0;    // blocks holding published content
 };
 
 class Scheduler {

@@ -68,6 +68,7 @@ struct Choice {
   std::optional<ChatOutput> chat;    // chat: reasoning, content and tool calls
   size_t tokens_sent = 0;            // streaming: logprob entries sent
   bool echo_sent = false;            // streaming completions with echo
+  int64_t cached_tokens = 0;         // prompt tokens from the prefix cache
 };
 
 // One request from submission to the last byte of its response; shared by the
@@ -115,6 +116,7 @@ struct Generation {
         c.text += ev.text;  // text held back until the end (a possible stop-string prefix)
         c.ended = true;
         c.reason = ev.reason;
+        c.cached_tokens = ev.stats.reused_tokens;
         break;
       case RequestEvent::Kind::kError:
         c.ended = true;
@@ -134,6 +136,7 @@ struct Generation {
   Usage usage() const {
     Usage u{prompt_tokens, 0};
     for (const Choice& c : choices) u.completion_tokens += c.generated;
+    u.cached_tokens = choices[0].cached_tokens;
     return u;
   }
   const Choice* failed() const {

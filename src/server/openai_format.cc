@@ -21,9 +21,11 @@ std::string_view FinishReason(StopReason reason) {
 }
 
 json UsageJson(const Usage& u) {
-  return {{"prompt_tokens", u.prompt_tokens},
-          {"completion_tokens", u.completion_tokens},
-          {"total_tokens", u.prompt_tokens + u.completion_tokens}};
+  json j = {{"prompt_tokens", u.prompt_tokens},
+            {"completion_tokens", u.completion_tokens},
+            {"total_tokens", u.prompt_tokens + u.completion_tokens}};
+  if (u.cached_tokens > 0) j["prompt_tokens_details"] = {{"cached_tokens", u.cached_tokens}};
+  return j;
 }
 
 OpenAiFormatter::OpenAiFormatter(const Tokenizer& tokenizer, std::string id, int64_t created,

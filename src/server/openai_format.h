@@ -30,6 +30,9 @@ struct TokenLogprob {
 struct Usage {
   int64_t prompt_tokens = 0;
   int64_t completion_tokens = 0;
+  // Prompt tokens served from the prefix cache (OpenAI's
+  // prompt_tokens_details.cached_tokens, sent when > 0).
+  int64_t cached_tokens = 0;
 };
 
 // "stop" (stop token or string) or "length" (max_tokens or the context).

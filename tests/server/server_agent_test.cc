@@ -5,7 +5,6 @@
 // (tool_choice required / named, on the random-weight GLM-5 golden), whole
 // and streamed; reasoning_content apart from content; response_format;
 // n > 1, echo and logit_bias.
-#include <filesystem>
 #include <fstream>
 #include <set>
 
@@ -15,30 +14,6 @@ namespace anymoe::testing {
 namespace {
 
 using nlohmann::json;
-namespace fs = std::filesystem;
-
-// The tiny GLM-5 golden (tests/golden/moe/glm_moe_dsa) served with the real
-// GLM-5.2 template (chat_template.jinja takes precedence) and a context long
-// enough for tool prompts (its config says 128; RoPE is computed for any
-// position, and the weights are random anyway).
-std::string Glm5Folder() {
-  static const std::string dir = [] {
-    const fs::path src = GoldenPath("moe/glm_moe_dsa");
-    const fs::path out = fs::path(::testing::TempDir()) / "anymoe_glm5_chat";
-    fs::remove_all(out);
-    fs::create_directories(out);
-    for (const char* f : {"model.safetensors", "tokenizer.json", "tokenizer_config.json",
-                          "generation_config.json"}) {
-      fs::create_symlink(fs::absolute(src / f), out / f);
-    }
-    json config = json::parse(std::ifstream(src / "config.json"));
-    config["max_position_embeddings"] = 4096;
-    std::ofstream(out / "config.json") << config.dump();
-    fs::copy_file(GoldenPath("chat/templates/glm-5.2.jinja"), out / "chat_template.jinja");
-    return out.string();
-  }();
-  return dir;
-}
 
 json Weather() {
   return json::parse(R"({"type": "function", "function": {"name": "get_weather",
