@@ -31,11 +31,13 @@ std::optional<ApiError> ReadString(const ojson& object, const char* key, const s
   return std::nullopt;
 }
 
-// content: a string, text parts (joined), or null (kept null).
+// content: a string, text parts (joined), or null / absent, which becomes ""
+// as in vLLM: OpenAI clients send null beside tool_calls, and templates that
+// concatenate message['content'] would fail on a missing key.
 std::optional<ApiError> ReadContent(const ojson& message, const std::string& name, ojson* out) {
   const ojson* v = Field(message, "content");
   if (v == nullptr) {
-    *out = nullptr;
+    *out = "";
     return std::nullopt;
   }
   if (v->is_string()) {

@@ -24,7 +24,7 @@ enum class ResponseFormat { kText, kJsonObject, kJsonSchema };
 
 struct ChatParams {
   // OpenAI messages as the template sees them: content as a string (text
-  // parts joined), tool_calls with `function.arguments` as an object (what
+  // parts joined; null or absent: "", as vLLM passes it), tool_calls with `function.arguments` as an object (what
   // GLM / Qwen / Llama templates iterate; vLLM does the same), None-valued
   // keys dropped by the renderer.
   nlohmann::ordered_json messages = nlohmann::ordered_json::array();

@@ -469,3 +469,69 @@ TEST_F(ServerAgent, SeveralChoicesEchoAndLogitBias) {
 
 }  // namespace
 }  // namespace anymoe::testing
+
+namespace anymoe::testing {
+namespace {
+
+// SmolLM2 (the default model; skipped when absent): a real vocabulary of 49k
+// tokens. A forced tool call and a json_schema reply parse and validate; the
+// tool round trip (call, result, answer) renders with its own template.
+TEST_F(ServerAgent, SmolLm2ForcedCallsAndSchemas) {
+  const std::string path = std::string(ANYMOE_MODELS_DIR) + "/SmolLM2-135M-Instruct.Q4_1.gguf";
+  if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " not present (make model)";
+  SchedulerOptions sched;
+  sched.context = 2048;
+  StartServer({}, sched, true, path);
+  json req = {{"messages", {{{"role", "user"}, {"content", "What is the weather in Paris?"}}}},
+              {"tools", {Weather(), Time()}},
+              {"tool_choice", "required"},
+              {"parallel_tool_calls", false},
+              {"max_tokens", 60},
+              {"temperature", 0}};
+  auto res = PostJson("/v1/chat/completions", req);
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200) << res->body;
+  const json m = ParseBody(res)["choices"][0]["message"];
+  ASSERT_EQ(m["tool_calls"].size(), 1u) << m.dump();
+  const json args = json::parse(m["tool_calls"][0]["function"]["arguments"].get<std::string>());
+  EXPECT_TRUE(args.is_object());
+  const Reassembled s = FromStream(Stream("/v1/chat/completions", req));
+  EXPECT_EQ(WithoutIds(s.calls), WithoutIds(m["tool_calls"]));
+
+  // The result goes back; the next reply is plain text.
+  json round = {{"messages",
+                 {{{"role", "user"}, {"content", "What is the weather in Paris?"}},
+                  {{"role", "assistant"}, {"content", nullptr}, {"tool_calls", m["tool_calls"]}},
+                  {{"role", "tool"},
+                   {"tool_call_id", m["tool_calls"][0]["id"]},
+                   {"content", "{\"temp\": 21}"}}}},
+                {"tools", {Weather(), Time()}},
+                {"max_tokens", 12},
+                {"temperature", 0}};
+  auto next = PostJson("/v1/chat/completions", round);
+  ASSERT_TRUE(next);
+  ASSERT_EQ(next->status, 200) << next->body;
+  EXPECT_TRUE(ParseBody(next)["choices"][0]["message"]["content"].is_string());
+
+  const json schema = json::parse(R"({"type": "object", "properties": {
+      "city": {"type": "string", "maxLength": 20}, "celsius": {"type": "number"},
+      "sunny": {"type": "boolean"}}, "required": ["city", "celsius", "sunny"],
+      "additionalProperties": false})");
+  auto js = PostJson("/v1/chat/completions",
+                     {{"messages", {{{"role", "user"}, {"content", "Weather in Paris as JSON"}}}},
+                      {"response_format",
+                       {{"type", "json_schema"}, {"json_schema", {{"name", "w"}, {"schema", schema}}}}},
+                      {"max_tokens", 60},
+                      {"temperature", 0}});
+  ASSERT_TRUE(js);
+  ASSERT_EQ(js->status, 200) << js->body;
+  const json doc =
+      json::parse(ParseBody(js)["choices"][0]["message"]["content"].get<std::string>());
+  EXPECT_TRUE(doc["city"].is_string());
+  EXPECT_TRUE(doc["celsius"].is_number());
+  EXPECT_TRUE(doc["sunny"].is_boolean());
+  EXPECT_EQ(doc.size(), 3u);
+}
+
+}  // namespace
+}  // namespace anymoe::testing
