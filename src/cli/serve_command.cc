@@ -36,6 +36,7 @@ struct ServeFlags {
   std::string api_key_file;
   bool insecure_no_auth = false;
   bool no_request_log = false;
+  bool no_prefix_cache = false;
   int debug_token_delay_ms = 0;
   double request_timeout = 10;
 };
@@ -179,6 +180,7 @@ int Serve(ServeFlags& f) {
   sched.max_queue = f.queue;
   sched.context = engine->context();
   sched.kv_cache_tokens = f.kv_tokens;
+  sched.prefix_cache = !f.no_prefix_cache;
   sched.between_steps = [&server] { server.AwaitResponseWrites(); };
   sched.spec = f.spec;
   if (sched.spec.kind != SpecKind::kNone && engine->model().routing_stats().cache.enabled) {
@@ -249,6 +251,8 @@ CommandFn RegisterServe(CLI::App& cmd) {
                  "seconds from a request's first byte to the end of its body (408 past it)")
       ->check(FiniteNumber(0.1, 3600.0));
   cmd.add_flag("--no-request-log", f->no_request_log, "do not log one line per request");
+  cmd.add_flag("--no-prefix-cache", f->no_prefix_cache,
+               "do not share the KV blocks of identical prompt prefixes across requests");
   cmd.add_option("--debug-token-delay-ms", f->debug_token_delay_ms,
                  "testing: sleep after every token on the scheduler thread")
       ->check(CLI::Range(0, 10000))

@@ -1,5 +1,7 @@
 #include "models/kv_cache.h"
 
+#include <algorithm>
+
 namespace anymoe {
 
 Status CheckKvType(const Backend& backend, DType kv_type) {
@@ -45,25 +47,83 @@ Expected<std::unique_ptr<KvPool>> KvPool::Create(Backend& backend, int64_t num_b
     l.index_keys = carve(DType::kF32, {rows, s.index_dim});
     p->layers_.push_back(l);
   }
-  p->block_used_.assign(size_t(num_blocks), false);
+  p->refs_.assign(size_t(num_blocks), 0);
+  p->cached_.resize(size_t(num_blocks));
   for (int64_t b = num_blocks - 1; b >= 0; --b) p->free_.push_back(int32_t(b));
   return p;
 }
 
 int32_t KvPool::TakeBlock() {
-  if (free_.empty()) return -1;
-  const int32_t b = free_.back();
-  free_.pop_back();
-  block_used_[size_t(b)] = true;
+  int32_t b = -1;
+  if (!free_.empty()) {
+    b = free_.back();
+    free_.pop_back();
+  } else if (!lru_.empty()) {
+    b = lru_.front();  // evict the least recently freed cached block
+    Unpublish(b);
+  } else {
+    return -1;
+  }
+  refs_[size_t(b)] = 1;
   ++used_;
   return b;
 }
 
 void KvPool::ReturnBlock(int32_t block) {
-  CHECK(block >= 0 && block < num_blocks() && block_used_[size_t(block)]);
-  block_used_[size_t(block)] = false;
-  free_.push_back(block);
+  CHECK(block >= 0 && block < num_blocks() && refs_[size_t(block)] > 0);
+  if (--refs_[size_t(block)] > 0) return;
   --used_;
+  Cached& c = cached_[size_t(block)];
+  if (c.published) {
+    c.lru = lru_.insert(lru_.end(), block);
+  } else {
+    free_.push_back(block);
+  }
+}
+
+void KvPool::Unpublish(int32_t block) {
+  Cached& c = cached_[size_t(block)];
+  if (!c.published) return;
+  lru_.erase(c.lru);
+  by_hash_.erase(c.hash);
+  c.published = false;
+  c.tokens.clear();
+}
+
+void KvPool::Publish(int32_t block, uint64_t hash, std::span<const int32_t> tokens) {
+  CHECK(block >= 0 && block < num_blocks() && refs_[size_t(block)] > 0);
+  Cached& c = cached_[size_t(block)];
+  if (c.published || by_hash_.count(hash) != 0) return;  // the first copy serves
+  c.published = true;
+  c.hash = hash;
+  c.tokens.assign(tokens.begin(), tokens.end());
+  by_hash_.emplace(hash, block);
+}
+
+int32_t KvPool::AcquireCached(uint64_t hash, std::span<const int32_t> tokens) {
+  auto it = by_hash_.find(hash);
+  if (it == by_hash_.end()) return -1;
+  const int32_t b = it->second;
+  Cached& c = cached_[size_t(b)];
+  if (!std::equal(tokens.begin(), tokens.end(), c.tokens.begin(), c.tokens.end())) return -1;
+  if (refs_[size_t(b)]++ == 0) {
+    lru_.erase(c.lru);
+    ++used_;
+  }
+  return b;
+}
+
+uint64_t PrefixBlockHash(uint64_t previous, std::span<const int32_t> block) {
+  // splitmix64 steps over the previous hash and each token.
+  auto mix = [](uint64_t x) {
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+  };
+  uint64_t h = mix(previous ^ 0x5bd1e9955bd1e995ull);
+  for (int32_t t : block) h = mix(h ^ uint64_t(uint32_t(t)));
+  return h;
 }
 
 KvCache::KvCache(KvPool* pool, int64_t capacity, std::unique_ptr<KvPool> own_pool)
@@ -94,6 +154,16 @@ Status KvCache::Reserve(int64_t tokens) {
     for (int64_t r = 0; r < b; ++r) rows_.push_back(int32_t(block * b + r));
   }
   return Status::Ok();
+}
+
+void KvCache::Adopt(std::span<const int32_t> blocks) {
+  CHECK(blocks_.empty());
+  const int64_t b = pool_->block_tokens();
+  for (int32_t block : blocks) {
+    blocks_.push_back(block);
+    for (int64_t r = 0; r < b; ++r) rows_.push_back(int32_t(block * b + r));
+  }
+  length_ = int64_t(blocks.size()) * b;
 }
 
 void KvCache::Release() {

@@ -8,7 +8,10 @@
 #pragma once
 
 #include <cstdint>
+#include <list>
 #include <memory>
+#include <span>
+#include <unordered_map>
 #include <vector>
 
 #include "backends/backend.h"
@@ -52,24 +55,56 @@ class KvPool {
   const Layer& layer(int64_t i) const { return layers_[size_t(i)]; }
 
   int64_t block_tokens() const { return block_tokens_; }
-  int64_t num_blocks() const { return int64_t(block_used_.size()); }
+  int64_t num_blocks() const { return int64_t(refs_.size()); }
   int64_t used_blocks() const { return used_; }
   uint64_t bytes_per_token() const { return bytes_per_token_; }
 
-  // A free block's index, or -1 when all are in use.
+  // A free block's index, or -1 when all are in use. A free block may be a
+  // cached one (below): the least recently released of those is evicted
+  // only when no block free of content is left.
   int32_t TakeBlock();
+  // Drops one reference; at none the block is free (kept as cached content
+  // when it was published).
   void ReturnBlock(int32_t block);
+
+  // Prefix caching: a full block's keys and values are a function of the
+  // tokens up to its end, so a block published under the hash of that prefix
+  // (PrefixBlockHash) can serve any sequence starting with the same tokens.
+  // Cached blocks stay readable while referenced and, when free, until they
+  // are evicted (LRU). `tokens`: the block's own tokens, compared on lookup so
+  // a hash collision cannot hand out wrong content.
+  void Publish(int32_t block, uint64_t hash, std::span<const int32_t> tokens);
+  // The block published under `hash` with these tokens, with a reference
+  // taken; -1 when none.
+  int32_t AcquireCached(uint64_t hash, std::span<const int32_t> tokens);
+  int64_t cached_blocks() const { return int64_t(by_hash_.size()); }
 
  private:
   KvPool() = default;
+  void Unpublish(int32_t block);
+
   std::unique_ptr<Buffer> buffer_;
   std::vector<Layer> layers_;
   int64_t block_tokens_ = 0;
-  std::vector<int32_t> free_;  // stack of free blocks
-  std::vector<bool> block_used_;
-  int64_t used_ = 0;
+  std::vector<int32_t> free_;  // stack of free blocks without cached content
+  std::vector<int32_t> refs_;  // references per block
+  int64_t used_ = 0;           // blocks with references
   uint64_t bytes_per_token_ = 0;
+  // Published blocks: hash -> block, and per block its hash and tokens.
+  std::unordered_map<uint64_t, int32_t> by_hash_;
+  struct Cached {
+    bool published = false;
+    uint64_t hash = 0;
+    std::vector<int32_t> tokens;
+    std::list<int32_t>::iterator lru;  // valid while free and published
+  };
+  std::vector<Cached> cached_;
+  std::list<int32_t> lru_;  // free published blocks, least recently freed first
 };
+
+// The hash of a token prefix ending with `block` (the block's tokens), given
+// the hash of the prefix before it (0 for the first block).
+uint64_t PrefixBlockHash(uint64_t previous, std::span<const int32_t> block);
 
 class KvCache {
  public:
@@ -91,6 +126,12 @@ class KvCache {
   Status Reserve(int64_t tokens);
   // Returns every block to the pool and empties the sequence.
   void Release();
+  // Starts an empty sequence with `blocks` (references already taken, e.g.
+  // by KvPool::AcquireCached) as its first positions; its length becomes
+  // their tokens. They must never be written: a sequence only writes past
+  // its length, and shared blocks are full.
+  void Adopt(std::span<const int32_t> blocks);
+  std::span<const int32_t> block_ids() const { return blocks_; }
 
   int64_t capacity() const { return capacity_; }
   int64_t length() const { return length_; }

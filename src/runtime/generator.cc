@@ -29,6 +29,12 @@ std::string_view StopReasonName(StopReason r) {
   return "?";
 }
 
+void ApplyLogitBias(std::span<float> logits, std::span<const std::pair<int32_t, float>> bias) {
+  for (const auto& [id, b] : bias) {
+    if (id >= 0 && size_t(id) < logits.size()) logits[size_t(id)] += b;
+  }
+}
+
 std::string GenerateStats::Line() const {
   char buf[256];
   std::snprintf(buf, sizeof(buf),
@@ -159,6 +165,7 @@ Expected<GenerateResult> Generator::Generate(Sequence& seq, std::span<const int3
     if (options.record_logits) {
       result.logits.insert(result.logits.end(), step_logits_.begin(), step_logits_.end());
     }
+    ApplyLogitBias(step_logits_, options.logit_bias);
     if (options.constraint != nullptr) {
       // Tokens this step and later may still sample: the budget, or the context
       // (a full cache still samples one last token). seq.tokens, not the

@@ -33,7 +33,12 @@ struct GenerateOptions {
   // Drafted tokens verified several per forward step (runtime/speculative.h);
   // the tokens are those of plain decoding (bitwise, greedy or seeded).
   SpeculativeOptions spec;
+  // Added to these tokens' logits before sampling (OpenAI logit_bias).
+  std::vector<std::pair<int32_t, float>> logit_bias;
 };
+
+// Adds `bias` to `logits` (ids outside the vocabulary are ignored).
+void ApplyLogitBias(std::span<float> logits, std::span<const std::pair<int32_t, float>> bias);
 
 enum class StopReason { kMaxTokens, kStopToken, kStopString, kContextFull, kCancelled };
 std::string_view StopReasonName(StopReason r);

@@ -54,6 +54,8 @@ struct Active {
   int64_t drafted = 0, accepted = 0;
   int64_t prefilled = 0;
   int64_t generated = 0;
+  int64_t reused = 0;             // prompt tokens from cached blocks
+  std::vector<uint64_t> hashes;   // prefix hash of each full block published or adopted
   Clock::time_point submitted, first_token;
 };
 
@@ -211,11 +213,51 @@ class Scheduler::Impl {
       Active& a = *waiting_.front();
       if (!a.handle->cancelled()) {
         auto cache = std::make_unique<KvCache>(pool_.get(), opt_.context);
-        if (!cache->Reserve(a.budget(opt_.context)).ok()) break;  // wait for blocks
+        if (opt_.prefix_cache) AdoptCachedPrefix(a, *cache);
+        if (!cache->Reserve(a.budget(opt_.context)).ok()) {
+          a.hashes.clear();  // the cache's destructor drops the adopted blocks
+          break;             // wait for blocks
+        }
+        a.reused = cache->length();
+        a.prefilled = a.reused;
+        prefix_queries_ += a.request.prompt.size();
+        prefix_hits_ += uint64_t(a.reused);
         a.cache = std::move(cache);
       }
       running_.push_back(std::move(waiting_.front()));
       waiting_.pop_front();
+    }
+  }
+
+  // The longest run of cached blocks that starts the prompt, leaving at least
+  // one prompt token to run (its logits give the first token).
+  void AdoptCachedPrefix(Active& a, KvCache& cache) {
+    const int64_t b = pool_->block_tokens();
+    const auto& prompt = a.request.prompt;
+    const int64_t full = (int64_t(prompt.size()) - 1) / b;
+    std::vector<int32_t> blocks;
+    uint64_t hash = 0;
+    for (int64_t i = 0; i < full; ++i) {
+      const auto tokens = std::span(prompt).subspan(size_t(i * b), size_t(b));
+      hash = PrefixBlockHash(hash, tokens);
+      const int32_t block = pool_->AcquireCached(hash, tokens);
+      if (block < 0) break;
+      blocks.push_back(block);
+      a.hashes.push_back(hash);
+    }
+    cache.Adopt(blocks);
+  }
+
+  // Publishes the blocks `a` filled since the last step (prompt and
+  // generated tokens: a later turn's prompt holds this reply).
+  void PublishFullBlocks(Active& a) {
+    const int64_t b = pool_->block_tokens();
+    const int64_t full = a.cache->length() / b;
+    for (int64_t i = int64_t(a.hashes.size()); i < full; ++i) {
+      const auto tokens = std::span(a.history).subspan(size_t(i * b), size_t(b));
+      const uint64_t hash = PrefixBlockHash(a.hashes.empty() ? 0 : a.hashes.back(), tokens);
+      pool_->Publish(a.cache->block_ids()[size_t(i)], hash, tokens);
+      a.hashes.push_back(hash);
     }
   }
 
@@ -298,6 +340,11 @@ class Scheduler::Impl {
         a.governor.Record(int64_t(a.draft.size()), accepted);
       }
     }
+    // Published only now, after the rejected drafts' rows were dropped: a
+    // shared block holds committed tokens only.
+    if (opt_.prefix_cache) {
+      for (Active* a : members_) PublishFullBlocks(*a);
+    }
     for (auto& a : running_) {
       if (a && failed_.count(a.get())) Fail(a, failed_[a.get()]);
       if (a && done_.count(a.get())) Finish(a, done_[a.get()]);
@@ -330,10 +377,28 @@ class Scheduler::Impl {
     RequestEvent ev;
     ev.kind = RequestEvent::Kind::kToken;
     const bool logprobs = a.request.logprobs || a.request.top_logprobs > 0;
-    // Of the model's distribution, before sampling.
+    ApplyLogitBias(logits_, a.request.options.logit_bias);
+    // Of the model's distribution (with logit_bias), before sampling.
     if (logprobs) LogProbs(a.request.top_logprobs, ev);
+    JsonConstraintState* constraint = a.request.constraint.get();
+    if (constraint != nullptr) {
+      // Tokens this step and later may still sample: the budget, or the
+      // context (a full cache still samples one last token). history holds
+      // the committed tokens; the cache's length also counts drafts.
+      const int64_t remaining = std::min(a.request.options.max_new_tokens - a.generated,
+                                         opt_.context - int64_t(a.history.size()) + 1);
+      constraint->ApplyMask(logits_, remaining);
+    }
+    // A draft is judged against the distribution the constraint leaves, so an
+    // accepted draft is a token the constraint allows.
     const DraftVerdict verdict = VerifyDraftRow(a.sampler, logits_, a.history, draft);
     const int32_t id = verdict.token;
+    if (constraint != nullptr) {
+      if (Status s = constraint->Accept(id); !s.ok()) {
+        failed_[&a] = s.message();
+        return false;
+      }
+    }
     ev.token = id;
     if (logprobs) ev.logprob = float(double(raw_logit_of(id)) - log_sum_exp_);
     a.history.push_back(id);
@@ -346,6 +411,7 @@ class Scheduler::Impl {
     if (a.request.on_event) a.request.on_event(ev);
     if (stop_token) done_[&a] = StopReason::kStopToken;
     else if (a.text.stopped()) done_[&a] = StopReason::kStopString;
+    else if (constraint != nullptr && constraint->IsComplete()) done_[&a] = StopReason::kStopToken;
     else if (a.generated >= a.request.options.max_new_tokens) done_[&a] = StopReason::kMaxTokens;
     // The tokens in the cache once this one is fed (the cache's own length
     // counts drafts still being verified).
@@ -384,7 +450,8 @@ class Scheduler::Impl {
     if (reason != StopReason::kStopString) ev.text = a->text.Flush();
     const auto now = Clock::now();
     GenerateStats& s = ev.stats;
-    s.prompt_tokens = int64_t(a->request.prompt.size());
+    s.prompt_tokens = int64_t(a->request.prompt.size()) - a->reused;
+    s.reused_tokens = a->reused;
     s.generated_tokens = a->generated;
     if (a->generated > 0) {
       s.ttft_seconds = Seconds(a->submitted, a->first_token);
@@ -415,6 +482,9 @@ class Scheduler::Impl {
     stats_.generated_tokens = generated_tokens_;
     stats_.drafted_tokens = drafted_tokens_;
     stats_.accepted_tokens = accepted_tokens_;
+    stats_.prefix_cache_queries = prefix_queries_;
+    stats_.prefix_cache_hits = prefix_hits_;
+    stats_.prefix_cache_blocks = pool_->cached_blocks();
     if (!stepped) return;
     ++stats_.steps;
     if (model_.config().is_moe()) routing_ = model_.routing_stats();
@@ -446,6 +516,7 @@ class Scheduler::Impl {
   double log_sum_exp_ = 0;
   uint64_t prompt_tokens_ = 0, generated_tokens_ = 0;
   uint64_t drafted_tokens_ = 0, accepted_tokens_ = 0;
+  uint64_t prefix_queries_ = 0, prefix_hits_ = 0;
 };
 
 Expected<std::unique_ptr<Scheduler>> Scheduler::Create(Engine& engine,

@@ -35,6 +35,12 @@ struct SchedulerOptions {
   // sequence drafts on its own,
   // its drafts rows of the shared step, with its own DraftGovernor.
   SpeculativeOptions spec;
+  // Share the KV blocks of identical token prefixes across requests: full
+  // blocks are published under the hash of the tokens up to their end; a new
+  // request starts from the longest run of cached blocks of its prompt and
+  // prefills only the rest. Freed cached blocks are evicted LRU when the pool
+  // needs them.
+  bool prefix_cache = true;
 };
 // A request is admitted only when the KV pool can hold its prompt and all the
 // tokens it may generate (up to the context), so a running request never runs
@@ -62,6 +68,9 @@ struct Request {
   // top_logprobs = n > 0 also the n most likely tokens per step.
   bool logprobs = false;
   int top_logprobs = 0;
+  // Structured output (options.constraint is ignored here: the scheduler may
+  // outlive the caller's stack, so the request owns its state).
+  std::shared_ptr<JsonConstraintState> constraint;
   // Called on the scheduler thread; must not block for long.
   std::function<void(const RequestEvent&)> on_event;
 };
@@ -87,6 +96,9 @@ struct SchedulerStats {
   uint64_t steps = 0;
   uint64_t drafted_tokens = 0;   // speculative drafts verified since start
   uint64_t accepted_tokens = 0;  // of which the model agreed with
+  uint64_t prefix_cache_queries = 0;  // prompt tokens of admitted requests
+  uint64_t prefix_cache_hits = 0;     // of those, served from cached blocks
+  int64_t prefix_cache_blocks = 0;    // blocks holding published content
 };
 
 class Scheduler {

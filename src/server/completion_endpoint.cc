@@ -11,6 +11,7 @@
 #include "runtime/engine.h"
 #include "runtime/logit_guard.h"
 #include "server/api_error.h"
+#include "server/chat_output.h"
 #include "server/completion_service.h"
 #include "server/event_channel.h"
 #include "server/openai_format.h"
@@ -55,75 +56,113 @@ ApiError SubmitError(const Status& status, bool chat) {
   return e;
 }
 
+// One of the request's n sequences.
+struct Choice {
+  std::shared_ptr<RequestHandle> handle;
+  std::string text;                  // all generated text
+  std::vector<TokenLogprob> tokens;  // when logprobs
+  int64_t generated = 0;
+  bool ended = false;
+  StopReason reason = StopReason::kMaxTokens;
+  std::string error;                 // kError
+  std::optional<ChatOutput> chat;    // chat: reasoning, content and tool calls
+  size_t tokens_sent = 0;            // streaming: logprob entries sent
+  bool echo_sent = false;            // streaming completions with echo
+  int64_t cached_tokens = 0;         // prompt tokens from the prefix cache
+};
+
 // One request from submission to the last byte of its response; shared by the
 // handler, the content provider and its releaser (which may run after the
 // handler returned).
 struct Generation {
   Generation(const Tokenizer& tokenizer, std::string id, std::string model, bool chat,
-             bool logprobs, bool usage_in_stream, RequestTracker& unwritten)
+             bool logprobs, bool usage_in_stream, RequestTracker& unwritten, size_t n)
       : formatter(tokenizer, std::move(id), int64_t(std::time(nullptr)), std::move(model), chat,
                   logprobs, usage_in_stream),
-        channel(std::make_shared<EventChannel>(&unwritten)) {}
+        channel(std::make_shared<EventChannel>(&unwritten, n)),
+        choices(n) {}
 
   OpenAiFormatter formatter;
   CompletionRequest params;
   std::shared_ptr<EventChannel> channel;
-  std::shared_ptr<RequestHandle> handle;
+  std::vector<Choice> choices;
+  std::string echo;  // completions with echo: the prompt's text
   Clock::time_point start = Clock::now();
   int64_t prompt_tokens = 0;
-
-  std::string text;                  // all generated text
-  std::vector<TokenLogprob> tokens;  // when logprobs
-  int64_t generated = 0;
   std::optional<Clock::time_point> first_token_at, end_at;
-  bool ended = false;
-  StopReason reason = StopReason::kMaxTokens;
-  std::string error;  // kError
-
-  // Streaming: role chunk sent, logprob entries not yet sent, last write.
+  bool ended = false;  // every choice ended
   bool role_sent = false;
-  size_t tokens_sent = 0;
   Clock::time_point last_write = Clock::now();
   bool recorded = false;  // metrics taken
   bool client_gone = false;
 
   void Consume(const TimedEvent& te) {
     const RequestEvent& ev = te.event;
+    Choice& c = choices[te.choice];
     switch (ev.kind) {
       case RequestEvent::Kind::kToken:
         if (!first_token_at) first_token_at = te.at;
-        ++generated;
+        ++c.generated;
         if (params.logprobs) {
-          TokenLogprob t{ev.token, ev.logprob, {}, text.size()};
+          TokenLogprob t{ev.token, ev.logprob, {}, echo.size() + c.text.size()};
           t.top.assign(ev.top_logprobs.begin(),
                        ev.top_logprobs.begin() +
                            std::min<size_t>(ev.top_logprobs.size(), size_t(params.top_logprobs)));
-          tokens.push_back(std::move(t));
+          c.tokens.push_back(std::move(t));
         }
-        text += ev.text;
+        c.text += ev.text;
         break;
       case RequestEvent::Kind::kDone:
-        text += ev.text;  // text held back until the end (a possible stop-string prefix)
-        ended = true;
-        end_at = te.at;
-        reason = ev.reason;
+        c.text += ev.text;  // text held back until the end (a possible stop-string prefix)
+        c.ended = true;
+        c.reason = ev.reason;
+        c.cached_tokens = ev.stats.reused_tokens;
         break;
       case RequestEvent::Kind::kError:
-        ended = true;
-        end_at = te.at;
-        error = ev.error.empty() ? "generation failed" : ev.error;
+        c.ended = true;
+        c.error = ev.error.empty() ? "generation failed" : ev.error;
         break;
+    }
+    if (c.ended) {
+      ended = std::all_of(choices.begin(), choices.end(), [](const Choice& x) { return x.ended; });
+      // One failed sequence fails the request: the others stop now.
+      if (!c.error.empty()) {
+        for (Choice& x : choices) x.handle->Cancel();
+      }
+      if (ended) end_at = te.at;
     }
   }
 
-  Usage usage() const { return {prompt_tokens, generated}; }
+  Usage usage() const {
+    Usage u{prompt_tokens, 0};
+    for (const Choice& c : choices) u.completion_tokens += c.generated;
+    u.cached_tokens = choices[0].cached_tokens;
+    return u;
+  }
+  const Choice* failed() const {
+    for (const Choice& c : choices) {
+      if (!c.error.empty()) return &c;
+    }
+    return nullptr;
+  }
   // A cancel we did not ask for: the service is shutting down.
   bool cancelled_by_server() const {
-    return ended && error.empty() && reason == StopReason::kCancelled && !client_gone;
+    return ended && failed() == nullptr && !client_gone &&
+           std::any_of(choices.begin(), choices.end(),
+                       [](const Choice& c) { return c.reason == StopReason::kCancelled; });
+  }
+  bool failed_or_cancelled() const { return failed() != nullptr || cancelled_by_server(); }
+  // finish_reason of a choice: tool_calls when it stopped with calls.
+  std::string_view finish(const Choice& c) const {
+    if (c.chat && !c.chat->calls().empty() && c.reason != StopReason::kMaxTokens &&
+        c.reason != StopReason::kContextFull) {
+      return "tool_calls";
+    }
+    return FinishReason(c.reason);
   }
   std::string_view finish_label() const {
-    if (!error.empty()) return "error";
-    return FinishReason(reason);
+    if (failed() != nullptr) return "error";
+    return FinishReason(choices[0].reason);
   }
 };
 
@@ -134,8 +173,8 @@ ApiError GenerationError(const Generation& g) {
   ApiError e;
   e.status = 500;
   e.type = "server_error";
-  e.message = g.error;
-  if (g.error.starts_with(kNumericalErrorPrefix)) e.code = "numerical_error";
+  e.message = g.failed() != nullptr ? g.failed()->error : "generation failed";
+  if (e.message.starts_with(kNumericalErrorPrefix)) e.code = "numerical_error";
   return e;
 }
 
@@ -144,7 +183,7 @@ void Record(Generation& g, ServerMetrics& metrics) {
   g.recorded = true;
   RequestRecord r;
   r.prompt_tokens = g.prompt_tokens;
-  r.generated_tokens = g.generated;
+  r.generated_tokens = g.usage().completion_tokens;
   const Clock::time_point end = g.end_at.value_or(Clock::now());
   r.e2e_seconds = std::chrono::duration<double>(end - g.start).count();
   if (g.first_token_at) {
@@ -157,53 +196,81 @@ void Record(Generation& g, ServerMetrics& metrics) {
 // The SSE bytes for `te` (possibly none).
 std::string StreamEvent(Generation& g, const TimedEvent& te) {
   g.Consume(te);
-  std::string out;
   const RequestEvent& ev = te.event;
-  if (ev.kind == RequestEvent::Kind::kToken) {
-    if (ev.text.empty()) return out;  // its logprobs ride with the next piece of text
-    const std::span<const TokenLogprob> pending(g.tokens.data() + g.tokens_sent,
-                                                g.tokens.size() - g.tokens_sent);
-    out = SseData(g.formatter.Chunk(ev.text, pending, std::nullopt));
-    g.tokens_sent = g.tokens.size();
-    return out;
-  }
-  if (!g.error.empty() || g.cancelled_by_server()) {
-    out = SseData(ApiErrorValue(GenerationError(g)));
+  Choice& c = g.choices[te.choice];
+  if (ev.kind == RequestEvent::Kind::kError) return "";  // the request's end reports it
+  std::optional<std::string_view> finish;
+  json payload;
+  if (g.params.chat) {
+    ChatDelta d = c.chat->Feed(ev.text);
+    if (ev.kind == RequestEvent::Kind::kDone) {
+      ChatDelta rest = c.chat->Finish();
+      d.reasoning += rest.reasoning;
+      d.content += rest.content;
+      for (ToolCallDelta& t : rest.tool_calls) d.tool_calls.push_back(std::move(t));
+      if (g.cancelled_by_server() || c.reason == StopReason::kCancelled) return "";
+      finish = g.finish(c);
+    } else if (d.empty()) {
+      return "";  // its logprobs ride with the next piece of text
+    }
+    payload = ChatDeltaJson(d);
   } else {
-    const std::span<const TokenLogprob> pending(g.tokens.data() + g.tokens_sent,
-                                                g.tokens.size() - g.tokens_sent);
-    out = SseData(g.formatter.Chunk(ev.text, pending, FinishReason(g.reason)));
-    g.tokens_sent = g.tokens.size();
-    if (g.params.include_usage) out += SseData(g.formatter.UsageChunk(g.usage()));
+    std::string text = ev.text;
+    if (!c.echo_sent) {
+      text = g.echo + text;
+      c.echo_sent = true;
+    }
+    if (ev.kind == RequestEvent::Kind::kDone) {
+      if (c.reason == StopReason::kCancelled) return "";
+      finish = FinishReason(c.reason);
+    } else if (text.empty()) {
+      return "";
+    }
+    payload = text;
   }
-  out += kSseDone;
-  return out;
+  const std::span<const TokenLogprob> pending(c.tokens.data() + c.tokens_sent,
+                                              c.tokens.size() - c.tokens_sent);
+  c.tokens_sent = c.tokens.size();
+  return SseData(g.formatter.ChoiceChunk(te.choice, std::move(payload), pending, finish));
 }
 
-std::string ResponseBody(const Generation& g) {
-  return DumpJson(g.formatter.Response(g.text, g.tokens, FinishReason(g.reason), g.usage()));
+// The end of a stream, once every choice ended.
+std::string StreamEnd(Generation& g) {
+  std::string out;
+  if (g.failed_or_cancelled()) {
+    out = SseData(ApiErrorValue(GenerationError(g)));
+  } else if (g.params.include_usage) {
+    out = SseData(g.formatter.UsageChunk(g.usage()));
+  }
+  return out + std::string(kSseDone);
 }
 
-// Tokenizes the prompt or the rendered conversation.
-std::optional<ApiError> PromptTokens(const Engine& engine, const CompletionRequest& p,
-                                     std::vector<int32_t>* ids) {
-  if (!p.chat) {
-    *ids = p.prompt_is_ids ? p.prompt_ids : engine.Encode(p.prompt_text);
-    return std::nullopt;
+std::string ResponseBody(Generation& g) {
+  json choices = json::array();
+  for (size_t i = 0; i < g.choices.size(); ++i) {
+    Choice& c = g.choices[i];
+    json payload;
+    if (g.params.chat) {
+      c.chat->Feed(c.text);
+      c.chat->Finish();
+      payload = ChatMessageJson(*c.chat);
+    } else {
+      payload = g.echo + c.text;
+    }
+    choices.push_back(g.formatter.Choice(i, std::move(payload), c.tokens, g.finish(c)));
   }
-  auto encoded = engine.EncodeChat(p.messages, /*add_generation_prompt=*/true);
-  if (!encoded.ok()) {
-    // The engine's message names the model path; keep it out of the response.
-    return InvalidField("messages", "the model has no chat template; use /v1/completions",
-                        "no_chat_template");
+  return DumpJson(g.formatter.Response(std::move(choices), g.usage()));
+}
+
+void CancelAll(Generation& g) {
+  for (Choice& c : g.choices) {
+    if (c.handle) c.handle->Cancel();
   }
-  *ids = std::move(*encoded);
-  return std::nullopt;
 }
 
 void ClientGone(Generation& g) {
   g.client_gone = true;
-  g.handle->Cancel();
+  CancelAll(g);
 }
 
 // Whether the client still reads, writing a probe when it half-closed: the
@@ -238,10 +305,11 @@ void Stream(Generation& g, ResponseStream& out) {
     g.channel->Take(kPollInterval, &events);
     std::string text;
     if (g.params.chat && !g.role_sent) {
-      text = SseData(g.formatter.RoleChunk());
+      for (size_t i = 0; i < g.choices.size(); ++i) text += SseData(g.formatter.RoleChunk(i));
       g.role_sent = true;
     }
     for (const TimedEvent& te : events) text += StreamEvent(g, te);
+    if (g.ended) text += StreamEnd(g);
     if (!StillThere(g, out, kSsePing, &last_probe)) return ClientGone(g);
     const Clock::time_point now = Clock::now();
     if (text.empty() && now - g.last_write >= kPingInterval) text = kSsePing;
@@ -269,11 +337,10 @@ void Answer(Generation& g, ResponseStream& out) {
     events.clear();
   }
   const auto body = [&g] {
-    return !g.error.empty() || g.cancelled_by_server() ? ApiErrorJson(GenerationError(g))
-                                                       : ResponseBody(g);
+    return g.failed_or_cancelled() ? ApiErrorJson(GenerationError(g)) : ResponseBody(g);
   };
   if (g.ended) {
-    if (!g.error.empty() || g.cancelled_by_server()) return SendError(out, GenerationError(g));
+    if (g.failed_or_cancelled()) return SendError(out, GenerationError(g));
     HttpResponse r;
     r.content_type = "application/json";
     r.body = body();
@@ -302,8 +369,7 @@ void Answer(Generation& g, ResponseStream& out) {
 
 std::optional<ApiError> CompletionEndpoint::Prepare(Engine& engine, bool chat,
                                                     std::string_view body_text,
-                                                    CompletionRequest* params,
-                                                    std::vector<int32_t>* prompt) {
+                                                    CompletionRequest* params, ChatPlan* plan) {
   // A large body's JSON tree can take ~20x its bytes (a 1 MiB array of small
   // numbers: ~20 MB): such bodies are prepared a few at a time, and what they
   // used is given back to the system after (issue 20: every HTTP thread kept
@@ -322,8 +388,16 @@ std::optional<ApiError> CompletionEndpoint::Prepare(Engine& engine, bool chat,
       RequestLimits request_limits;
       request_limits.vocab_size =
           std::min<int64_t>(engine.tokenizer().vocab_size(), engine.model().config().vocab_size);
-      error = ParseCompletionRequest(*body, chat, request_limits, params);
-      if (!error) error = PromptTokens(engine, *params, prompt);
+      // A chat template renders tools and schemas in the client's key order;
+      // the strict parse above already bounded depth and refused duplicates.
+      nlohmann::ordered_json ordered;
+      if (chat) ordered = nlohmann::ordered_json::parse(body_text, nullptr, false);
+      error = ParseCompletionRequest(*body, chat, request_limits, params,
+                                     chat && !ordered.is_discarded() ? &ordered : nullptr);
+      if (!error && chat) error = PlanChat(engine, vocabularies_, *params, plan);
+      if (!error && !chat) {
+        plan->prompt = params->prompt_is_ids ? params->prompt_ids : engine.Encode(params->prompt_text);
+      }
     }
   }
   if (large) {
@@ -339,8 +413,9 @@ void CompletionEndpoint::Handle(const ServingModel& model, bool chat, const Http
                                 ResponseStream& out) {
   Engine& engine = *model.engine;
   CompletionRequest params;
-  std::vector<int32_t> prompt;
-  if (auto e = Prepare(engine, chat, req.body, &params, &prompt)) return SendError(out, *e);
+  ChatPlan plan;
+  if (auto e = Prepare(engine, chat, req.body, &params, &plan)) return SendError(out, *e);
+  std::vector<int32_t>& prompt = plan.prompt;
   const int64_t n_prompt = int64_t(prompt.size());
   if (n_prompt == 0) {
     return SendError(out, InvalidField(chat ? "messages" : "prompt", "empty prompt"));
@@ -357,33 +432,56 @@ void CompletionEndpoint::Handle(const ServingModel& model, bool chat, const Http
   // A budget past the context is cut to fit and ends with finish_reason "length".
   const int64_t room = model.context - n_prompt;
   const int64_t budget = std::min(params.max_tokens.value_or(chat ? room : 16), room);
+  const size_t n = size_t(params.n);
 
   auto g = std::make_shared<Generation>(engine.tokenizer(), RandomId(chat ? "chatcmpl-" : "cmpl-"),
                                         options_.model_name, chat, params.logprobs,
-                                        params.stream && params.include_usage, unwritten_);
+                                        params.stream && params.include_usage, unwritten_, n);
   g->prompt_tokens = n_prompt;
-
-  Request request;
-  request.prompt = std::move(prompt);
-  request.options.max_new_tokens = budget;
-  request.options.sampling = params.sampling;
-  request.options.sampling.seed = params.seed ? *params.seed : std::random_device{}();
-  if (!params.ignore_eos) request.options.stop_tokens = engine.StopTokens();
-  request.options.stop_strings = params.stop;
-  request.logprobs = params.logprobs;
-  request.top_logprobs = params.logprobs ? params.top_logprobs : 0;
-  g->params = std::move(params);
-  request.on_event = [channel = g->channel,
-                      delay = options_.debug_token_delay](const RequestEvent& ev) {
-    channel->Push(ev);
-    if (delay.count() > 0 && ev.kind == RequestEvent::Kind::kToken) {
-      std::this_thread::sleep_for(delay);
+  if (params.echo) {
+    g->echo = params.prompt_is_ids ? engine.tokenizer().Decode(prompt) : params.prompt_text;
+  }
+  if (chat) {
+    for (Choice& c : g->choices) {
+      ChatOutput::Options o = plan.output;
+      o.id_prefix = RandomId("").substr(0, 8);
+      c.chat.emplace(std::move(o));
     }
-  };
+  }
 
-  auto handle = model.service->Submit(std::move(request));
-  if (!handle.ok()) return SendError(out, SubmitError(handle.status(), chat));
-  g->handle = *handle;
+  // n sequences of the same prompt; seeds base, base + 1, ...
+  const uint64_t seed = params.seed ? *params.seed : std::random_device{}();
+  std::vector<Request> requests(n);
+  for (size_t i = 0; i < n; ++i) {
+    Request& request = requests[i];
+    request.prompt = prompt;
+    request.options.max_new_tokens = budget;
+    request.options.sampling = params.sampling;
+    request.options.sampling.seed = seed + i;
+    if (!params.ignore_eos) request.options.stop_tokens = engine.StopTokens();
+    request.options.stop_strings = params.stop;
+    request.options.logit_bias = params.logit_bias;
+    request.logprobs = params.logprobs;
+    request.top_logprobs = params.logprobs ? params.top_logprobs : 0;
+    if (plan.constraint) request.constraint = std::make_shared<JsonConstraintState>(plan.constraint);
+    request.on_event = [channel = g->channel, i,
+                        delay = options_.debug_token_delay](const RequestEvent& ev) {
+      channel->Push(ev, i);
+      if (delay.count() > 0 && ev.kind == RequestEvent::Kind::kToken) {
+        std::this_thread::sleep_for(delay);
+      }
+    };
+  }
+  g->params = std::move(params);
+  for (size_t i = 0; i < n; ++i) {
+    auto handle = model.service->Submit(std::move(requests[i]));
+    if (!handle.ok()) {
+      for (size_t j = 0; j < i; ++j) g->choices[j].handle->Cancel();
+      g->channel->Close();
+      return SendError(out, SubmitError(handle.status(), chat));
+    }
+    g->choices[i].handle = *handle;
+  }
   tracker_.Enter();
   if (g->params.stream) {
     Stream(*g, out);
@@ -395,7 +493,7 @@ void CompletionEndpoint::Handle(const ServingModel& model, bool chat, const Http
   g->channel->Close();
   if (!g->ended) {
     g->client_gone = true;
-    g->handle->Cancel();
+    CancelAll(*g);
   }
   Record(*g, metrics_);
   tracker_.Leave();

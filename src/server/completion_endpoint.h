@@ -1,7 +1,7 @@
 // POST /v1/completions and /v1/chat/completions: parse and validate the body,
-// tokenize (chat: the model's template via Engine::RenderChat), check the
-// context, submit to the CompletionService, and answer as one JSON body or as
-// an SSE stream. A client that goes away is noticed between events (its socket
+// tokenize (chat: the model's own template with tools, chat_prompt.h), check the
+// context, submit n sequences to the CompletionService, and answer as one JSON
+// body or as an SSE stream (chat: reasoning, content and tool calls apart). A client that goes away is noticed between events (its socket
 // is reset or a write fails) and its request is cancelled, freeing the slot. A
 // client that only half-closed (end of stream after its request) still gets
 // its answer: from then on the stream is probed (an SSE comment, or a space
@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "server/api_error.h"
+#include "server/chat_prompt.h"
 #include "server/http_message.h"
 #include "server/metrics.h"
 #include "server/request_params.h"
@@ -42,14 +43,17 @@ class CompletionEndpoint {
   static constexpr int kLargeBodiesAtOnce = 2;
 
   // Parses and validates the body and tokenizes the prompt.
+  // Parses and validates the body, renders and tokenizes the prompt, compiles
+  // a constraint (chat_prompt.h).
   std::optional<ApiError> Prepare(Engine& engine, bool chat, std::string_view body,
-                                  CompletionRequest* params, std::vector<int32_t>* prompt);
+                                  CompletionRequest* params, ChatPlan* plan);
 
   const ServerOptions& options_;
   ServerMetrics& metrics_;
   RequestTracker& tracker_;
   RequestTracker& unwritten_;
   std::counting_semaphore<> large_bodies_{kLargeBodiesAtOnce};
+  VocabularyCache vocabularies_;
 };
 
 }  // namespace anymoe

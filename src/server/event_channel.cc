@@ -2,11 +2,13 @@
 
 namespace anymoe {
 
-void EventChannel::Push(const RequestEvent& event) {
+void EventChannel::Push(const RequestEvent& event, size_t choice) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    queue_.push_back({event, std::chrono::steady_clock::now()});
-    if (event.kind != RequestEvent::Kind::kToken) ended_ = true;
+    queue_.push_back({event, std::chrono::steady_clock::now(), choice});
+    if (event.kind != RequestEvent::Kind::kToken && ends_left_ > 0 && --ends_left_ == 0) {
+      ended_ = true;
+    }
     if (unwritten_ != nullptr && !counted_ && !closed_) {
       unwritten_->Enter();
       counted_ = true;

@@ -17,6 +17,7 @@ namespace anymoe {
 struct TimedEvent {
   RequestEvent event;
   std::chrono::steady_clock::time_point at;  // when the scheduler emitted it
+  size_t choice = 0;                          // which of the request's n sequences
 };
 
 class EventChannel {
@@ -24,17 +25,20 @@ class EventChannel {
   // With `unwritten`, the channel is counted there from the push of an event
   // until its HTTP thread has written it: the next Take that finds nothing
   // queued, or Close.
-  explicit EventChannel(RequestTracker* unwritten = nullptr) : unwritten_(unwritten) {}
+  // `sequences`: how many sequences push here (n choices), each ending with
+  // one kDone/kError.
+  explicit EventChannel(RequestTracker* unwritten = nullptr, size_t sequences = 1)
+      : unwritten_(unwritten), ends_left_(sequences) {}
   ~EventChannel() { Close(); }
   EventChannel(const EventChannel&) = delete;
   EventChannel& operator=(const EventChannel&) = delete;
 
   // Scheduler thread.
-  void Push(const RequestEvent& event);
+  void Push(const RequestEvent& event, size_t choice = 0);
 
   // HTTP thread: moves every queued event into `out` (appending), waiting up to
-  // `timeout` for the first. Returns true when the last event (kDone/kError) has
-  // been taken, now or before. Called again, it takes the events taken before
+  // `timeout` for the first. Returns true when the last event (the last
+  // sequence's kDone/kError) has been taken, now or before. Called again, it takes the events taken before
   // as written.
   bool Take(std::chrono::milliseconds timeout, std::deque<TimedEvent>* out);
 
@@ -48,7 +52,8 @@ class EventChannel {
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<TimedEvent> queue_;
-  bool ended_ = false;  // a kDone/kError was pushed
+  bool ended_ = false;  // every sequence pushed its kDone/kError
+  size_t ends_left_;
   RequestTracker* unwritten_;
   bool counted_ = false;  // entered in unwritten_
   bool closed_ = false;

@@ -180,6 +180,19 @@ std::string ServerMetrics::Render(const MetricsSnapshot& s) const {
     Gauge("anymoe_spec_acceptance_ratio", "accepted / drafted tokens since start (0: none drafted)",
           st.drafted_tokens > 0 ? double(st.accepted_tokens) / double(st.drafted_tokens) : 0.0,
           &out);
+    Header("anymoe_prefix_cache_queries_total", "counter",
+           "prompt tokens of admitted requests, looked up in the prefix cache", &out);
+    out += "anymoe_prefix_cache_queries_total " + Num(st.prefix_cache_queries) + '\n';
+    Header("anymoe_prefix_cache_hits_total", "counter",
+           "prompt tokens served from cached KV blocks (not prefilled)", &out);
+    out += "anymoe_prefix_cache_hits_total " + Num(st.prefix_cache_hits) + '\n';
+    Gauge("anymoe_prefix_cache_hit_ratio", "prefix_cache_hits / prefix_cache_queries since start",
+          st.prefix_cache_queries > 0
+              ? double(st.prefix_cache_hits) / double(st.prefix_cache_queries)
+              : 0.0,
+          &out);
+    Gauge("anymoe_prefix_cache_blocks", "KV cache blocks holding cached prefixes (in use or free)",
+          st.prefix_cache_blocks, &out);
   }
   if (s.routing != nullptr && s.routing->cache.enabled) RenderExpertCache(s.routing->cache, &out);
   if (s.routing != nullptr && !s.routing->layers.empty()) {

@@ -21,9 +21,11 @@ std::string_view FinishReason(StopReason reason) {
 }
 
 json UsageJson(const Usage& u) {
-  return {{"prompt_tokens", u.prompt_tokens},
-          {"completion_tokens", u.completion_tokens},
-          {"total_tokens", u.prompt_tokens + u.completion_tokens}};
+  json j = {{"prompt_tokens", u.prompt_tokens},
+            {"completion_tokens", u.completion_tokens},
+            {"total_tokens", u.prompt_tokens + u.completion_tokens}};
+  if (u.cached_tokens > 0) j["prompt_tokens_details"] = {{"cached_tokens", u.cached_tokens}};
+  return j;
 }
 
 OpenAiFormatter::OpenAiFormatter(const Tokenizer& tokenizer, std::string id, int64_t created,
@@ -78,9 +80,11 @@ json OpenAiFormatter::Logprobs(std::span<const TokenLogprob> tokens) const {
           {"text_offset", std::move(offsets)}};
 }
 
-json OpenAiFormatter::RoleChunk() const {
+json OpenAiFormatter::RoleChunk() const { return RoleChunk(0); }
+
+json OpenAiFormatter::RoleChunk(size_t index) const {
   json c = Envelope("chat.completion.chunk");
-  c["choices"] = json::array({{{"index", 0},
+  c["choices"] = json::array({{{"index", index},
                                {"delta", {{"role", "assistant"}, {"content", ""}}},
                                {"logprobs", nullptr},
                                {"finish_reason", nullptr}}});
@@ -88,20 +92,24 @@ json OpenAiFormatter::RoleChunk() const {
   return c;
 }
 
-json OpenAiFormatter::Chunk(std::string_view text, std::span<const TokenLogprob> tokens,
-                            std::optional<std::string_view> finish) const {
-  json choice = {{"index", 0}};
-  if (chat_) {
-    choice["delta"] = text.empty() && finish ? json::object() : json{{"content", text}};
-  } else {
-    choice["text"] = text;
-  }
+json OpenAiFormatter::ChoiceChunk(size_t index, json payload, std::span<const TokenLogprob> tokens,
+                                  std::optional<std::string_view> finish) const {
+  json choice = {{"index", index}};
+  choice[chat_ ? "delta" : "text"] = std::move(payload);
   choice["logprobs"] = Logprobs(tokens);
   choice["finish_reason"] = finish ? json(*finish) : json(nullptr);
   json c = Envelope(chat_ ? "chat.completion.chunk" : "text_completion");
   c["choices"] = json::array({std::move(choice)});
   if (usage_in_stream_) c["usage"] = nullptr;
   return c;
+}
+
+json OpenAiFormatter::Chunk(std::string_view text, std::span<const TokenLogprob> tokens,
+                            std::optional<std::string_view> finish) const {
+  json payload = !chat_                     ? json(text)
+                 : text.empty() && finish ? json::object()
+                                          : json{{"content", text}};
+  return ChoiceChunk(0, std::move(payload), tokens, finish);
 }
 
 json OpenAiFormatter::UsageChunk(const Usage& usage) const {
@@ -111,20 +119,26 @@ json OpenAiFormatter::UsageChunk(const Usage& usage) const {
   return c;
 }
 
-json OpenAiFormatter::Response(std::string_view text, std::span<const TokenLogprob> tokens,
-                               std::string_view finish, const Usage& usage) const {
-  json choice = {{"index", 0}};
-  if (chat_) {
-    choice["message"] = {{"role", "assistant"}, {"content", text}};
-  } else {
-    choice["text"] = text;
-  }
+json OpenAiFormatter::Choice(size_t index, json payload, std::span<const TokenLogprob> tokens,
+                             std::string_view finish) const {
+  json choice = {{"index", index}};
+  choice[chat_ ? "message" : "text"] = std::move(payload);
   choice["logprobs"] = Logprobs(tokens);
   choice["finish_reason"] = finish;
+  return choice;
+}
+
+json OpenAiFormatter::Response(json choices, const Usage& usage) const {
   json r = Envelope(chat_ ? "chat.completion" : "text_completion");
-  r["choices"] = json::array({std::move(choice)});
+  r["choices"] = std::move(choices);
   r["usage"] = UsageJson(usage);
   return r;
+}
+
+json OpenAiFormatter::Response(std::string_view text, std::span<const TokenLogprob> tokens,
+                               std::string_view finish, const Usage& usage) const {
+  json payload = chat_ ? json{{"role", "assistant"}, {"content", text}} : json(text);
+  return Response(json::array({Choice(0, std::move(payload), tokens, finish)}), usage);
 }
 
 }  // namespace anymoe

@@ -30,6 +30,9 @@ struct TokenLogprob {
 struct Usage {
   int64_t prompt_tokens = 0;
   int64_t completion_tokens = 0;
+  // Prompt tokens served from the prefix cache (OpenAI's
+  // prompt_tokens_details.cached_tokens, sent when > 0).
+  int64_t cached_tokens = 0;
 };
 
 // "stop" (stop token or string) or "length" (max_tokens or the context).
@@ -51,6 +54,16 @@ class OpenAiFormatter {
   // A whole (non-streamed) response.
   nlohmann::json Response(std::string_view text, std::span<const TokenLogprob> tokens,
                           std::string_view finish, const Usage& usage) const;
+
+  // Choice `index` of n: a chunk whose `delta` (chat) or `text` (completions)
+  // is `payload`, and a whole choice whose `message` or `text` it is.
+  nlohmann::json ChoiceChunk(size_t index, nlohmann::json payload,
+                             std::span<const TokenLogprob> tokens,
+                             std::optional<std::string_view> finish) const;
+  nlohmann::json RoleChunk(size_t index) const;
+  nlohmann::json Choice(size_t index, nlohmann::json payload, std::span<const TokenLogprob> tokens,
+                        std::string_view finish) const;
+  nlohmann::json Response(nlohmann::json choices, const Usage& usage) const;
 
  private:
   nlohmann::json Envelope(const char* object) const;

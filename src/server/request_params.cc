@@ -126,65 +126,6 @@ std::optional<ApiError> ReadPrompt(const json& body, const RequestLimits& limits
   return InvalidField("prompt", "prompt must be a string or an array of token ids");
 }
 
-std::optional<ApiError> ReadContent(const json& message, size_t index, std::string* out) {
-  const std::string name = "messages[" + std::to_string(index) + "].content";
-  auto it = message.find("content");
-  if (it == message.end() || it->is_null()) {
-    out->clear();
-    return std::nullopt;
-  }
-  if (it->is_string()) {
-    *out = it->get<std::string>();
-    return std::nullopt;
-  }
-  if (!it->is_array()) return InvalidField(name, name + " must be a string or an array of parts");
-  out->clear();
-  for (const json& part : *it) {
-    auto type = part.is_object() ? part.find("type") : part.end();
-    auto text = part.is_object() ? part.find("text") : part.end();
-    if (type == part.end() || !type->is_string() || type->get<std::string>() != "text" ||
-        text == part.end() || !text->is_string()) {
-      return InvalidField(name, name +
-                                    ": only {\"type\": \"text\", \"text\": ...} parts are "
-                                    "supported");
-    }
-    *out += text->get<std::string>();
-  }
-  return std::nullopt;
-}
-
-std::optional<ApiError> ReadMessages(const json& body, const RequestLimits& limits,
-                                     CompletionRequest* out) {
-  const json* v = Field(body, "messages");
-  if (v == nullptr) return InvalidField("messages", "messages is required");
-  if (!v->is_array()) return InvalidField("messages", "messages must be an array");
-  if (v->empty()) return InvalidField("messages", "messages must not be empty");
-  if (v->size() > limits.max_messages) {
-    return InvalidField("messages",
-                        "more than " + std::to_string(limits.max_messages) + " messages");
-  }
-  out->messages.clear();
-  for (size_t i = 0; i < v->size(); ++i) {
-    const json& m = (*v)[i];
-    const std::string name = "messages[" + std::to_string(i) + "]";
-    if (!m.is_object()) return InvalidField(name, name + " must be an object");
-    auto role = m.find("role");
-    if (role == m.end() || !role->is_string()) {
-      return InvalidField(name + ".role", name + ".role must be a string");
-    }
-    std::string r = role->get<std::string>();
-    if (r == "developer") r = "system";
-    if (r != "system" && r != "user" && r != "assistant" && r != "tool") {
-      return InvalidField(name + ".role",
-                          name + ".role must be one of system, developer, user, assistant, tool");
-    }
-    ChatMessage message{r, ""};
-    RETURN_IF_API_ERROR(ReadContent(m, i, &message.content));
-    out->messages.push_back(std::move(message));
-  }
-  return std::nullopt;
-}
-
 std::optional<ApiError> ReadStop(const json& body, const RequestLimits& limits,
                                  std::vector<std::string>* out) {
   const json* v = Field(body, "stop");
@@ -210,18 +151,55 @@ std::optional<ApiError> ReadStop(const json& body, const RequestLimits& limits,
   return std::nullopt;
 }
 
-// Fields we accept only at their neutral value.
-std::optional<ApiError> RejectUnsupported(const json& body, bool chat) {
+std::optional<ApiError> ReadLogitBias(const json& body, const RequestLimits& limits,
+                                      CompletionRequest* out) {
+  const json* b = Field(body, "logit_bias");
+  if (b == nullptr) return std::nullopt;
+  if (!b->is_object()) return InvalidField("logit_bias", "logit_bias must be an object");
+  if (b->size() > limits.max_logit_bias) {
+    return InvalidField("logit_bias",
+                        "at most " + std::to_string(limits.max_logit_bias) + " logit_bias entries");
+  }
+  for (const auto& [key, value] : b->items()) {
+    // Keys are token ids as decimal text.
+    int64_t id = -1;
+    if (!key.empty() && key.size() <= 10 &&
+        key.find_first_not_of("0123456789") == std::string::npos) {
+      id = std::stoll(key);
+    }
+    if (id < 0 || id >= limits.vocab_size) {
+      return InvalidField("logit_bias",
+                          "logit_bias keys must be token ids in [0, " +
+                              std::to_string(limits.vocab_size) + ")",
+                          "invalid_token");
+    }
+    if (!value.is_number() || !std::isfinite(value.get<double>()) ||
+        std::fabs(value.get<double>()) > 100) {
+      return InvalidField("logit_bias", "logit_bias values must be numbers in [-100, 100]");
+    }
+    out->logit_bias.emplace_back(int32_t(id), value.get<float>());
+  }
+  return std::nullopt;
+}
+
+// n, echo, and the fields we accept only at their neutral value.
+std::optional<ApiError> ReadChoiceFields(const json& body, bool chat, const RequestLimits& limits,
+                                         CompletionRequest* out) {
   std::optional<int64_t> n;
-  RETURN_IF_API_ERROR(ReadInt(body, "n", 1, 1, &n));
+  RETURN_IF_API_ERROR(ReadInt(body, "n", 1, limits.max_n, &n));
+  out->n = int(n.value_or(1));
   if (!chat) {
     std::optional<int64_t> best_of;
     RETURN_IF_API_ERROR(ReadInt(body, "best_of", 1, 1, &best_of));
-    bool echo = false;
-    RETURN_IF_API_ERROR(ReadBool(body, "echo", &echo));
-    if (echo) return InvalidField("echo", "echo is not supported");
+    RETURN_IF_API_ERROR(ReadBool(body, "echo", &out->echo));
     if (const json* s = Field(body, "suffix"); s != nullptr && !(s->is_string() && s->empty())) {
       return InvalidField("suffix", "suffix is not supported");
+    }
+    // Completions have no tools or structured output (chat has both).
+    for (const char* name : {"tools", "response_format", "tool_choice"}) {
+      if (Field(body, name) != nullptr) {
+        return InvalidField(name, std::string(name) + " is only supported by /v1/chat/completions");
+      }
     }
   }
   for (const char* name : {"frequency_penalty", "presence_penalty"}) {
@@ -229,31 +207,17 @@ std::optional<ApiError> RejectUnsupported(const json& body, bool chat) {
     RETURN_IF_API_ERROR(ReadNumber(body, name, -2, 2, false, &x));
     if (x != 0) return InvalidField(name, std::string(name) + " is not supported (use 0)");
   }
-  if (const json* b = Field(body, "logit_bias"); b != nullptr) {
-    if (!b->is_object()) return InvalidField("logit_bias", "logit_bias must be an object");
-    if (!b->empty()) return InvalidField("logit_bias", "logit_bias is not supported");
+  if (const json* f = Field(body, "functions"); f != nullptr && !(f->is_array() && f->empty())) {
+    return InvalidField("functions", "functions is not supported (use tools)");
   }
-  for (const char* name : {"tools", "functions"}) {
-    if (const json* t = Field(body, name); t != nullptr && !(t->is_array() && t->empty())) {
-      return InvalidField(name, std::string(name) + " is not supported");
-    }
-  }
-  if (const json* f = Field(body, "response_format"); f != nullptr) {
-    auto type = f->is_object() ? f->find("type") : f->end();
-    if (type == f->end() || !type->is_string() || type->get<std::string>() != "text") {
-      return InvalidField("response_format",
-                          "only response_format {\"type\": \"text\"} is "
-                          "supported");
-    }
-  }
-  return std::nullopt;
+  return ReadLogitBias(body, limits, out);
 }
 
 }  // namespace
 
 std::optional<ApiError> ParseCompletionRequest(const json& body, bool chat,
-                                               const RequestLimits& limits,
-                                               CompletionRequest* out) {
+                                               const RequestLimits& limits, CompletionRequest* out,
+                                               const nlohmann::ordered_json* ordered) {
   if (!body.is_object()) return InvalidField("", "the request body must be a JSON object");
   *out = CompletionRequest{};
   out->chat = chat;
@@ -265,8 +229,24 @@ std::optional<ApiError> ParseCompletionRequest(const json& body, bool chat,
   if (const json* m = Field(body, "model"); m != nullptr && !m->is_string()) {
     return InvalidField("model", "model must be a string");
   }
-  RETURN_IF_API_ERROR(RejectUnsupported(body, chat));
-  RETURN_IF_API_ERROR(chat ? ReadMessages(body, limits, out) : ReadPrompt(body, limits, out));
+  RETURN_IF_API_ERROR(ReadChoiceFields(body, chat, limits, out));
+  if (chat) {
+    nlohmann::ordered_json converted;
+    if (ordered == nullptr) {
+      converted = nlohmann::ordered_json::parse(body.dump());
+      ordered = &converted;
+    }
+    ChatParamLimits chat_limits;
+    chat_limits.max_messages = limits.max_messages;
+    chat_limits.max_tools = limits.max_tools;
+    RETURN_IF_API_ERROR(ParseChatParams(*ordered, chat_limits, &out->chat_params));
+    for (const auto& m : out->chat_params.messages) {
+      out->messages.push_back(
+          {m["role"].get<std::string>(), m["content"].is_string() ? m["content"].get<std::string>() : ""});
+    }
+  } else {
+    RETURN_IF_API_ERROR(ReadPrompt(body, limits, out));
+  }
 
   constexpr int64_t kMaxTokens = int64_t(1) << 30;
   std::optional<int64_t> max_tokens, max_completion_tokens;
@@ -316,6 +296,9 @@ std::optional<ApiError> ParseCompletionRequest(const json& body, bool chat,
     RETURN_IF_API_ERROR(ReadInt(body, "logprobs", 0, max_top, &k));
     out->logprobs = k.has_value();
     out->top_logprobs = k ? int(*k) : 0;
+    if (out->echo && out->logprobs) {
+      return InvalidField("echo", "echo with logprobs is not supported");
+    }
   }
   return std::nullopt;
 }

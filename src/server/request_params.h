@@ -12,6 +12,7 @@
 
 #include "runtime/sampler.h"
 #include "server/api_error.h"
+#include "server/chat_params.h"
 #include "tokenizer/chat_template.h"
 
 namespace anymoe {
@@ -22,6 +23,9 @@ struct RequestLimits {
   size_t max_stop_bytes = 256;  // per stop string
   int max_top_logprobs = 20;
   size_t max_messages = 4096;
+  int max_n = 16;                  // choices per request
+  size_t max_logit_bias = 1024;    // entries of logit_bias
+  size_t max_tools = 128;
 };
 
 struct CompletionRequest {
@@ -30,8 +34,16 @@ struct CompletionRequest {
   std::string prompt_text;
   std::vector<int32_t> prompt_ids;
   bool prompt_is_ids = false;
-  // /v1/chat/completions.
+  // /v1/chat/completions: the messages as plain text (for the built-in
+  // renderers) and as the template sees them (chat_params.h).
   std::vector<ChatMessage> messages;
+  ChatParams chat_params;
+  // /v1/completions: the prompt's text comes back before the generated text.
+  bool echo = false;
+  // Choices per request, each its own sequence through the scheduler.
+  int n = 1;
+  // Added to the logits of these token ids before sampling (-100..100).
+  std::vector<std::pair<int32_t, float>> logit_bias;
 
   std::optional<int64_t> max_tokens;  // max_tokens or max_completion_tokens
   SamplingParams sampling;            // OpenAI defaults: temperature 1, top_p 1, no top-k/min-p
@@ -45,7 +57,10 @@ struct CompletionRequest {
 };
 
 // Fills `out` from `body` (a parsed JSON value) or returns the first error.
+// `ordered`: the same body with its keys in the client's order (what a chat
+// template renders: tools, messages, schemas); null: `body` converted.
 std::optional<ApiError> ParseCompletionRequest(const nlohmann::json& body, bool chat,
-                                               const RequestLimits& limits, CompletionRequest* out);
+                                               const RequestLimits& limits, CompletionRequest* out,
+                                               const nlohmann::ordered_json* ordered = nullptr);
 
 }  // namespace anymoe

@@ -7,6 +7,8 @@
 #include <httplib.h>
 
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -23,6 +25,31 @@ namespace anymoe::testing {
 
 inline std::string GoldenPath(const std::string& rel) {
   return std::string(ANYMOE_GOLDEN_DIR) + "/" + rel;
+}
+
+// The tiny GLM-5 golden (tests/golden/moe/glm_moe_dsa) served with the real
+// GLM-5.2 template (chat_template.jinja takes precedence) and a context long
+// enough for tool prompts (its config says 128; RoPE is computed for any
+// position, and the weights are random anyway).
+inline std::string Glm5Folder() {
+  namespace fs = std::filesystem;
+  using nlohmann::json;
+  static const std::string dir = [] {
+    const fs::path src = GoldenPath("moe/glm_moe_dsa");
+    const fs::path out = fs::path(::testing::TempDir()) / "anymoe_glm5_chat";
+    fs::remove_all(out);
+    fs::create_directories(out);
+    for (const char* f : {"model.safetensors", "tokenizer.json", "tokenizer_config.json",
+                          "generation_config.json"}) {
+      fs::create_symlink(fs::absolute(src / f), out / f);
+    }
+    json config = json::parse(std::ifstream(src / "config.json"));
+    config["max_position_embeddings"] = 4096;
+    std::ofstream(out / "config.json") << config.dump();
+    fs::copy_file(GoldenPath("chat/templates/glm-5.2.jinja"), out / "chat_template.jinja");
+    return out.string();
+  }();
+  return dir;
 }
 
 // One engine per model path for the whole test binary (loading is the slow part).

@@ -117,17 +117,21 @@ TEST_F(ServerHttp, EveryBadFieldIs400NamingIt) {
       {"stop", ""},
       {"stop", json::array({"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n",
                             "o", "p", "q"})},
-      {"n", 2},
+      {"n", 17},
       {"n", 0},
       {"stream", "yes"},
       {"logprobs", -1},
       {"logprobs", 21},
       {"logprobs", true},
-      {"echo", true},
+      {"echo", "yes"},
+      {"tools", json::array({1})},
+      {"response_format", {{"type", "json_object"}}},
       {"best_of", 3},
       {"frequency_penalty", 0.5},
       {"presence_penalty", 3},
-      {"logit_bias", {{"5", 10}}},
+      {"logit_bias", {{"5", 101}}},
+      {"logit_bias", {{"-1", 1}}},
+      {"logit_bias", 3},
       {"model", 7},
       {"prompt", json::array()},
       {"prompt", ""},
@@ -178,10 +182,10 @@ TEST_F(ServerHttp, BadChatFieldsAre400NamingThem) {
               "logprobs");
   ExpectError(
       PostJson("/v1/chat/completions", {{"messages", {user}}, {"tools", {{{"type", "function"}}}}}),
-      400, "tools");
+      400, "tools[0].function");
   ExpectError(PostJson("/v1/chat/completions",
-                       {{"messages", {user}}, {"response_format", {{"type", "json_object"}}}}),
-              400, "response_format");
+                       {{"messages", {user}}, {"response_format", {{"type", "xml"}}}}),
+              400, "response_format.type");
 }
 
 TEST_F(ServerHttp, PromptLongerThanTheContextIs400NamingTheLimit) {

@@ -209,7 +209,14 @@ def invalid_cases(rng):
         ("POST", "/v1/completions", json.dumps({"prompt": "x", "temperature": "hot"}).encode(), json_h),
         ("POST", "/v1/completions", json.dumps({"prompt": [1, 2, -1]}).encode(), json_h),
         ("POST", "/v1/completions", json.dumps({"prompt": [1 << 31]}).encode(), json_h),
-        ("POST", "/v1/completions", json.dumps({"prompt": "x", "n": 5}).encode(), json_h),
+        ("POST", "/v1/completions", json.dumps({"prompt": "x", "n": 17}).encode(), json_h),
+        ("POST", "/v1/chat/completions", json.dumps({
+            "messages": [{"role": "user", "content": "x"}], "tool_choice": "required"}).encode(),
+         json_h),
+        ("POST", "/v1/chat/completions", json.dumps({
+            "messages": [{"role": "user", "content": "x"}],
+            "response_format": {"type": "json_schema", "json_schema": {
+                "schema": {"type": "string", "pattern": "a+"}}}}).encode(), json_h),
         ("POST", "/v1/chat/completions", deep, json_h),
         ("POST", "/v1/completions", big, json_h),
         ("POST", "/v1/completions", b'{"prompt": "a", "prompt": "b"}', json_h),

@@ -1,0 +1,78 @@
+// The KV pool's shared blocks for prefix caching: references, publishing
+// under a prefix hash, lookups that compare tokens, LRU eviction of free
+// cached blocks only when no empty block is left, and no leaked blocks.
+#include <gtest/gtest.h>
+
+#include "backends/backend.h"
+#include "models/kv_cache.h"
+
+namespace anymoe {
+namespace {
+
+class KvPrefixCache : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    backend_ = std::move(CreateBackend("cpu", BackendOptions{.num_threads = 1})).value();
+    LayerCacheSpec layer;
+    layer.kv_heads = 1;
+    layer.k_dim = layer.v_dim = 4;
+    pool_ = std::move(KvPool::Create(*backend_, 4, 2, {layer})).value();  // 4 blocks of 2
+  }
+  std::unique_ptr<Backend> backend_;
+  std::unique_ptr<KvPool> pool_;
+};
+
+TEST_F(KvPrefixCache, SharedBlocksAreCountedOnceAndEvictedLeastRecentFirst) {
+  const std::vector<int32_t> t1 = {5, 6}, t2 = {7, 8}, t3 = {9, 10};
+  const uint64_t h1 = PrefixBlockHash(0, t1), h2 = PrefixBlockHash(h1, t2);
+  EXPECT_NE(h1, PrefixBlockHash(0, t2));
+  EXPECT_NE(h2, PrefixBlockHash(PrefixBlockHash(0, t3), t2));  // the prefix counts
+
+  auto a = std::make_unique<KvCache>(pool_.get(), 8);
+  ASSERT_TRUE(a->Reserve(5).ok());  // 3 blocks
+  EXPECT_EQ(pool_->used_blocks(), 3);
+  pool_->Publish(a->block_ids()[0], h1, t1);
+  pool_->Publish(a->block_ids()[1], h2, t2);
+  EXPECT_EQ(pool_->cached_blocks(), 2);
+
+  // A second sequence takes references on both; the pool still uses 3 blocks.
+  const int32_t b1 = pool_->AcquireCached(h1, t1), b2 = pool_->AcquireCached(h2, t2);
+  EXPECT_EQ(b1, a->block_ids()[0]);
+  EXPECT_EQ(b2, a->block_ids()[1]);
+  EXPECT_EQ(pool_->AcquireCached(h2, t3), -1);  // same hash, other tokens: no match
+  EXPECT_EQ(pool_->used_blocks(), 3);
+  KvCache b(pool_.get(), 8);
+  const int32_t adopted[] = {b1, b2};
+  b.Adopt(adopted);
+  EXPECT_EQ(b.length(), 4);
+  EXPECT_EQ(b.rows()[2], b2 * 2);
+
+  a.reset();  // the shared blocks stay with b; a's third block is free
+  EXPECT_EQ(pool_->used_blocks(), 2);
+  b.Release();
+  EXPECT_EQ(pool_->used_blocks(), 0);
+  EXPECT_EQ(pool_->cached_blocks(), 2);  // free but still cached
+
+  // Two empty blocks are taken before any cached one is evicted; then the
+  // least recently freed cached block (b1, freed before b2) goes first.
+  KvCache c(pool_.get(), 8);
+  ASSERT_TRUE(c.Reserve(4).ok());
+  EXPECT_EQ(pool_->cached_blocks(), 2);
+  KvCache d(pool_.get(), 8);
+  ASSERT_TRUE(d.Reserve(2).ok());
+  EXPECT_EQ(d.block_ids()[0], b1);
+  EXPECT_EQ(pool_->cached_blocks(), 1);
+  EXPECT_EQ(pool_->AcquireCached(h1, t1), -1);
+  const int32_t again = pool_->AcquireCached(h2, t2);  // out of the LRU, in use
+  EXPECT_EQ(again, b2);
+  EXPECT_EQ(pool_->used_blocks(), 4);
+  KvCache e(pool_.get(), 8);
+  EXPECT_FALSE(e.Reserve(2).ok());  // nothing left to evict
+  pool_->ReturnBlock(again);
+  c.Release();
+  d.Release();
+  EXPECT_EQ(pool_->used_blocks(), 0);
+}
+
+}  // namespace
+}  // namespace anymoe
