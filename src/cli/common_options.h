@@ -36,6 +36,10 @@ void AddKvTypeOption(CLI::App& cmd, std::optional<DType>& kv_type);
 // (see runtime/expert_streaming.h).
 void AddExpertOptions(CLI::App& cmd, ExpertStreamingOptions& experts);
 
+// --ep, --ep-placement FILE, --ep-timeout SECONDS (run and bench; see
+// docs/distributed.md). Started by mpirun with 2 or more ranks, --ep is implied.
+void AddExpertParallelOptions(CLI::App& cmd, ExpertParallelOptions& ep);
+
 struct SamplingFlags {
   SamplingParams params;
   std::optional<uint64_t> seed;  // absent: a random seed
@@ -46,7 +50,9 @@ void AddSamplingOptions(CLI::App& cmd, SamplingFlags& flags);
 // Loads the engine, or prints the one-line error and returns null.
 std::unique_ptr<Engine> LoadEngineOrReport(const EngineOptions& options);
 
-// Prints "anymoe: error: <message>" to stderr; returns the exit code 1.
+// Prints "anymoe: error: <message>" to stderr; returns the exit code 1. Under
+// expert parallelism with other ranks, ends the whole MPI job instead (they
+// would otherwise wait for this rank until their timeout).
 int ReportError(const Status& status);
 
 }  // namespace anymoe::cli
