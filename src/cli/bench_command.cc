@@ -2,6 +2,7 @@
 // thread counts, printed as llama-bench's markdown table or JSON; `--membw`
 // adds the machine's read bandwidth and each model's decode roofline. The
 // measuring lives in src/bench/; this file is flags and printing.
+#include <chrono>
 #include <algorithm>
 #include <cstdio>
 #include <map>
@@ -41,6 +42,7 @@ struct BenchFlags {
   std::optional<DType> kv_type;  // empty: the backend's default
   ExpertStreamingOptions experts;
   NumaMode numa = NumaMode::kNone;
+  ExpertParallelOptions expert_parallel;
 };
 
 Status Validate(const BenchFlags& f) {
@@ -66,6 +68,10 @@ Status Validate(const BenchFlags& f) {
       std::any_of(f.prompts.begin(), f.prompts.end(), [](int64_t p) { return p > 0; });
   const bool any_tg = std::any_of(f.gens.begin(), f.gens.end(), [](int64_t n) { return n > 0; });
   if (!any_pp && !any_tg) return Status::Error("nothing to run: every -p and -n is 0");
+  // An MPI job is joined once per process: one engine per bench.
+  if (f.expert_parallel.enabled && (f.models.size() != 1 || f.threads.size() > 1 || f.membw)) {
+    return Status::Error("--ep: benchmark one model at one thread count (-t) per job, without --membw");
+  }
   return Status::Ok();
 }
 
@@ -126,8 +132,14 @@ int Bench(BenchFlags f) {
       options.sequences = max_parallel;  // a device backend reserves their caches at load
       options.time_ops = f.op_profile;
       options.max_step_tokens = std::clamp<int64_t>(max_prompt, 1, f.batch);
+      options.expert_parallel = f.expert_parallel;
       auto engine = LoadEngineOrReport(options);
       if (!engine) return 1;
+      // Expert parallelism: every rank runs every test in step; rank 0 reports.
+      Communicator* comm = engine->communicator();
+      if (!engine->is_root() && std::freopen("/dev/null", "w", stdout) == nullptr) {
+        return ReportError(Status::Error("cannot silence stdout on rank > 0"));
+      }
       if (max_tokens > engine->context()) {
         return ReportError(Status::Error("tests need " + std::to_string(max_tokens) +
                                          " tokens of context but " + path + " allows " +
@@ -142,8 +154,13 @@ int Bench(BenchFlags f) {
       }
       BenchRunner runner(*engine, max_parallel);
       for (const BenchTest& test : tests) {
-        std::fprintf(stderr, "bench: %s, %d threads: %s\n", path.c_str(), threads,
-                     test.Name().c_str());
+        if (engine->is_root()) {
+          std::fprintf(stderr, "bench: %s, %d threads: %s\n", path.c_str(), threads,
+                       test.Name().c_str());
+        }
+        const uint64_t sent0 = comm ? comm->bytes_sent() : 0;
+        const double wait0 = comm ? comm->wait_seconds() : 0;
+        const auto start = std::chrono::steady_clock::now();
         BenchResult r;
         r.model = model;
         r.backend = f.backend;
@@ -159,6 +176,16 @@ int Bench(BenchFlags f) {
         auto samples = runner.Measure(test, f.repetitions);
         if (!samples.ok()) return ReportError(samples.status().WithContext(path));
         r.samples_ns = std::move(samples).value();
+        if (comm) {  // per rank: time spent waiting in the exchanges, bytes this rank sent
+          const double wall =
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+          std::fprintf(stderr,
+                       "bench: ep rank %d of %d: %s: %.3f s of %.3f s waiting in exchanges "
+                       "(%.1f %%), %.2f MiB sent\n",
+                       comm->rank(), comm->size(), test.Name().c_str(), comm->wait_seconds() - wait0,
+                       wall, 100 * (comm->wait_seconds() - wait0) / std::max(wall, 1e-9),
+                       double(comm->bytes_sent() - sent0) / (1 << 20));
+        }
         r.op_profile = runner.op_profile();
         r.expert_cache = runner.expert_cache();
         // The roofline counts weights only: at depth the KV cache is read too.
@@ -188,6 +215,7 @@ int Bench(BenchFlags f) {
 
 CommandFn RegisterBench(CLI::App& cmd) {
   auto f = std::make_shared<BenchFlags>();
+  AddExpertParallelOptions(cmd, f->expert_parallel);
   cmd.add_option("-m,--model", f->models, "GGUF file or HF model folder (repeatable)")->required();
   cmd.add_option("-p,--n-prompt", f->prompts, "prompt sizes for pp tests, e.g. 128,512 (0: none)")
       ->delimiter(',')

@@ -124,8 +124,8 @@ Expected<std::unique_ptr<Engine>> Engine::Load(const EngineOptions& options) {
   if (e->ep_) {
     const Communicator& c = *e->comm_;
     std::fprintf(stderr,
-                 "anymoe: expert parallelism: rank %d of %d: resident weights %.1f MiB, other "
-                 "ranks' experts %.1f MiB not loaded\n",
+                 "anymoe: expert parallelism: rank %d of %d: resident weights %.2f MiB, other "
+                 "ranks' experts %.2f MiB not loaded\n",
                  c.rank(), c.size(), double(e->model_->weight_bytes()) / (1 << 20),
                  double(e->model_->remote_expert_bytes()) / (1 << 20));
     // Ranks may load at different speeds: a longer wait than a step's.
