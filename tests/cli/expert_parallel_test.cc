@@ -127,6 +127,19 @@ TEST_F(ExpertParallel, ScatteredPlacementMatchesOneProcess) {
   ExpectSameAsOneProcess(Golden("moe/mixtral"), 2, "--ep-placement " + placement);
 }
 
+TEST_F(ExpertParallel, PlacementFromRoutingStatsMatchesOneProcess) {
+  // The documented path: routing statistics of a run, tools/ep_placement.py, --ep-placement.
+  const std::string model = Golden("moe/glm_moe_dsa");
+  const RunResult stats = Run(model, 0, Path("one.npy"), "--routing-stats " + Path("stats.json"));
+  ASSERT_EQ(stats.exit_code, 0) << stats.err;
+  const RunResult tool = Shell("python3 " + std::string(ANYMOE_SOURCE_DIR) +
+                               "/tools/ep_placement.py " + Path("stats.json") +
+                               " --ranks 3 -o " + Path("placement.json"));
+  ASSERT_EQ(tool.exit_code, 0) << tool.err;
+  EXPECT_NE(tool.err.find("busiest rank"), std::string::npos) << tool.err;
+  ExpectSameAsOneProcess(model, 3, "--ep-placement " + Path("placement.json"));
+}
+
 TEST_F(ExpertParallel, BadPlacementFileIsRefused) {
   const std::string placement = WriteText(
       "placement.json", R"({"layers": [{"layer": 1, "owners": [0, 1, 2, 0, 0, 1, 1, 0]}]})");
