@@ -100,6 +100,12 @@ void AddExpertParallelOptions(CLI::App& cmd, ExpertParallelOptions& ep) {
       ->capture_default_str();
 }
 
+Status SingleProcessOnly(const char* command) {
+  if (MpiLaunchSize() < 2) return Status::Ok();
+  return Status::Error(std::string("anymoe ") + command + " runs as one process: under mpirun, "
+                       "expert parallelism is supported by run and bench so far");
+}
+
 CLI::Validator FiniteNumber(double lo, double hi) {
   // CLI::Range compares, and every comparison with NaN is false: "nan" would pass.
   return CLI::Validator(

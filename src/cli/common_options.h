@@ -40,6 +40,10 @@ void AddExpertOptions(CLI::App& cmd, ExpertStreamingOptions& experts);
 // docs/distributed.md). Started by mpirun with 2 or more ranks, --ep is implied.
 void AddExpertParallelOptions(CLI::App& cmd, ExpertParallelOptions& ep);
 
+// An error when mpirun started this process with other ranks: `command` does
+// not run under expert parallelism yet (run and bench do).
+Status SingleProcessOnly(const char* command);
+
 struct SamplingFlags {
   SamplingParams params;
   std::optional<uint64_t> seed;  // absent: a random seed

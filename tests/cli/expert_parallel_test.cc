@@ -176,5 +176,14 @@ TEST_F(ExpertParallel, DenseModelIsRefused) {
   EXPECT_NE(r.err.find("expert parallelism needs a MoE model"), std::string::npos) << r.err;
 }
 
+TEST_F(ExpertParallel, ServeUnderMpirunIsRefused) {
+#ifdef ANYMOE_MPIRUN
+  const RunResult r = Shell(std::string(ANYMOE_MPIRUN) + " -np 2 --oversubscribe " + ANYMOE_BINARY +
+                            " serve -m " + Golden("moe/mixtral") + " --port 0");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("anymoe serve runs as one process"), std::string::npos) << r.err;
+#endif
+}
+
 }  // namespace
 }  // namespace anymoe
