@@ -11,6 +11,7 @@ packages=(
   libcpp-httplib-dev  # the HTTP client of bench-serve and the tests
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 unzip
+  openmpi-bin libopenmpi-dev  # expert parallelism across processes (mpirun, MPI_Alltoallv)
   chromium  # headless, for the chat page's end-to-end test (tests/server)
   # OpenCL backend: headers, ICD loader, and PoCL (a CPU OpenCL device for the tests)
   opencl-headers ocl-icd-opencl-dev pocl-opencl-icd clinfo

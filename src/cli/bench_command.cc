@@ -3,10 +3,11 @@
 // adds the machine's read bandwidth and each model's decode roofline. The
 // measuring lives in src/bench/; this file is flags and printing.
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <fstream>
-#include <sstream>
 #include <map>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -46,6 +47,7 @@ struct BenchFlags {
   std::vector<std::string> specs{"none"};  // with spec_prompt: tg tests generate from it
   int64_t draft = 4;
   std::string spec_prompt;  // text file
+  ExpertParallelOptions expert_parallel;
 };
 
 Status Validate(const BenchFlags& f) {
@@ -80,6 +82,10 @@ Status Validate(const BenchFlags& f) {
   if (!f.spec_prompt.empty() && (f.parallel != std::vector<int64_t>{1} ||
                                  f.depths != std::vector<int64_t>{0})) {
     return Status::Error("--spec-prompt: tg tests from a prompt run one sequence at depth 0");
+  }
+  // An MPI job is joined once per process: one engine per bench.
+  if (f.expert_parallel.enabled && (f.models.size() != 1 || f.threads.size() > 1 || f.membw)) {
+    return Status::Error("--ep: benchmark one model at one thread count (-t) per job, without --membw");
   }
   return Status::Ok();
 }
@@ -161,8 +167,14 @@ int Bench(BenchFlags f) {
       options.sequences = max_parallel;  // a device backend reserves their caches at load
       options.time_ops = f.op_profile;
       options.max_step_tokens = std::clamp<int64_t>(max_prompt, 1, f.batch);
+      options.expert_parallel = f.expert_parallel;
       auto engine = LoadEngineOrReport(options);
       if (!engine) return 1;
+      // Expert parallelism: every rank runs every test in step; rank 0 reports.
+      Communicator* comm = engine->communicator();
+      if (!engine->is_root() && std::freopen("/dev/null", "w", stdout) == nullptr) {
+        return ReportError(Status::Error("cannot silence stdout on rank > 0"));
+      }
       if (max_tokens > engine->context()) {
         return ReportError(Status::Error("tests need " + std::to_string(max_tokens) +
                                          " tokens of context but " + path + " allows " +
@@ -178,8 +190,13 @@ int Bench(BenchFlags f) {
       BenchRunner runner(*engine, max_parallel);
       if (!prompt_text.empty()) runner.SetPrompt(engine->Encode(prompt_text));
       for (const BenchTest& test : tests) {
-        std::fprintf(stderr, "bench: %s, %d threads: %s\n", path.c_str(), threads,
-                     test.Name().c_str());
+        if (engine->is_root()) {
+          std::fprintf(stderr, "bench: %s, %d threads: %s\n", path.c_str(), threads,
+                       test.Name().c_str());
+        }
+        const uint64_t sent0 = comm ? comm->bytes_sent() : 0;
+        const double wait0 = comm ? comm->wait_seconds() : 0;
+        const auto start = std::chrono::steady_clock::now();
         BenchResult r;
         r.model = model;
         r.backend = f.backend;
@@ -195,6 +212,16 @@ int Bench(BenchFlags f) {
         auto samples = runner.Measure(test, f.repetitions);
         if (!samples.ok()) return ReportError(samples.status().WithContext(path));
         r.samples_ns = std::move(samples).value();
+        if (comm) {  // per rank: time spent waiting in the exchanges, bytes this rank sent
+          const double wall =
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+          std::fprintf(stderr,
+                       "bench: ep rank %d of %d: %s: %.3f s of %.3f s waiting in exchanges "
+                       "(%.1f %%), %.2f MiB sent\n",
+                       comm->rank(), comm->size(), test.Name().c_str(), comm->wait_seconds() - wait0,
+                       wall, 100 * (comm->wait_seconds() - wait0) / std::max(wall, 1e-9),
+                       double(comm->bytes_sent() - sent0) / (1 << 20));
+        }
         r.op_profile = runner.op_profile();
         r.expert_cache = runner.expert_cache();
         r.drafted = runner.drafted();
@@ -231,6 +258,7 @@ int Bench(BenchFlags f) {
 
 CommandFn RegisterBench(CLI::App& cmd) {
   auto f = std::make_shared<BenchFlags>();
+  AddExpertParallelOptions(cmd, f->expert_parallel);
   cmd.add_option("-m,--model", f->models, "GGUF file or HF model folder (repeatable)")->required();
   cmd.add_option("-p,--n-prompt", f->prompts, "prompt sizes for pp tests, e.g. 128,512 (0: none)")
       ->delimiter(',')

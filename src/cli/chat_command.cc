@@ -22,6 +22,7 @@ struct ChatFlags {
 };
 
 int Chat(const ChatFlags& f) {
+  if (Status st = SingleProcessOnly("chat"); !st.ok()) return ReportError(st);
   auto engine = LoadEngineOrReport(f.engine);
   if (!engine) return 1;
   Generator generator(engine->model(), &engine->tokenizer());

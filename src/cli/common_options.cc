@@ -86,6 +86,26 @@ void AddExpertOptions(CLI::App& cmd, ExpertStreamingOptions& x) {
       ->check(CLI::Range(0.0f, 1e30f));
 }
 
+void AddExpertParallelOptions(CLI::App& cmd, ExpertParallelOptions& ep) {
+  ep.enabled = MpiLaunchSize() > 1;
+  cmd.add_flag("--ep", ep.enabled,
+               "expert parallelism: spread the routed experts over the ranks of the MPI job "
+               "(mpirun -np N anymoe ...); implied under mpirun with 2 or more ranks");
+  cmd.add_option("--ep-placement", ep.placement,
+                 "JSON file giving each MoE layer's expert -> rank (default: contiguous ranges; "
+                 "see tools/ep_placement.py)");
+  cmd.add_option("--ep-timeout", ep.timeout_s,
+                 "seconds to wait for the other ranks in one exchange before giving up")
+      ->check(FiniteNumber(0.001, 86400))
+      ->capture_default_str();
+}
+
+Status SingleProcessOnly(const char* command) {
+  if (MpiLaunchSize() < 2) return Status::Ok();
+  return Status::Error(std::string("anymoe ") + command + " runs as one process: under mpirun, "
+                       "expert parallelism is supported by run and bench so far");
+}
+
 CLI::Validator FiniteNumber(double lo, double hi) {
   // CLI::Range compares, and every comparison with NaN is false: "nan" would pass.
   return CLI::Validator(
@@ -164,6 +184,7 @@ SamplingParams SamplingFlags::Resolve() const {
 
 int ReportError(const Status& status) {
   std::fprintf(stderr, "anymoe: error: %s\n", status.message().c_str());
+  if (Communicator* c = JoinedCommunicator(); c != nullptr && c->size() > 1) c->Abort(1);
   return 1;
 }
 

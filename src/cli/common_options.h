@@ -41,6 +41,14 @@ void AddExpertOptions(CLI::App& cmd, ExpertStreamingOptions& experts);
 // (runtime/speculative.h); `spec` holds the defaults.
 void AddSpecOptions(CLI::App& cmd, SpeculativeOptions& spec, bool allow_mtp = true);
 
+// --ep, --ep-placement FILE, --ep-timeout SECONDS (run and bench; see
+// docs/distributed.md). Started by mpirun with 2 or more ranks, --ep is implied.
+void AddExpertParallelOptions(CLI::App& cmd, ExpertParallelOptions& ep);
+
+// An error when mpirun started this process with other ranks: `command` does
+// not run under expert parallelism yet (run and bench do).
+Status SingleProcessOnly(const char* command);
+
 struct SamplingFlags {
   SamplingParams params;
   std::optional<uint64_t> seed;  // absent: a random seed
@@ -51,7 +59,9 @@ void AddSamplingOptions(CLI::App& cmd, SamplingFlags& flags);
 // Loads the engine, or prints the one-line error and returns null.
 std::unique_ptr<Engine> LoadEngineOrReport(const EngineOptions& options);
 
-// Prints "anymoe: error: <message>" to stderr; returns the exit code 1.
+// Prints "anymoe: error: <message>" to stderr; returns the exit code 1. Under
+// expert parallelism with other ranks, ends the whole MPI job instead (they
+// would otherwise wait for this rank until their timeout).
 int ReportError(const Status& status);
 
 }  // namespace anymoe::cli

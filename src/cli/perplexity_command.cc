@@ -46,6 +46,7 @@ void PrintChunk(int64_t chunk, double ppl) {
 }
 
 int Perplexity(PerplexityFlags f) {
+  if (Status st = SingleProcessOnly("perplexity"); !st.ok()) return ReportError(st);
   if (f.kld && f.kld_base.empty()) {
     return ReportError(Status::Error("--kl-divergence needs --kl-divergence-base FILE"));
   }

@@ -3,6 +3,7 @@
 // every step's logits as .npy.
 #include <cstdio>
 #include <fstream>
+#include <random>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -87,6 +88,15 @@ int Run(RunFlags f) {
   if (f.spec.kind == SpecKind::kMtp) f.engine.load_mtp = true;
   auto engine = LoadEngineOrReport(f.engine);
   if (!engine) return 1;
+  // Expert parallelism: every rank runs the same steps; rank 0 alone speaks.
+  const bool root = engine->is_root();
+  SamplingFlags sampling = f.sampling;
+  if (Communicator* comm = engine->communicator(); comm != nullptr && !sampling.seed) {
+    uint64_t seed = std::random_device{}();  // rank 0's, so every rank samples alike
+    Status st = comm->Broadcast(std::span(reinterpret_cast<uint8_t*>(&seed), sizeof(seed)), 0);
+    if (!st.ok()) return ReportError(st);
+    sampling.seed = seed;
+  }
   auto prompt = PromptTokens(f, *engine);
   if (!prompt.ok()) return ReportError(prompt.status());
 
@@ -97,7 +107,7 @@ int Run(RunFlags f) {
   if (!seq.ok()) return ReportError(seq.status());
   GenerateOptions options;
   options.max_new_tokens = f.max_tokens;
-  options.sampling = f.sampling.Resolve();
+  options.sampling = sampling.Resolve();
   if (!f.ignore_eos) options.stop_tokens = engine->StopTokens();
   options.stop_strings = f.stops;
   options.record_logits = !f.logits_out.empty();
@@ -110,13 +120,15 @@ int Run(RunFlags f) {
     options.constraint = constraint_state.get();
   }
 
-  auto result = generator.Generate(*seq, *prompt, options, [](std::string_view text) {
+  auto result = generator.Generate(*seq, *prompt, options, [root](std::string_view text) {
+    if (!root) return true;
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);
     return true;
   });
-  std::printf("\n");
+  if (root) std::printf("\n");
   if (!result.ok()) return ReportError(result.status());
+  if (!root) return 0;
   if (f.print_tokens) std::printf("tokens: %s\n", FormatTokenList(result->tokens).c_str());
   if (!f.logits_out.empty()) {
     const int64_t vocab = engine->model().config().vocab_size;
@@ -156,6 +168,7 @@ CommandFn RegisterRun(CLI::App& cmd) {
   auto f = std::make_shared<RunFlags>();
   f->engine.progress = true;
   AddEngineOptions(cmd, f->engine);
+  AddExpertParallelOptions(cmd, f->engine.expert_parallel);
   AddSamplingOptions(cmd, f->sampling);
   AddSpecOptions(cmd, f->spec);
   cmd.add_option("-p,--prompt", f->prompt, "prompt text");

@@ -134,6 +134,7 @@ class SignalWatcher {
 };
 
 int Serve(ServeFlags& f) {
+  if (Status st = SingleProcessOnly("serve"); !st.ok()) return ReportError(st);
   LimitMallocArenas();
   ServerOptions& so = f.server;
   if (!f.api_key_file.empty()) {

@@ -56,6 +56,10 @@ Status DecoderModel::Bind(const ModelFile& file, const LoadOptions& options) {
   WeightBinder w(file, backend_);
   w.set_stream_experts(options.expert_cache.enabled && c.is_moe());
   w.set_progress(options.progress);
+  expert_parallel_ = options.expert_parallel;
+  if (expert_parallel_ != nullptr) {
+    w.set_expert_placement(&expert_parallel_->placement, expert_parallel_->comm->rank());
+  }
   ASSIGN_OR_RETURN(tok_embd_, w.Require("model.embed_tokens.weight", {c.vocab_size, c.hidden_size}));
   ASSIGN_OR_RETURN(output_norm_, w.Require("model.norm.weight", {c.hidden_size}));
   if (c.tie_word_embeddings) {
@@ -66,6 +70,10 @@ Status DecoderModel::Bind(const ModelFile& file, const LoadOptions& options) {
   for (int64_t i = 0; i < c.num_layers; ++i) RETURN_IF_ERROR(BindLayer(w, i));
   weight_bytes_ = w.bound_bytes();
   streamed_bytes_ = w.streamed_bytes();
+  remote_expert_bytes_ = w.remote_bytes();
+  // The MTP layer keeps all its experts on every rank.
+  w.set_expert_placement(nullptr, 0);
+  expert_parallel_ = nullptr;
   if (options.load_mtp || options.mtp_file != nullptr) RETURN_IF_ERROR(BindMtp(w, options));
   return Status::Ok();
 }
@@ -133,7 +141,7 @@ Status DecoderModel::BindLayer(WeightBinder& w, int64_t i) {
     ASSIGN_OR_RETURN(L.attention, GqaAttention::Bind(w, c, i, rope_));
   }
   if (c.ffn_kinds[size_t(i)] == FfnKind::kMoe) {
-    ASSIGN_OR_RETURN(auto moe, MoeBlock::Bind(w, c, i, max_step_tokens_));
+    ASSIGN_OR_RETURN(auto moe, MoeBlock::Bind(w, c, i, max_step_tokens_, expert_parallel_));
     L.moe = moe.get();
     L.ffn = std::move(moe);
   } else {

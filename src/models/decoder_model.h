@@ -72,6 +72,7 @@ class DecoderModel final : public Model {
   std::vector<Segment> segments_;
   std::vector<int32_t> logit_rows_;  // rows of the step whose logits are returned
   const ForwardObserver* observer_ = nullptr;
+  const ExpertParallelism* expert_parallel_ = nullptr;  // while binding
   std::unique_ptr<ExpertCache> expert_cache_;
   int64_t sticky_reported_ = 0;  // sticky routings already counted in the cache's stats
 };

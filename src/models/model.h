@@ -25,6 +25,8 @@ struct RoutingStats {
   ExpertCacheStats cache;                    // cache.enabled: experts are streamed
 };
 
+struct ExpertParallelism;  // models/experts/expert_parallel.h
+
 struct LoadOptions {
   int64_t max_step_tokens = 128;  // most tokens one Forward call takes (prefill chunk)
   // Device backends reserve memory at load for a KV cache of this many tokens
@@ -42,6 +44,9 @@ struct LoadOptions {
   // --sticky-experts: the router margin below which a one-token step keeps the
   // previous token's experts (0: off).
   float sticky_experts = 0;
+  // Expert parallelism (models/experts/expert_parallel.h): this rank prepares
+  // and runs only the routed experts the placement gives it (null: all).
+  const ExpertParallelism* expert_parallel = nullptr;
   // Set by PlanMemory: size what the load would allocate, start nothing.
   bool planning = false;
   // Called with the bytes of each weight as it is prepared (load progress).
@@ -118,6 +123,7 @@ class Model {
   uint64_t activation_bytes() const { return activation_bytes_; }
   uint64_t streamed_bytes() const { return streamed_bytes_; }          // routed experts left in the file
   uint64_t expert_cache_bytes() const { return expert_cache_bytes_; }  // the cache's slots
+  uint64_t remote_expert_bytes() const { return remote_expert_bytes_; }  // routed experts other ranks own
 
  protected:
   int64_t max_step_tokens_ = 0;
@@ -125,6 +131,7 @@ class Model {
   uint64_t activation_bytes_ = 0;
   uint64_t streamed_bytes_ = 0;
   uint64_t expert_cache_bytes_ = 0;
+  uint64_t remote_expert_bytes_ = 0;
 };
 
 // Builds the model for `file`'s architecture on `backend`. `file` must outlive it.

@@ -77,9 +77,12 @@ Expected<bool> WeightBinder::PerExpert(int64_t i, const std::string& prefix, int
     };
     if (file_.tensors().Find(FileName(name(0, names[0]))) == nullptr) continue;
     for (int64_t e = 0; e < num_experts; ++e) {
-      ASSIGN_OR_RETURN(Tensor g, Require(name(e, names[0]), {ffn, hidden}));
-      ASSIGN_OR_RETURN(Tensor u, Require(name(e, names[1]), {ffn, hidden}));
-      ASSIGN_OR_RETURN(Tensor d, Require(name(e, names[2]), {hidden, ffn}));
+      auto bind = [&](const char* w, std::initializer_list<int64_t> shape) {
+        return Owns(i, e) ? Require(name(e, w), shape) : Remote(name(e, w), shape);
+      };
+      ASSIGN_OR_RETURN(Tensor g, bind(names[0], {ffn, hidden}));
+      ASSIGN_OR_RETURN(Tensor u, bind(names[1], {ffn, hidden}));
+      ASSIGN_OR_RETURN(Tensor d, bind(names[2], {hidden, ffn}));
       out.gate.push_back(g);
       out.up.push_back(u);
       out.down.push_back(d);
@@ -92,6 +95,12 @@ Expected<bool> WeightBinder::PerExpert(int64_t i, const std::string& prefix, int
 Expected<bool> WeightBinder::Stacked(int64_t i, const std::string& prefix, int64_t num_experts,
                                      int64_t ffn, int64_t hidden, ExpertWeights& out) {
   const std::string base = LayerTensorName(i, prefix);
+  if (placement_ != nullptr && !binding_experts_) {
+    const bool fused = file_.tensors().Find(FileName(base + ".gate_up_proj")) != nullptr;
+    if (!fused && file_.tensors().Find(FileName(base + ".gate_proj.weight")) == nullptr) return false;
+    RETURN_IF_ERROR(StackedSlices(i, base, fused, num_experts, ffn, hidden, out));
+    return true;
+  }
   ASSIGN_OR_RETURN(auto fused, Optional(base + ".gate_up_proj", {num_experts, 2 * ffn, hidden}));
   std::optional<Tensor> gate, up, down;
   if (fused) {  // transformers v5: gate rows then up rows per expert
@@ -118,6 +127,108 @@ Expected<bool> WeightBinder::Stacked(int64_t i, const std::string& prefix, int64
     out.down.push_back(down->Reshaped({num_experts * hidden, ffn}).RowSlice(e * hidden, hidden));
   }
   return true;
+}
+
+bool WeightBinder::Owns(int64_t i, int64_t e) const {
+  if (placement_ == nullptr || binding_experts_) return true;
+  const auto owners = placement_->owners(i);
+  return e >= int64_t(owners.size()) || owners[size_t(e)] == rank_;
+}
+
+Expected<Tensor> WeightBinder::Remote(const std::string& hf_name,
+                                      std::initializer_list<int64_t> shape) {
+  const std::string name = FileName(hf_name);
+  const TensorInfo* info = file_.tensors().Find(name);
+  if (info == nullptr) {
+    return Status::Error(file_.tensors().description() + ": missing tensor '" + name + "'");
+  }
+  if (info->shape != std::vector<int64_t>(shape)) {
+    return Status::Error(file_.tensors().description() + ": tensor '" + name + "' has shape " +
+                         ShapeString(info->shape) + ", expected " + ShapeString(shape));
+  }
+  remote_bytes_ += info->bytes;
+  Tensor t;
+  t.dtype = info->dtype;
+  t.rank = int(info->shape.size());
+  std::copy(info->shape.begin(), info->shape.end(), t.shape.begin());
+  return t;
+}
+
+Expected<Tensor> WeightBinder::PrepareRows(const TensorInfo& info, int64_t row0, int64_t rows) {
+  const uint64_t row_bytes = info.bytes / uint64_t(info.rows());
+  TensorInfo slice{info.name + "[rows " + std::to_string(row0) + "+" + std::to_string(rows) + "]",
+                   info.dtype, {rows, info.cols()}, info.data + uint64_t(row0) * row_bytes,
+                   uint64_t(rows) * row_bytes, BlockScales{}};
+  ASSIGN_OR_RETURN(Tensor t, backend_.PrepareWeight(slice));
+  bound_bytes_ += slice.bytes;
+  if (progress_) progress_(slice.bytes, false);
+  return t;
+}
+
+Status WeightBinder::StackedSlices(int64_t i, const std::string& base, bool fused,
+                                   int64_t num_experts, int64_t ffn, int64_t hidden,
+                                   ExpertWeights& out) {
+  // [E, rows_per_expert, cols] each; the fused tensor holds gate rows then up rows.
+  struct Part {
+    std::string name;
+    int64_t rows;
+    int64_t cols;
+    const TensorInfo* info = nullptr;
+  };
+  std::vector<Part> parts;
+  if (fused) {
+    parts = {{base + ".gate_up_proj", 2 * ffn, hidden}, {base + ".down_proj", hidden, ffn}};
+  } else {
+    parts = {{base + ".gate_proj.weight", ffn, hidden},
+             {base + ".up_proj.weight", ffn, hidden},
+             {base + ".down_proj.weight", hidden, ffn}};
+  }
+  for (Part& p : parts) {
+    p.info = file_.tensors().Find(FileName(p.name));
+    const std::vector<int64_t> shape{num_experts, p.rows, p.cols};
+    if (p.info == nullptr) {
+      return Status::Error(file_.tensors().description() + ": layer " + std::to_string(i) +
+                           " has only part of its stacked expert tensors");
+    }
+    if (p.info->shape != shape) {
+      return Status::Error(file_.tensors().description() + ": tensor '" + FileName(p.name) +
+                           "' has shape " + ShapeString(p.info->shape) + ", expected " +
+                           ShapeString(shape));
+    }
+    if (p.info->scales) {
+      return Status::Error(file_.tensors().description() + ": tensor '" + FileName(p.name) +
+                           "': expert parallelism does not split block-scaled (FP8) stacked "
+                           "experts yet");
+    }
+  }
+  auto view = [](const TensorInfo& info, int64_t rows, int64_t cols) {
+    Tensor t;
+    t.dtype = info.dtype;
+    t.rank = 2;
+    t.shape = {rows, cols, 0, 0};
+    return t;
+  };
+  for (int64_t e = 0; e < num_experts; ++e) {
+    std::vector<Tensor> views;  // gate, up, down
+    for (const Part& p : parts) {
+      const bool gate_up = fused && &p == &parts[0];
+      for (int half = 0; half < (gate_up ? 2 : 1); ++half) {
+        const int64_t rows = gate_up ? ffn : p.rows;
+        const int64_t row0 = e * p.rows + half * ffn;
+        if (Owns(i, e)) {
+          ASSIGN_OR_RETURN(Tensor t, PrepareRows(*p.info, row0, rows));
+          views.push_back(t);
+        } else {
+          remote_bytes_ += p.info->bytes / uint64_t(p.info->rows()) * uint64_t(rows);
+          views.push_back(view(*p.info, rows, p.cols));
+        }
+      }
+    }
+    out.gate.push_back(views[0]);
+    out.up.push_back(views[1]);
+    out.down.push_back(views[2]);
+  }
+  return Status::Ok();
 }
 
 Status WeightBinder::LocateExperts(ExpertWeights& w) {

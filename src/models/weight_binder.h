@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "backends/backend.h"
+#include "distributed/expert_placement.h"
 #include "models/experts/expert_layout.h"
 #include "models/model_file.h"
 
@@ -20,7 +21,9 @@ namespace anymoe {
 // whatever the file layout (per-expert tensors, stacked [E, ...], fused gate_up).
 // Streamed experts (WeightBinder::set_stream_experts) are not prepared: the
 // views carry dtype and shape only (no bytes) and `spans` says where each
-// expert's gate, up and down lie in the file.
+// expert's gate, up and down lie in the file. Under expert parallelism
+// (WeightBinder::set_expert_placement) the experts another rank owns are
+// views with dtype and shape only (no bytes), like streamed ones.
 struct ExpertWeights {
   std::vector<Tensor> gate, up, down;  // gate/up [I, H], down [H, I]
   std::vector<ExpertSpans> spans;      // per expert when streamed, else empty
@@ -55,9 +58,16 @@ class WeightBinder {
   void set_progress(std::function<void(uint64_t, bool)> progress) { progress_ = std::move(progress); }
   // Routed experts bound from now on stay in the file (see ExpertWeights).
   void set_stream_experts(bool stream) { stream_experts_ = stream; }
+  // Expert parallelism: routed experts bound from now on are prepared only
+  // when `placement` gives them to `rank` (null: every expert).
+  void set_expert_placement(const ExpertPlacement* placement, int rank) {
+    placement_ = placement;
+    rank_ = rank;
+  }
 
   uint64_t bound_bytes() const { return bound_bytes_; }      // prepared by the backend
   uint64_t streamed_bytes() const { return streamed_bytes_; }  // routed experts left in the file
+  uint64_t remote_bytes() const { return remote_bytes_; }  // routed experts other ranks own
 
  private:
   std::string FileName(const std::string& hf_name) const;
@@ -66,6 +76,17 @@ class WeightBinder {
                            int64_t hidden, ExpertWeights& out);
   Expected<bool> Stacked(int64_t i, const std::string& prefix, int64_t num_experts, int64_t ffn,
                          int64_t hidden, ExpertWeights& out);
+  // Whether this rank prepares expert `e` of layer `i` (see set_expert_placement).
+  bool Owns(int64_t i, int64_t e) const;
+  // The expert of another rank: `name` checked like Require, then a view with
+  // dtype and shape but no bytes.
+  Expected<Tensor> Remote(const std::string& name, std::initializer_list<int64_t> shape);
+  // Rows [row0, +rows) of the matrix `info` (viewed as [rows, cols]) prepared
+  // on their own: one expert of a stacked tensor.
+  Expected<Tensor> PrepareRows(const TensorInfo& info, int64_t row0, int64_t rows);
+  // Stacked experts under expert parallelism: each owned expert's slices alone.
+  Status StackedSlices(int64_t i, const std::string& base, bool fused, int64_t num_experts,
+                       int64_t ffn, int64_t hidden, ExpertWeights& out);
   // Fills out.spans from the views (which then lose their bytes).
   Status LocateExperts(ExpertWeights& out);
 
@@ -74,6 +95,9 @@ class WeightBinder {
   std::string gguf_arch_;
   uint64_t bound_bytes_ = 0;
   uint64_t streamed_bytes_ = 0;
+  uint64_t remote_bytes_ = 0;
+  const ExpertPlacement* placement_ = nullptr;
+  int rank_ = 0;
   bool stream_experts_ = false;
   bool binding_experts_ = false;  // inside Experts() with stream_experts_
   std::function<void(uint64_t, bool)> progress_;

@@ -11,6 +11,7 @@
 #include "core/mapped_file.h"
 #include "core/system_memory.h"
 #include "models/kv_cache.h"
+#include "models/config_loader.h"
 #include "runtime/load_progress.h"
 
 namespace anymoe {
@@ -44,9 +45,33 @@ Expected<std::unique_ptr<Tokenizer>> LoadTokenizer(const ModelFile& file) {
   return Tokenizer::FromHfJson(json, fs::exists(config) ? config : "");
 }
 
+Status Engine::StartExpertParallel(const ExpertParallelOptions& options) {
+  if (!options.enabled) return Status::Ok();
+  ASSIGN_OR_RETURN(comm_, Communicator::Join(CommunicatorOptions{options.timeout_s}));
+  ASSIGN_OR_RETURN(ModelConfig config, LoadModelConfig(file_));
+  if (!config.is_moe()) {
+    return Status::Error(file_.path + ": expert parallelism needs a MoE model (this one has no "
+                                      "routed experts)");
+  }
+  std::vector<int64_t> moe_layers;
+  for (int64_t l = 0; l < config.num_layers; ++l) {
+    if (config.ffn_kinds[size_t(l)] == FfnKind::kMoe) moe_layers.push_back(l);
+  }
+  ep_ = std::make_unique<ExpertParallelism>();
+  ep_->comm = comm_.get();
+  if (options.placement.empty()) {
+    ep_->placement = ExpertPlacement::Contiguous(comm_->size(), moe_layers, config.moe.num_experts);
+  } else {
+    ASSIGN_OR_RETURN(ep_->placement, ExpertPlacement::Load(options.placement, comm_->size(),
+                                                           moe_layers, config.moe.num_experts));
+  }
+  return Status::Ok();
+}
+
 Expected<std::unique_ptr<Engine>> Engine::Load(const EngineOptions& options) {
   std::unique_ptr<Engine> e(new Engine());
   ASSIGN_OR_RETURN(e->file_, OpenModelFile(options.model_path));
+  RETURN_IF_ERROR(e->StartExpertParallel(options.expert_parallel));
   ASSIGN_OR_RETURN(e->tokenizer_, LoadTokenizer(e->file_));
   BackendOptions backend_options;
   backend_options.num_threads = options.threads;
@@ -59,7 +84,12 @@ Expected<std::unique_ptr<Engine>> Engine::Load(const EngineOptions& options) {
   backend_options.time_ops = options.time_ops;
   ASSIGN_OR_RETURN(e->backend_, CreateBackend(options.backend, backend_options));
   const bool cpu = e->backend_->kind() == BackendKind::kCpu;
+  if (e->ep_ && !cpu) {
+    return Status::Error("expert parallelism (--ep) runs on the cpu backend only for now (got '" +
+                         options.backend + "')");
+  }
   LoadOptions load;
+  load.expert_parallel = e->ep_.get();
   load.max_step_tokens = options.max_step_tokens;
   load.context = options.context;
   load.kv_cache_tokens = options.kv_cache_tokens;
@@ -74,6 +104,7 @@ Expected<std::unique_ptr<Engine>> Engine::Load(const EngineOptions& options) {
     load.mtp_file = &*e->mtp_file_;
   }
   ExpertStreamingOptions experts = options.experts;
+  if (e->ep_ && experts.cache == "auto") experts.cache = "off";  // each rank holds only its share
   experts.pack_panels = options.repack_weights && !options.exact_matmul;
   ASSIGN_OR_RETURN(e->streaming_, PlanExpertStreaming(e->file_, load, experts, cpu,
                                                       QuerySystemMemory()));
@@ -85,11 +116,21 @@ Expected<std::unique_ptr<Engine>> Engine::Load(const EngineOptions& options) {
     ASSIGN_OR_RETURN(e->backend_, CreateBackend(options.backend, backend_options));
     load.progress = LoadProgress::Callback("loading resident weights",
                                            e->streaming_.streamed.weights, options.progress);
-  } else {
+  } else if (!e->ep_) {  // under --ep, other ranks' experts are never read here
     PopulateWeights(e->file_, options.progress);
   }
   ASSIGN_OR_RETURN(e->model_, LoadModel(e->file_, *e->backend_, load));
   if (load.progress) load.progress(0, true);
+  if (e->ep_) {
+    const Communicator& c = *e->comm_;
+    std::fprintf(stderr,
+                 "anymoe: expert parallelism: rank %d of %d: resident weights %.2f MiB, other "
+                 "ranks' experts %.2f MiB not loaded\n",
+                 c.rank(), c.size(), double(e->model_->weight_bytes()) / (1 << 20),
+                 double(e->model_->remote_expert_bytes()) / (1 << 20));
+    // Ranks may load at different speeds: a longer wait than a step's.
+    RETURN_IF_ERROR(e->comm_->Barrier(std::max(c.timeout_s(), 600.0)));
+  }
   if (e->model_->config().vocab_size < int64_t(e->tokenizer_->vocab_size())) {
     return Status::Error(options.model_path + ": tokenizer has " +
                          std::to_string(e->tokenizer_->vocab_size()) +

@@ -12,6 +12,8 @@
 #include "backends/backend.h"
 #include "chat/model_chat_template.h"
 #include "chat/tool_calls.h"
+#include "distributed/communicator.h"
+#include "models/experts/expert_parallel.h"
 #include "models/model.h"
 #include "models/model_file.h"
 #include "runtime/expert_streaming.h"
@@ -19,6 +21,13 @@
 #include "tokenizer/tokenizer.h"
 
 namespace anymoe {
+
+// Expert parallelism over the ranks of an MPI job (docs/distributed.md).
+struct ExpertParallelOptions {
+  bool enabled = false;   // --ep (run and bench turn it on under mpirun with 2+ ranks)
+  std::string placement;  // --ep-placement FILE (JSON); empty: contiguous ranges
+  double timeout_s = 60;  // --ep-timeout: longest wait for the other ranks
+};
 
 struct EngineOptions {
   std::string model_path;
@@ -46,6 +55,7 @@ struct EngineOptions {
   std::string mtp_path;
   // Routed experts streamed from disk through a RAM cache (--expert-cache ...).
   ExpertStreamingOptions experts;
+  ExpertParallelOptions expert_parallel;
 };
 
 class Engine {
@@ -62,6 +72,10 @@ class Engine {
   DType kv_type() const { return kv_type_; }
   // Whether and how routed experts stream (see runtime/expert_streaming.h).
   const ExpertStreamingPlan& expert_streaming() const { return streaming_; }
+  // The MPI job under expert parallelism, else null.
+  Communicator* communicator() { return comm_.get(); }
+  // Rank 0 prints; the others stay silent.
+  bool is_root() const { return comm_ == nullptr || comm_->rank() == 0; }
 
   // Text to ids, with BOS when the model wants it and special tokens parsed.
   std::vector<int32_t> Encode(std::string_view text) const;
@@ -93,6 +107,11 @@ class Engine {
 
  private:
   Engine() = default;
+  // Joins the MPI job and works out the expert placement for `file_`.
+  Status StartExpertParallel(const ExpertParallelOptions& options);
+  // Declared first: the job outlives the model that calls into it.
+  std::unique_ptr<Communicator> comm_;
+  std::unique_ptr<ExpertParallelism> ep_;
   ModelFile file_;
   std::optional<ModelFile> mtp_file_;
   std::unique_ptr<Backend> backend_;

@@ -7,7 +7,8 @@
 namespace anymoe {
 
 Expected<std::unique_ptr<MoeBlock>> MoeBlock::Bind(WeightBinder& w, const ModelConfig& c,
-                                                   int64_t i, int64_t max_step_tokens) {
+                                                   int64_t i, int64_t max_step_tokens,
+                                                   const ExpertParallelism* ep) {
   std::unique_ptr<MoeBlock> m(new MoeBlock(c));
   m->layer_ = i;
   const MoeConfig& s = c.moe;
@@ -27,6 +28,13 @@ Expected<std::unique_ptr<MoeBlock>> MoeBlock::Bind(WeightBinder& w, const ModelC
           ExpertMatrix{t.dtype, t.rows(), t.cols(), uint64_t(t.rows()) * t.row_bytes()};
     }
     m->layout_.spans = m->experts_.spans;
+  }
+  if (ep != nullptr && ep->comm != nullptr) {
+    if (m->experts_.streamed()) {
+      return Status::Error("expert parallelism (--ep) and streamed experts (--expert-cache) do "
+                           "not combine yet: use --expert-cache off with --ep");
+    }
+    m->parallel_.emplace(*ep->comm, ep->placement.owners(i), max_step_tokens * k);
   }
   if (s.shared_ffn > 0) {
     ASSIGN_OR_RETURN(m->shared_, DenseMlp::Bind(w, i, "mlp.shared_experts", h, s.shared_ffn));
@@ -54,7 +62,8 @@ uint64_t MoeBlock::workspace_floats(int64_t t) const {
   // router logits, gathered rows and expert outputs, the MLPs' gate/up, and
   // for the next layer's prediction a normed copy of the rows and its logits
   return 2 * Workspace::Footprint(t, c_.moe.num_experts) + 2 * Workspace::Footprint(m, h) +
-         2 * Workspace::Footprint(m, ffn) + Workspace::Footprint(t, h);
+         2 * Workspace::Footprint(m, ffn) + Workspace::Footprint(t, h) +
+         (parallel_ ? ExpertParallelLayer::WorkspaceFloats(m, h) : 0);
 }
 
 void MoeBlock::AttachCache(ExpertCache* cache) {
@@ -179,6 +188,15 @@ void MoeBlock::Forward(StepContext& ctx, const Tensor& x, const Tensor& out) {
   be.GatherRows(x, rows, xe);
   if (streamed_) {
     Status st = streamed_->Run(be, xe, offsets_, g, u, ye, [&] { PredictNext(ctx); });
+    if (!st.ok()) {
+      ctx.status = st;
+      be.Zero(out);
+      return;
+    }
+  } else if (parallel_) {
+    // This rank's experts, then every rank's outputs in the single-process order.
+    Status st = parallel_->Run(be, ctx.ws, xe, offsets_, experts_.gate, experts_.up,
+                               experts_.down, g, u, ye);
     if (!st.ok()) {
       ctx.status = st;
       be.Zero(out);

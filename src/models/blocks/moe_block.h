@@ -11,6 +11,7 @@
 
 #include "models/blocks/attention.h"
 #include "models/blocks/dense_mlp.h"
+#include "models/experts/expert_parallel.h"
 #include "models/experts/streamed_experts.h"
 #include "models/model_config.h"
 #include "models/weight_binder.h"
@@ -19,8 +20,11 @@ namespace anymoe {
 
 class MoeBlock final : public FeedForwardBlock {
  public:
+  // `ep`: run this layer's routed experts spread over the ranks of an MPI job
+  // (the binder must prepare only this rank's); null: all here.
   static Expected<std::unique_ptr<MoeBlock>> Bind(WeightBinder& w, const ModelConfig& c,
-                                                  int64_t layer, int64_t max_step_tokens);
+                                                  int64_t layer, int64_t max_step_tokens,
+                                                  const ExpertParallelism* ep = nullptr);
   void AddTo(StepContext& ctx, const Tensor& x, const RowNorm& norm, const Tensor& y) override {
     AddNormed(ctx.backend, x, norm, y,
               [&](const Tensor& xn, const Tensor& out) { Forward(ctx, xn, out); });
@@ -76,6 +80,7 @@ class MoeBlock final : public FeedForwardBlock {
   LayerExperts layout_;  // when streamed
   ExpertCache* cache_ = nullptr;
   std::optional<StreamedExperts> streamed_;
+  std::optional<ExpertParallelLayer> parallel_;
   MoeBlock* next_ = nullptr;
   Tensor next_norm_;
   float norm_eps_ = 0;

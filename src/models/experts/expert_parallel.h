@@ -1,0 +1,51 @@
+// Expert parallelism for one MoE layer (docs/distributed.md): every rank holds
+// the whole step's rows and routing (replicated), runs only the experts it
+// owns on their rows, and an all-gather hands every rank every expert's output
+// rows in the single-process order, so the weighted sum that follows is the
+// single-process one, bit for bit.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "backends/backend.h"
+#include "distributed/communicator.h"
+#include "distributed/expert_placement.h"
+#include "models/workspace.h"
+
+namespace anymoe {
+
+// What a model loads and runs under expert parallelism (LoadOptions).
+struct ExpertParallelism {
+  Communicator* comm = nullptr;
+  ExpertPlacement placement;
+};
+
+class ExpertParallelLayer {
+ public:
+  // `owners`: the rank of each expert of this layer; `max_pairs`: the most
+  // (token, expert) pairs of a step.
+  ExpertParallelLayer(Communicator& comm, std::span<const int32_t> owners, int64_t max_pairs);
+
+  // Workspace floats Run takes for `pairs` rows of width `hidden`.
+  static uint64_t WorkspaceFloats(int64_t pairs, int64_t hidden);
+
+  // xe: the step's gathered rows [M, H], grouped by expert at `offsets` (every
+  // expert, single-process order); gate/up/down: the experts (others' without
+  // bytes); g, u: scratch [M, I]. Writes every expert's output rows to `ye`
+  // [M, H] in the order of `xe`.
+  Status Run(Backend& be, Workspace& ws, const Tensor& xe, std::span<const int32_t> offsets,
+             std::span<const Tensor> gate, std::span<const Tensor> up,
+             std::span<const Tensor> down, const Tensor& g, const Tensor& u, const Tensor& ye);
+
+ private:
+  Communicator& comm_;
+  std::vector<int32_t> owners_;
+  // Per step, sized at load: this rank's rows of xe and its group offsets, and
+  // for every row of xe its position in the all-gathered buffer.
+  std::vector<int32_t> local_rows_, local_offsets_, position_;
+  std::vector<int> counts_, displs_, cursor_;
+};
+
+}  // namespace anymoe
