@@ -74,9 +74,8 @@ def main():
         if isinstance(ids, dict) or hasattr(ids, "keys"):
             ids = ids["input_ids"]
         golden.append({"request": req, "ids": list(ids)})
-    with open(OUT, "w", encoding="utf-8") as f:
-        json.dump(golden, f, ensure_ascii=False, indent=1)
-        f.write("\n")
+    with open(OUT, "w", encoding="utf-8") as f:  # one request per line
+        f.write("[\n" + ",\n".join(json.dumps(g, ensure_ascii=False) for g in golden) + "\n]\n")
     print(f"wrote {OUT}: {len(golden)} requests")
 
 

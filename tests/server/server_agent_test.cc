@@ -209,17 +209,24 @@ class ScriptedService final : public CompletionService {
   size_t piece_;
 };
 
-TEST_F(ServerAgent, ModelToolCallSyntaxBecomesToolCallsWholeAndStreamed) {
-  const std::string script =
-      "The user wants weather.</think>Checking.<tool_call>get_weather<arg_key>city</arg_key>"
-      "<arg_value>Paris</arg_value><arg_key>days</arg_key><arg_value>3</arg_value></tool_call>"
-      "<tool_call>get_time<arg_key>zone</arg_key><arg_value>utc</arg_value></tool_call>";
+// What a model writes after its generation prompt, and what the server must
+// make of it: the model's template picks the dialect.
+struct ScriptedCase {
+  std::string golden, tmpl, script, reasoning, content;
+};
+
+class ServerToolDialects : public ServerTest,
+                           public ::testing::WithParamInterface<ScriptedCase> {};
+
+TEST_P(ServerToolDialects, ModelToolCallSyntaxBecomesToolCallsWholeAndStreamed) {
+  const ScriptedCase& sc = GetParam();
+  const std::string model = ModelWithTemplate(sc.golden, sc.tmpl);
   json req = {{"messages", {{{"role", "user"}, {"content", "Weather and time in Paris?"}}}},
               {"tools", {Weather(), Time()}}};
-  json whole;
   for (size_t piece : {1, 3, 7, 1000}) {
-    StartServer({}, {}, /*ready=*/false, Glm5Folder());
-    ScriptedService scripted(script, piece);
+    SCOPED_TRACE(sc.tmpl + " pieces of " + std::to_string(piece));
+    StartServer({}, {}, /*ready=*/false, model);
+    ScriptedService scripted(sc.script, piece);
     server_->SetReady({engine_, &scripted, context_});
     auto res = PostJson("/v1/chat/completions", req);
     ASSERT_TRUE(res);
@@ -227,22 +234,28 @@ TEST_F(ServerAgent, ModelToolCallSyntaxBecomesToolCallsWholeAndStreamed) {
     const json choice = ParseBody(res)["choices"][0];
     EXPECT_EQ(choice["finish_reason"], "tool_calls");
     const json& m = choice["message"];
-    EXPECT_EQ(m["reasoning_content"], "The user wants weather.");
-    EXPECT_EQ(m["content"], "Checking.");
-    ASSERT_EQ(m["tool_calls"].size(), 2u);
+    if (sc.reasoning.empty()) {
+      EXPECT_FALSE(m.contains("reasoning_content")) << m.dump();
+    } else {
+      EXPECT_EQ(m["reasoning_content"], sc.reasoning);
+    }
+    EXPECT_EQ(m["content"], sc.content);
+    ASSERT_EQ(m["tool_calls"].size(), 2u) << m.dump();
     EXPECT_EQ(m["tool_calls"][0]["function"]["name"], "get_weather");
-    // "days" is typed integer by the schema, "city" string: GLM's raw values.
+    // "days" is typed integer by the schema, "city" string (GLM's raw values
+    // are decoded by the schema; JSON dialects carry their own types).
     EXPECT_EQ(m["tool_calls"][0]["function"]["arguments"], R"({"city": "Paris", "days": 3})");
+    EXPECT_EQ(m["tool_calls"][1]["function"]["name"], "get_time");
     EXPECT_EQ(m["tool_calls"][1]["function"]["arguments"], R"({"zone": "utc"})");
     EXPECT_NE(m["tool_calls"][0]["id"], m["tool_calls"][1]["id"]);
 
     const Reassembled s = FromStream(Stream("/v1/chat/completions", req));
-    EXPECT_EQ(s.reasoning, "The user wants weather.");
-    EXPECT_EQ(s.content, "Checking.");
+    EXPECT_EQ(s.reasoning, sc.reasoning);
+    EXPECT_EQ(s.content, m["content"].is_null() ? "" : m["content"].get<std::string>());
     EXPECT_EQ(WithoutIds(s.calls), WithoutIds(m["tool_calls"]));
     EXPECT_EQ(s.finish, "tool_calls");
 
-    // tool_choice none: the same text stays content, nothing is parsed.
+    // tool_choice none: the same text is not parsed for calls.
     json none = req;
     none["tool_choice"] = "none";
     auto plain = PostJson("/v1/chat/completions", none);
@@ -250,12 +263,36 @@ TEST_F(ServerAgent, ModelToolCallSyntaxBecomesToolCallsWholeAndStreamed) {
     const json pm = ParseBody(plain)["choices"][0];
     EXPECT_EQ(pm["finish_reason"], "stop");
     EXPECT_FALSE(pm["message"].contains("tool_calls"));
-    EXPECT_NE(pm["message"]["content"].get<std::string>().find("<tool_call>get_time"),
-              std::string::npos);
+    EXPECT_NE(pm["message"]["content"].get<std::string>().find("get_time"), std::string::npos);
     server_->Stop();
     TearDown();
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(
+    Dialects, ServerToolDialects,
+    ::testing::Values(
+        // GLM-5: the prompt ends inside <think>; calls without newlines.
+        ScriptedCase{"moe/glm_moe_dsa", "glm-5.2.jinja",
+                     "The user wants weather.</think>Checking.<tool_call>get_weather"
+                     "<arg_key>city</arg_key><arg_value>Paris</arg_value><arg_key>days</arg_key>"
+                     "<arg_value>3</arg_value></tool_call><tool_call>get_time<arg_key>zone"
+                     "</arg_key><arg_value>utc</arg_value></tool_call>",
+                     "The user wants weather.", "Checking."},
+        // GLM-4.5: "<think>" written by the model, newlines inside calls.
+        ScriptedCase{"moe/glm4_moe", "glm-4.5.jinja",
+                     "\n<think>Need tools.</think>\nChecking.<tool_call>get_weather\n"
+                     "<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n<arg_key>days"
+                     "</arg_key>\n<arg_value>3</arg_value>\n</tool_call>\n<tool_call>get_time\n"
+                     "<arg_key>zone</arg_key>\n<arg_value>utc</arg_value>\n</tool_call>",
+                     "Need tools.", "\nChecking."},
+        // Qwen3: JSON inside <tool_call> tags.
+        ScriptedCase{"moe/qwen3_moe", "qwen3.jinja",
+                     "<think>\nNeed tools.\n</think>\n\nChecking.\n<tool_call>\n{\"name\": "
+                     "\"get_weather\", \"arguments\": {\"city\": \"Paris\", \"days\": 3}}\n"
+                     "</tool_call>\n<tool_call>\n{\"name\": \"get_time\", \"arguments\": "
+                     "{\"zone\": \"utc\"}}\n</tool_call>",
+                     "\nNeed tools.\n", "\n\nChecking.\n"}));
 
 TEST_F(ServerAgent, ResponseFormatJsonSchemaAndItsErrors) {
   StartServer({}, {}, true, Glm5Folder());

@@ -27,28 +27,33 @@ inline std::string GoldenPath(const std::string& rel) {
   return std::string(ANYMOE_GOLDEN_DIR) + "/" + rel;
 }
 
-// The tiny GLM-5 golden (tests/golden/moe/glm_moe_dsa) served with the real
-// GLM-5.2 template (chat_template.jinja takes precedence) and a context long
-// enough for tool prompts (its config says 128; RoPE is computed for any
-// position, and the weights are random anyway).
-inline std::string Glm5Folder() {
+// A tiny golden model (tests/golden/`golden`) served with a real template
+// (tests/golden/chat/templates/`tmpl`; chat_template.jinja takes precedence)
+// and a context long enough for tool prompts (their configs say 128; RoPE is
+// computed for any position, and the weights are random anyway).
+inline std::string ModelWithTemplate(const std::string& golden, const std::string& tmpl) {
   namespace fs = std::filesystem;
   using nlohmann::json;
-  static const std::string dir = [] {
-    const fs::path src = GoldenPath("moe/glm_moe_dsa");
-    const fs::path out = fs::path(::testing::TempDir()) / "anymoe_glm5_chat";
-    fs::remove_all(out);
-    fs::create_directories(out);
-    for (const char* f : {"model.safetensors", "tokenizer.json", "tokenizer_config.json",
-                          "generation_config.json"}) {
-      fs::create_symlink(fs::absolute(src / f), out / f);
-    }
-    json config = json::parse(std::ifstream(src / "config.json"));
-    config["max_position_embeddings"] = 4096;
-    std::ofstream(out / "config.json") << config.dump();
-    fs::copy_file(GoldenPath("chat/templates/glm-5.2.jinja"), out / "chat_template.jinja");
-    return out.string();
-  }();
+  const fs::path src = GoldenPath(golden);
+  const fs::path out = fs::path(::testing::TempDir()) /
+                       ("anymoe_chat_" + src.filename().string() + "_" + fs::path(tmpl).stem().string());
+  if (fs::exists(out / "chat_template.jinja")) return out.string();
+  fs::remove_all(out);
+  fs::create_directories(out);
+  for (const char* f : {"model.safetensors", "tokenizer.json", "tokenizer_config.json",
+                        "generation_config.json"}) {
+    fs::create_symlink(fs::absolute(src / f), out / f);
+  }
+  json config = json::parse(std::ifstream(src / "config.json"));
+  config["max_position_embeddings"] = 4096;
+  std::ofstream(out / "config.json") << config.dump();
+  fs::copy_file(GoldenPath("chat/templates/" + tmpl), out / "chat_template.jinja");
+  return out.string();
+}
+
+// The tiny GLM-5 golden with the GLM-5.2 template.
+inline std::string Glm5Folder() {
+  static const std::string dir = ModelWithTemplate("moe/glm_moe_dsa", "glm-5.2.jinja");
   return dir;
 }
 
