@@ -227,13 +227,7 @@ Status DecoderModel::PlanStep(std::span<const SequenceStep> steps) {
 Expected<Tensor> DecoderModel::ForwardBatch(std::span<const SequenceStep> steps) {
   RETURN_IF_ERROR(PlanStep(steps));
   const int64_t t = segments_.back().row0 + segments_.back().rows;
-  StepContext ctx{backend_, workspace_};
-  ctx.t = t;
-  ctx.segments = segments_;
-  ctx.positions = std::span<const int32_t>(positions_).first(size_t(t));
-  ctx.dsa = &dsa_;
-  ctx.observer = observer_;
-  dsa_.valid = false;
+  StepContext ctx = StartStep(t);
 
   const Tensor x = x_.RowSlice(0, t), xn = xn_.RowSlice(0, t), y = y_.RowSlice(0, t);
   backend_.Embedding(tok_embd_, std::span<const int32_t>(step_ids_).first(size_t(t)), x);
@@ -255,15 +249,30 @@ Expected<Tensor> DecoderModel::ForwardBatch(std::span<const SequenceStep> steps)
     sticky_reported_ = sticky;
   }
 
+  return Logits(x, output_norm_, config_.rms_norm_eps, output_);
+}
+
+StepContext DecoderModel::StartStep(int64_t t) {
+  StepContext ctx{backend_, workspace_};
+  ctx.t = t;
+  ctx.segments = segments_;
+  ctx.positions = std::span<const int32_t>(positions_).first(size_t(t));
+  ctx.dsa = &dsa_;
+  ctx.observer = observer_;
+  dsa_.valid = false;
+  return ctx;
+}
+
+Tensor DecoderModel::Logits(const Tensor& x, const Tensor& norm, float eps, const Tensor& head) {
   // Only the rows whose logits are wanted go through the final norm and head.
   const int64_t rows = int64_t(logit_rows_.size());
   const Tensor picked = y_.RowSlice(0, rows), normed = xn_.RowSlice(0, rows),
                logits = logits_.RowSlice(0, rows);
   backend_.GatherRows(x, logit_rows_, picked);
   hidden_ = picked;
-  const RowNorm final_norm{&output_norm_, config_.rms_norm_eps, normed};
-  const Projection head[] = {{&output_, nullptr, logits}};
-  backend_.FusedMatmul(picked, head, {.norm = &final_norm});
+  const RowNorm row_norm{&norm, eps, normed};
+  const Projection projection[] = {{&head, nullptr, logits}};
+  backend_.FusedMatmul(picked, projection, {.norm = &row_norm});
   return logits;
 }
 
@@ -291,14 +300,8 @@ Expected<Tensor> DecoderModel::ForwardMtp(std::span<const int32_t> tokens, const
   const SequenceStep step{tokens, &cache, all_logits};
   RETURN_IF_ERROR(PlanStep(std::span(&step, 1)));
   const ModelConfig& mc = mtp_->config();
-  StepContext ctx{backend_, workspace_};
-  ctx.t = t;
-  ctx.segments = segments_;
-  ctx.positions = std::span<const int32_t>(positions_).first(size_t(t));
-  ctx.dsa = &dsa_;
-  ctx.observer = observer_;
+  StepContext ctx = StartStep(t);
   ctx.layer = 0;  // the cache holds this one layer
-  dsa_.valid = false;
 
   const Tensor x = x_.RowSlice(0, t), xn = xn_.RowSlice(0, t), y = y_.RowSlice(0, t);
   // hidden may be rows of y_ (last_hidden()): read it before y is written.
@@ -320,15 +323,7 @@ Expected<Tensor> DecoderModel::ForwardMtp(std::span<const int32_t> tokens, const
   if (!ctx.status.ok()) return ctx.status;
   cache.set_length(segments_[0].n_past + t);
 
-  const int64_t rows = int64_t(logit_rows_.size());
-  const Tensor picked = y_.RowSlice(0, rows), normed = xn_.RowSlice(0, rows),
-               logits = logits_.RowSlice(0, rows);
-  backend_.GatherRows(x, logit_rows_, picked);
-  hidden_ = picked;
-  const RowNorm head_norm{&mtp_->head_norm(), mc.rms_norm_eps, normed};
-  const Projection head[] = {{&mtp_->head(), nullptr, logits}};
-  backend_.FusedMatmul(picked, head, {.norm = &head_norm});
-  return logits;
+  return Logits(x, mtp_->head_norm(), mc.rms_norm_eps, mtp_->head());
 }
 
 RoutingStats DecoderModel::routing_stats() const {

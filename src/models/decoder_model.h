@@ -51,6 +51,11 @@ class DecoderModel final : public Model {
   Status AllocateActivations();
   // Validates the steps and reserves their cache blocks; fills segments_.
   Status PlanStep(std::span<const SequenceStep> steps);
+  // The context of a step of `t` rows that PlanStep planned.
+  StepContext StartStep(int64_t t);
+  // The planned logit rows of the residual stream `x` through `norm` and
+  // `head`; leaves those rows of `x` in hidden_.
+  Tensor Logits(const Tensor& x, const Tensor& norm, float eps, const Tensor& head);
 
   ModelConfig config_;
   Backend& backend_;

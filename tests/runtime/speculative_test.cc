@@ -10,11 +10,15 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <nlohmann/json.hpp>
+#include <optional>
 
+#include "chat/json_constraint.h"
 #include "runtime/engine.h"
 #include "runtime/generator.h"
 #include "runtime/ngram_drafter.h"
 #include "runtime/speculative.h"
+#include "testing/cpu_targets.h"
 
 namespace anymoe {
 namespace {
@@ -126,9 +130,10 @@ TEST(DraftGovernor, PausesWhileDraftsDoNotPay) {
 }
 
 struct SpecCase {
-  const char* name;
+  std::string name;
   std::string path;
-  bool mtp = false;  // load the MTP layer and draft with it too
+  bool mtp = false;    // load the MTP layer and draft with it too
+  std::string target = "";  // the CPU kernels' target (empty: the machine's best)
 };
 
 void PrintTo(const SpecCase& c, std::ostream* os) { *os << c.name; }
@@ -139,6 +144,13 @@ class SpeculativeGenerate : public ::testing::TestWithParam<SpecCase> {
  protected:
   void SetUp() override {
     if (!std::filesystem::exists(GetParam().path)) GTEST_SKIP() << GetParam().path << " absent";
+    // Skipped before loading anything: tests for one kind of model only.
+    const std::string test = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    if (test.starts_with("Mtp") && !GetParam().mtp) GTEST_SKIP() << "no MTP layer";
+    if (test.starts_with("Constrained") && GetParam().name != "smollm2") {
+      GTEST_SKIP() << "needs a real tokenizer";
+    }
+    if (!GetParam().target.empty()) target_.emplace(GetParam().target);
     EngineOptions o;
     o.model_path = GetParam().path;
     o.threads = 2;
@@ -240,6 +252,7 @@ class SpeculativeGenerate : public ::testing::TestWithParam<SpecCase> {
     EXPECT_EQ(a.cache_length, b.cache_length) << what;
   }
 
+  std::optional<testing::ScopedCpuTarget> target_;  // outlives the engine
   std::unique_ptr<Engine> engine_;
   std::vector<int32_t> prompt_;
 };
@@ -309,7 +322,6 @@ TEST_P(SpeculativeGenerate, SeededSamplingIsThatOfPlainDecoding) {
 // trunk's state at p with token p + 1), so the MTP cache followed the trunk
 // through every rollback and into the next turn.
 TEST_P(SpeculativeGenerate, MtpDraftsAreTheMtpLayersPredictions) {
-  if (!GetParam().mtp) GTEST_SKIP() << "no MTP layer";
   const SamplingParams greedy = SamplingParams::Greedy();
   const Run plain = Generate({}, greedy);
   SpeculativeOptions mtp;
@@ -355,6 +367,48 @@ TEST_P(SpeculativeGenerate, MtpDraftsAreTheMtpLayersPredictions) {
   EXPECT_GT(second_checked, 4u);  // after reusing the first turn's MTP rows
 }
 
+// JSON-constrained output (structured output, tool arguments): each verify
+// row is masked with the constraint's state after the rows before it, so
+// drafts change nothing there either (SmolLM2: a real tokenizer).
+TEST_P(SpeculativeGenerate, ConstrainedOutputIsThatOfPlainDecoding) {
+  const nlohmann::ordered_json schema = nlohmann::ordered_json::parse(R"({
+      "type": "object",
+      "properties": {"name": {"type": "string"}, "tags": {"type": "array",
+                     "items": {"type": "string"}}},
+      "required": ["name", "tags"]})");
+  auto vocab = VocabularyIndex::Build(engine_->tokenizer());
+  ASSERT_TRUE(vocab.ok()) << vocab.status().message();
+  auto constraint = JsonConstraint::Create(schema, *vocab, engine_->StopTokens());
+  ASSERT_TRUE(constraint.ok()) << constraint.status().message();
+  prompt_ = engine_->Encode(
+      "{\"name\": \"one two\", \"tags\": [\"one\", \"two\", \"one\", \"two\"]}\n"
+      "{\"name\": \"one two\", \"tags\": [\"one\", \"two\", \"one\", \"two\"]}\n");
+  auto run = [&](SpecKind kind, const SamplingParams& sampling) {
+    JsonConstraintState state(*constraint);
+    Generator g(engine_->model(), &engine_->tokenizer());
+    auto seq = g.NewSequence(engine_->context());
+    GenerateOptions o;
+    o.max_new_tokens = 48;
+    o.sampling = sampling;
+    o.stop_tokens = engine_->StopTokens();
+    o.constraint = &state;
+    o.spec.kind = kind;
+    auto r = g.Generate(*seq, prompt_, o, nullptr);
+    EXPECT_TRUE(r.ok()) << r.status().message();
+    return r.ok() ? *r : GenerateResult{};
+  };
+  SamplingParams seeded;
+  seeded.seed = 11;
+  for (const SamplingParams& sp : {SamplingParams::Greedy(), seeded}) {
+    const GenerateResult plain = run(SpecKind::kNone, sp);
+    const GenerateResult ngram = run(SpecKind::kNgram, sp);
+    EXPECT_EQ(plain.tokens, ngram.tokens);
+    EXPECT_EQ(plain.text, ngram.text);
+    EXPECT_GT(ngram.stats.drafted_tokens, 0);
+    EXPECT_FALSE(nlohmann::json::parse(ngram.text, nullptr, false).is_discarded()) << ngram.text;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Models, SpeculativeGenerate,
     ::testing::Values(SpecCase{"llama_tiny", Golden("llama_tiny")},
@@ -365,7 +419,21 @@ INSTANTIATE_TEST_SUITE_P(
                       SpecCase{"glm5_fp8_mtp", Golden("fp8/glm_moe_dsa"), true},
                       SpecCase{"deepseek_v3_fp8_mtp", Golden("fp8/deepseek_v3"), true},
                       SpecCase{"glm5_q8_0_gguf_mtp", Golden("mtp/glm_moe_dsa_mtp.gguf"), true}),
-    [](const auto& info) { return std::string(info.param.name); });
+    [](const auto& info) { return info.param.name; });
+
+// Verify rows equal plain steps only because a row's numbers do not depend on
+// its step's size: on every SIMD target, with integer (q8_0) kernels, MLA +
+// DSA and the MTP layer (the tiny GLM-5 GGUF).
+std::vector<SpecCase> EveryTarget() {
+  std::vector<SpecCase> cases;
+  for (const std::string& t : testing::CpuTargetNames()) {
+    cases.push_back({"glm5_q8_0_" + testing::TestNameOf(t), Golden("mtp/glm_moe_dsa_mtp.gguf"),
+                     true, t});
+  }
+  return cases;
+}
+INSTANTIATE_TEST_SUITE_P(CpuTargets, SpeculativeGenerate, ::testing::ValuesIn(EveryTarget()),
+                         [](const auto& info) { return info.param.name; });
 
 }  // namespace
 }  // namespace anymoe
