@@ -1,7 +1,9 @@
 // Linear-time checks for parsers (issue 20): time one input of size n and one
-// of size 2n and compare the two as a ratio, never against an absolute time,
+// of size 4n and compare the two as a ratio, never against an absolute time,
 // so the check holds on a slow or loaded machine. Linear (or n log n) work
-// gives ~2x; quadratic work ~4x. Each size runs several times, interleaved,
+// gives ~4x; quadratic work ~16x. (With 2n against n, linear 2x and quadratic
+// 4x were too close: caches and a second test on the other core pushed linear
+// parsers to 3.1-4.3x on a loaded 2-core machine.) Each size runs several times, interleaved,
 // and the fastest run of each counts (noise only ever adds time). Inputs
 // should be large enough that both sizes miss the caches alike. A 1x run
 // slower than `budget` fails at once, so a quadratic parser fails the test in
@@ -20,12 +22,13 @@ namespace anymoe::testing {
 
 struct GrowthOptions {
   int repeats = 7;              // runs per size; the minimum of each counts
-  double max_ratio = 3.0;       // linear: ~2, quadratic: ~4
+  double max_ratio = 8.0;       // the larger input is 4x: linear ~4, quadratic ~16
   double budget_seconds = 5.0;  // one 1x run slower than this fails at once
 };
 
-// `run(scale)` parses the input built for `scale` (1 or 2) once. Returns the
-// ratio of the fastest 2x run to the fastest 1x run, and fails the test when
+// `run(scale)` parses the input built for `scale` (1, or 2 for the input 4x
+// as large) once. Returns the
+// ratio of the fastest 4x run to the fastest 1x run, and fails the test when
 // it reaches `max_ratio`.
 inline double ExpectLinearGrowth(const std::string& what, const std::function<void(int)>& run,
                                  const GrowthOptions& o = {}) {
@@ -57,9 +60,9 @@ inline double ExpectLinearGrowth(const std::string& what, const std::function<vo
     best2 = std::min(best2, time(2));
   }
   const double ratio = best2 / best1;
-  EXPECT_LT(ratio, o.max_ratio) << what << ": 1x " << best1 * 1e3 << " ms, 2x " << best2 * 1e3
+  EXPECT_LT(ratio, o.max_ratio) << what << ": 1x " << best1 * 1e3 << " ms, 4x " << best2 * 1e3
                                 << " ms";
-  std::printf("%s: 1x %.2f ms, 2x %.2f ms, ratio %.2f\n", what.c_str(), best1 * 1e3, best2 * 1e3,
+  std::printf("%s: 1x %.2f ms, 4x %.2f ms, ratio %.2f\n", what.c_str(), best1 * 1e3, best2 * 1e3,
               ratio);
   return ratio;
 }

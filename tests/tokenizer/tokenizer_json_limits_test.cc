@@ -152,7 +152,7 @@ TEST_F(TokenizerFileLimits, TokenizerJsonIsLinear) {
                 {"decoder", {{"type", "ByteLevel"}}}}
         .dump();
   };
-  const std::string one = WriteText("one.json", build(50000)),
+  const std::string one = WriteText("one.json", build(25000)),
                     two = WriteText("two.json", build(100000));
   testing::GrowthOptions options;
   options.repeats = 4;
