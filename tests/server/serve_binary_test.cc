@@ -408,6 +408,12 @@ TEST_F(ServeBinary, TinyTemperatureRunsGreedily) {
 // large bodies two at a time and trims after them: RSS after many rounds of
 // 16 concurrent 1 MiB bodies stays near RSS at start.
 TEST_F(ServeBinary, LargeRequestsOnManyThreadsDoNotGrowMemory) {
+#if defined(__SANITIZE_ADDRESS__)
+  // ASan replaces glibc's malloc (no arenas to limit or trim) and keeps freed
+  // blocks in its quarantine (up to 256 MiB), so RSS measures neither here;
+  // LeakSanitizer checks the same requests for leaks when serve exits.
+  GTEST_SKIP() << "RSS growth is not measurable under AddressSanitizer";
+#endif
   StartServe({"--http-threads", "16"});
   // A body of many small values: its JSON tree is ~15x the bytes.
   std::string body = "{\"prompt\":\"hi\",\"max_tokens\":1,\"x\":[0";
