@@ -8,6 +8,7 @@ packages=(
   libhwy-dev libutf8proc-dev
   nlohmann-json3-dev libcli11-dev
   libboost-dev        # Boost.Beast + Boost.Asio (header-only): the HTTP server
+  libjs-marked node-dompurify  # the chat page renders Markdown (marked) made safe (DOMPurify)
   libcpp-httplib-dev  # the HTTP client of bench-serve and the tests
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 unzip

@@ -63,7 +63,12 @@ struct Active {
 
 class Scheduler::Impl {
  public:
-  Impl(Engine& engine, const SchedulerOptions& o) : engine_(engine), model_(engine.model()), opt_(o) {}
+  // The MoE layers' zero counts are there from the start: a reader learns the
+  // model's expert layout before the first step (the chat page does).
+  Impl(Engine& engine, const SchedulerOptions& o)
+      : engine_(engine), model_(engine.model()), opt_(o) {
+    if (model_.config().is_moe()) routing_ = model_.routing_stats();
+  }
   ~Impl() {
     Shutdown(Clock::now());
   }

@@ -7,6 +7,7 @@
 
 #include "formats/parse_util.h"
 #include "runtime/engine.h"
+#include "runtime/routing_report.h"
 #include "server/api_error.h"
 #include "server/auth.h"
 #include "server/completion_endpoint.h"
@@ -136,6 +137,11 @@ void OpenAiServer::RegisterRoutes() {
   AddRoute("GET", "/", true, std::bind(&OpenAiServer::HandlePage, this, _1, _2));
   AddRoute("GET", "/v1/models", false, std::bind(&OpenAiServer::HandleModels, this, _1, _2));
   AddRoute("GET", "/metrics", false, std::bind(&OpenAiServer::HandleMetrics, this, _1, _2));
+  AddRoute("GET", "/routing", false, std::bind(&OpenAiServer::HandleRouting, this, _1, _2));
+  AddRoute("GET", "/static/marked.js", true,
+           [this](const HttpRequest&, ResponseStream& out) { HandleScript(MarkedJs(), out); });
+  AddRoute("GET", "/static/purify.js", true,
+           [this](const HttpRequest&, ResponseStream& out) { HandleScript(DomPurifyJs(), out); });
   for (bool chat : {false, true}) {
     AddRoute("POST", chat ? "/v1/chat/completions" : "/v1/completions", false,
              [this, chat](const HttpRequest& req, ResponseStream& out) {
@@ -303,11 +309,32 @@ void OpenAiServer::HandleMetrics(const HttpRequest&, ResponseStream& out) {
   out.Send(std::move(r));
 }
 
+// Tokens routed to each expert of each MoE layer since load, as `anymoe run
+// --routing-stats` writes them (all requests together: the chat page diffs
+// two reads around a reply to draw which experts it used).
+void OpenAiServer::HandleRouting(const HttpRequest&, ResponseStream& out) {
+  const ServingModel* model = Serving(out);
+  if (model == nullptr) return;
+  HttpResponse r;
+  r.content_type = kJson;
+  r.body = RoutingStatsJson(model->service->routing_stats(), options_.model_name);
+  out.Send(std::move(r));
+}
+
+void OpenAiServer::HandleScript(std::string_view body, ResponseStream& out) {
+  HttpResponse r;
+  r.content_type = "text/javascript; charset=utf-8";
+  r.SetHeader("X-Content-Type-Options", "nosniff");
+  r.SetHeader("Cache-Control", "public, max-age=86400");
+  r.body = std::string(body);
+  out.Send(std::move(r));
+}
+
 void OpenAiServer::HandlePage(const HttpRequest&, ResponseStream& out) {
   HttpResponse r;
   r.content_type = "text/html; charset=utf-8";
   r.SetHeader("Content-Security-Policy",
-              "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
+              "default-src 'none'; script-src 'self' 'unsafe-inline'; style-src 'unsafe-inline'; "
               "connect-src 'self'; img-src data:; base-uri 'none'; form-action 'none'");
   r.SetHeader("X-Content-Type-Options", "nosniff");
   r.SetHeader("Referrer-Policy", "no-referrer");

@@ -106,7 +106,10 @@ class OpenAiServer : private HttpHandler {
   void HandleHealth(const HttpRequest& req, ResponseStream& out);
   void HandleModels(const HttpRequest& req, ResponseStream& out);
   void HandleMetrics(const HttpRequest& req, ResponseStream& out);
+  void HandleRouting(const HttpRequest& req, ResponseStream& out);
   void HandlePage(const HttpRequest& req, ResponseStream& out);
+  // One of the page's embedded libraries, as JavaScript.
+  void HandleScript(std::string_view body, ResponseStream& out);
 
   ServerOptions options_;
   std::unique_ptr<CompletionEndpoint> completions_;

@@ -16,6 +16,7 @@
 #include <regex>
 #include <sstream>
 
+#include "headless_chromium.h"
 #include "server/sse.h"
 #include "server_fixture.h"
 
@@ -95,9 +96,9 @@ class ServeBinary : public ServerTest {
   std::string Path(const std::string& name) const { return (dir_ / name).string(); }
 
   // Starts `anymoe serve` on a free port and waits until it is ready.
-  void StartServe(std::vector<std::string> extra = {}) {
-    std::vector<std::string> args = {ANYMOE_BINARY, "serve", "-m", GoldenPath("llama_tiny"),
-                                     "--port",      "0",     "-t", "1"};
+  void StartServe(std::vector<std::string> extra = {},
+                  const std::string& model = GoldenPath("llama_tiny")) {
+    std::vector<std::string> args = {ANYMOE_BINARY, "serve", "-m", model, "--port", "0", "-t", "1"};
     args.insert(args.end(), extra.begin(), extra.end());
     serve_ = std::make_unique<Process>(args, Path("serve.out"), Path("serve.err"));
     const std::regex listening("listening on http://127\\.0\\.0\\.1:([0-9]+)");
@@ -447,44 +448,69 @@ TEST_F(ServeBinary, LargeRequestsOnManyThreadsDoNotGrowMemory) {
   EXPECT_EQ(serve_->Wait(std::chrono::seconds(10)), 0) << serve_->err();
 }
 
-// Headless Chromium loads the page, which sends ?q= and streams the reply.
-std::string FindChromium() {
-  for (const char* name : {"chromium", "chromium-browser", "google-chrome"}) {
-    for (const char* dir : {"/usr/bin/", "/usr/local/bin/", "/snap/bin/"}) {
-      const std::string path = std::string(dir) + name;
-      if (access(path.c_str(), X_OK) == 0) return path;
-    }
-  }
-  return "";
-}
-
+// The chat page on `anymoe serve` with the tiny GLM-5 (MoE, its own template):
+// the model's name, a streamed reply whose text is reasoning (the prompt ends
+// inside <think>), tokens/s, the experts the reply used drawn from /routing,
+// and a tool call forced by tool_choice=required (constrained decoding).
+// ANYMOE_WEB_SCREENSHOT_MOE=FILE.png saves the page (docs/).
 TEST_F(ServeBinary, ChatPageStreamsAReplyInHeadlessChromium) {
   const std::string chromium = FindChromium();
   if (chromium.empty()) {
     GTEST_SKIP() << "chromium is not installed (scripts/install-deps.sh installs it); "
                     "skipping the web page end-to-end test";
   }
-  StartServe();
-  const std::string url = "http://127.0.0.1:" + std::to_string(port_) +
-                          "/?q=hello&autosend=1&max_tokens=12&temperature=0";
-  Process browser({"/usr/bin/timeout", "60", chromium, "--headless", "--disable-gpu",
-                   "--no-sandbox", "--no-first-run", "--disable-extensions",
-                   "--disable-dev-shm-usage", "--user-data-dir=" + Path("chromium-profile"),
-                   "--virtual-time-budget=20000", "--dump-dom", url},
-                  Path("dom.html"), Path("chromium.err"));
-  ASSERT_EQ(browser.Wait(std::chrono::seconds(70)), 0) << browser.err();
-  const std::string dom = browser.out();
-  EXPECT_NE(dom.find("data-state=\"done\""), std::string::npos) << dom;
-  std::smatch m;
-  ASSERT_TRUE(std::regex_search(dom, m, std::regex("<pre id=\"last-reply\">([^<]*)</pre>"))) << dom;
-  EXPECT_FALSE(m[1].str().empty()) << dom;
-  EXPECT_EQ(dom.find("msg assistant error"), std::string::npos) << dom;
-  EXPECT_TRUE(std::regex_search(dom, std::regex("[1-9][0-9]* chunks in"))) << dom;
-  EXPECT_NE(dom.find("finish: length"), std::string::npos) << dom;
-  // The server saw the streamed chat request (counted once written).
+  StartServe({}, Glm5Folder());
+  HeadlessChromium browser(chromium, Path("chromium-profile"), Path("chromium.log"));
+  const std::string tab = browser.Open("http://127.0.0.1:" + std::to_string(port_) +
+                                       "/?q=hello&autosend=1&max_tokens=12&temperature=0");
+  ASSERT_FALSE(tab.empty());
+  const auto text = [&](const std::string& expression) {
+    const auto v = browser.Evaluate(tab, expression);
+    return v && v->is_string() ? v->get<std::string>() : std::string();
+  };
+  ASSERT_TRUE(
+      browser.WaitFor(tab, "document.body.dataset.state === 'done'", std::chrono::seconds(60)))
+      << text("document.body.outerHTML");
+  EXPECT_NE(
+      text("document.getElementById('model-name').textContent").find("anymoe_chat_glm_moe_dsa"),
+      std::string::npos);
+  EXPECT_FALSE(text("document.getElementById('last-reasoning').textContent").empty());
+  EXPECT_EQ(browser.Evaluate(tab, "document.querySelectorAll('.msg.assistant.error').length"), 0);
+  EXPECT_TRUE(std::regex_search(
+      text("document.querySelector('.stats').textContent"),
+      std::regex("^12 tokens · [0-9.]+ tok/s · first token after .*finish: length")))
+      << text("document.querySelector('.stats').textContent");
+  // 12 tokens + the prompt through 3 MoE layers x 8 experts, top-2.
+  const auto used =
+      browser.Evaluate(tab, "Number(document.querySelector('figure.routing').dataset.expertsUsed)");
+  ASSERT_TRUE(used && used->is_number()) << text("document.body.outerHTML");
+  EXPECT_GT(used->get<int>(), 2);
+  EXPECT_LE(used->get<int>(), 24);
+
+  // A forced call: the grammar makes the model write one of the example tools.
+  ASSERT_TRUE(browser.Evaluate(tab,
+                               "document.getElementById('example-tools').click();"
+                               "document.getElementById('tool-choice').value = 'required';"
+                               "document.getElementById('max-tokens').value = 200;"
+                               "submit('Weather in Paris?'); true"));
+  ASSERT_TRUE(browser.WaitFor(tab,
+                              "document.body.dataset.state === 'done' && "
+                              "document.querySelectorAll('.assistant').length === 2",
+                              std::chrono::seconds(60)));
+  const json calls = json::parse(text("document.getElementById('last-tool-calls').textContent"));
+  ASSERT_GE(calls.size(), 1u) << text("document.body.outerHTML");
+  const std::string name = calls[0]["function"]["name"];
+  EXPECT_TRUE(name == "get_weather" || name == "get_time") << name;
+  EXPECT_TRUE(json::parse(calls[0]["function"]["arguments"].get<std::string>()).is_object());
+  EXPECT_EQ(browser.Evaluate(tab, "document.querySelectorAll('.tool-call').length"),
+            int(calls.size()));
+  if (const char* png = std::getenv("ANYMOE_WEB_SCREENSHOT_MOE")) {
+    std::ofstream(png, std::ios::binary) << browser.Screenshot(tab);
+  }
+  // The server saw both streamed chat requests (counted once written).
   EXPECT_TRUE(Eventually([&] {
     auto metrics = Http()->Get("/metrics");
-    return metrics && metrics->body.find("endpoint=\"/v1/chat/completions\",code=\"200\"} 1") !=
+    return metrics && metrics->body.find("endpoint=\"/v1/chat/completions\",code=\"200\"} 2") !=
                           std::string::npos;
   }));
 }

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <set>
 
+#include "scripted_service.h"
 #include "server_fixture.h"
 
 namespace anymoe::testing {
@@ -180,34 +181,6 @@ TEST_F(ServerAgent, RequiredToolChoiceGivesCallsWholeAndStreamed) {
     EXPECT_EQ(s.finish, "tool_calls");
   }
 }
-
-// A stand-in that "generates" fixed text in small pieces: what a real GLM-5
-// writes after "<|assistant|><think>", reasoning then a call in its syntax.
-class ScriptedService final : public CompletionService {
- public:
-  explicit ScriptedService(std::string text, size_t piece) : text_(std::move(text)), piece_(piece) {}
-  Expected<std::shared_ptr<RequestHandle>> Submit(Request request) override {
-    for (size_t i = 0; i < text_.size(); i += piece_) {
-      RequestEvent token;
-      token.kind = RequestEvent::Kind::kToken;
-      token.token = 5;
-      token.text = text_.substr(i, piece_);
-      request.on_event(token);
-    }
-    RequestEvent done;
-    done.kind = RequestEvent::Kind::kDone;
-    done.reason = StopReason::kStopToken;
-    request.on_event(done);
-    return std::make_shared<RequestHandle>();
-  }
-  SchedulerStats stats() const override { return {}; }
-  RoutingStats routing_stats() const override { return {}; }
-  void Shutdown(std::chrono::steady_clock::time_point) override {}
-
- private:
-  std::string text_;
-  size_t piece_;
-};
 
 // What a model writes after its generation prompt, and what the server must
 // make of it: the model's template picks the dialect.

@@ -35,13 +35,17 @@ inline std::string ModelWithTemplate(const std::string& golden, const std::strin
   namespace fs = std::filesystem;
   using nlohmann::json;
   const fs::path src = GoldenPath(golden);
-  const fs::path out = fs::path(::testing::TempDir()) /
-                       ("anymoe_chat_" + src.filename().string() + "_" + fs::path(tmpl).stem().string());
-  if (fs::exists(out / "chat_template.jinja")) return out.string();
+  const fs::path out = fs::path(::testing::TempDir()) / ("anymoe_chat_" + src.filename().string() +
+                                                         "_" + fs::path(tmpl).stem().string());
+  // Reused only when its links still resolve (they point into the checkout
+  // that made them, which may be gone).
+  if (fs::exists(out / "chat_template.jinja") && fs::exists(out / "model.safetensors")) {
+    return out.string();
+  }
   fs::remove_all(out);
   fs::create_directories(out);
-  for (const char* f : {"model.safetensors", "tokenizer.json", "tokenizer_config.json",
-                        "generation_config.json"}) {
+  for (const char* f :
+       {"model.safetensors", "tokenizer.json", "tokenizer_config.json", "generation_config.json"}) {
     fs::create_symlink(fs::absolute(src / f), out / f);
   }
   json config = json::parse(std::ifstream(src / "config.json"));

@@ -7,6 +7,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <set>
+
 #include "server/auth.h"
 #include "server_fixture.h"
 
@@ -303,10 +305,13 @@ TEST_F(ServerHttp, ApiKeyGuardsEveryRouteButHealthAndThePage) {
       EXPECT_EQ(res->status, 200) << res->body;
     }
   }
-  // Only /health and the static page are public.
-  int public_routes = 0;
-  for (const RouteInfo& r : server_->routes()) public_routes += r.is_public;
-  EXPECT_EQ(public_routes, 2);
+  // Only /health, the static page and its two static scripts are public.
+  std::set<std::string> public_routes;
+  for (const RouteInfo& r : server_->routes()) {
+    if (r.is_public) public_routes.insert(r.path);
+  }
+  EXPECT_EQ(public_routes,
+            (std::set<std::string>{"/health", "/", "/static/marked.js", "/static/purify.js"}));
   // Unknown paths and path variants do not reveal anything without the key.
   for (const char* path : {"/v1/nope", "//v1/models", "/v1/models/", "/V1/MODELS", "/v1%2Fmodels",
                            "/health/../v1/models", "/metrics?x=1"}) {
@@ -505,6 +510,51 @@ TEST_F(ServerHttp, MetricsCountExpertsOfMoeModels) {
     return sum == expected;
   })) << sum
       << " vs " << expected;
+}
+
+// GET /routing: the MoE layers are there before this server's first request
+// (the chat page learns the layout from it); a request adds tokens x top-k to
+// each layer's total. (The engine, and its counts, are shared by the tests.)
+TEST_F(ServerHttp, RoutingIsTheExpertCountsAsJson) {
+  StartServer({}, {}, true, GoldenPath("moe/qwen3_moe"));
+  auto res = Client()->Get("/routing");
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200) << res->body;
+  const json before = ParseBody(res);
+  EXPECT_EQ(before["model"], "llama_tiny");  // the fixture's served name
+  const int64_t top_k = before["experts_per_token"];
+  EXPECT_GT(top_k, 0);
+  ASSERT_FALSE(before["layers"].empty());
+
+  res = PostJson("/v1/completions",
+                 {{"prompt", json::array({1, 2, 3, 4})}, {"max_tokens", 4}, {"ignore_eos", true}});
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200) << res->body;
+  json after;
+  // 4 prompt tokens and 3 fed back, as in MetricsCountExpertsOfMoeModels.
+  EXPECT_TRUE(Eventually([&] {
+    auto r = Client()->Get("/routing");
+    if (!r || r->status != 200) return false;
+    after = ParseBody(r);
+    return after["layers"][0]["total"].get<int64_t>() -
+               before["layers"][0]["total"].get<int64_t>() ==
+           7 * top_k;
+  })) << after.dump();
+  ASSERT_EQ(after["layers"].size(), before["layers"].size());
+  for (size_t i = 0; i < after["layers"].size(); ++i) {
+    int64_t added = 0;
+    for (size_t e = 0; e < after["layers"][i]["counts"].size(); ++e) {
+      added += after["layers"][i]["counts"][e].get<int64_t>() -
+               before["layers"][i]["counts"][e].get<int64_t>();
+    }
+    EXPECT_EQ(added, 7 * top_k) << after["layers"][i].dump();
+  }
+  // Dense models have no layers to draw.
+  TearDown();
+  StartServer();
+  res = Client()->Get("/routing");
+  ASSERT_TRUE(res);
+  EXPECT_TRUE(ParseBody(res)["layers"].empty()) << res->body;
 }
 
 }  // namespace
