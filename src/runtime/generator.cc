@@ -4,8 +4,7 @@
 #include <chrono>
 #include <cstdio>
 
-#include "runtime/logit_guard.h"
-#include "runtime/text_stream.h"
+#include "runtime/token_decoder.h"
 #include "tokenizer/tokenizer.h"
 
 namespace anymoe {
@@ -148,8 +147,7 @@ Expected<GenerateResult> Generator::Generate(Sequence& seq, std::span<const int3
   model_.backend().Synchronize();
   result.stats.prompt_seconds = SecondsSince(start);
 
-  Sampler sampler(options.sampling);
-  TextStream text(options.stop_strings);
+  TokenDecoder decoder(options, options.constraint, tokenizer_);
   Clock::time_point first_token_time;
   auto stop_on = [&](StopReason r) { result.reason = r; };
   draft_.clear();
@@ -161,59 +159,39 @@ Expected<GenerateResult> Generator::Generate(Sequence& seq, std::span<const int3
   bool last_accepted = false;
   for (int64_t step = 0;; ++step) {
     model_.backend().ReadF32(logits.RowSlice(int64_t(row), 1), step_logits_);
-    RETURN_IF_ERROR(CheckLogitsFinite(step_logits_));
     if (options.record_logits) {
       result.logits.insert(result.logits.end(), step_logits_.begin(), step_logits_.end());
     }
-    ApplyLogitBias(step_logits_, options.logit_bias);
-    if (options.constraint != nullptr) {
-      // Tokens this step and later may still sample: the budget, or the context
-      // (a full cache still samples one last token). seq.tokens, not the
-      // cache's length: that counts the drafts still being verified.
-      const int64_t remaining = std::min(options.max_new_tokens - result.stats.generated_tokens,
-                                         seq.capacity() - int64_t(seq.tokens.size()) + 1);
-      options.constraint->ApplyMask(step_logits_, remaining);
-    }
+    RETURN_IF_ERROR(decoder.Prepare(step_logits_));
+    // Tokens this step and later may still sample: the budget, or the context
+    // (a full cache still samples one last token). seq.tokens, not the
+    // cache's length: that counts the drafts still being verified.
+    const int64_t remaining = std::min(options.max_new_tokens - result.stats.generated_tokens,
+                                       seq.capacity() - int64_t(seq.tokens.size()) + 1);
     const int32_t draft = row < draft_.size() ? draft_[row] : -1;
-    const DraftVerdict verdict = VerifyDraftRow(sampler, step_logits_, seq.tokens, draft);
-    const int32_t id = verdict.token;
-    last_accepted = verdict.accepted;
-    if (options.constraint != nullptr) RETURN_IF_ERROR(options.constraint->Accept(id));
+    ASSIGN_OR_RETURN(const DecodedToken decoded,
+                     decoder.Choose(step_logits_, seq.tokens, draft, remaining));
+    const int32_t id = decoded.token;
+    last_accepted = decoded.accepted;
     if (step == 0) {
       first_token_time = Clock::now();
       result.stats.ttft_seconds = SecondsSince(start);
     }
     result.tokens.push_back(id);
     ++result.stats.generated_tokens;
-    if (verdict.accepted) {  // its keys and values are in the cache already
+    if (decoded.accepted) {  // its keys and values are in the cache already
       ++result.stats.accepted_tokens;
       seq.tokens.push_back(id);
     }
-    if (std::find(options.stop_tokens.begin(), options.stop_tokens.end(), id) !=
-        options.stop_tokens.end()) {
-      stop_on(StopReason::kStopToken);
+    if (!decoded.text.empty() && on_text && !on_text(decoded.text)) {
+      stop_on(StopReason::kCancelled);
       break;
     }
-    if (tokenizer_ != nullptr) {
-      const std::string piece = text.Append(tokenizer_->TokenPiece(id));
-      if (!piece.empty() && on_text && !on_text(piece)) {
-        stop_on(StopReason::kCancelled);
-        break;
-      }
-      if (text.stopped()) {
-        stop_on(StopReason::kStopString);
-        break;
-      }
-    }
-    if (options.constraint != nullptr && options.constraint->IsComplete()) {
-      stop_on(StopReason::kStopToken);
+    if (decoded.stop) {
+      stop_on(*decoded.stop);
       break;
     }
-    if (result.stats.generated_tokens >= options.max_new_tokens) {
-      stop_on(StopReason::kMaxTokens);
-      break;
-    }
-    if (verdict.accepted) {
+    if (decoded.accepted) {
       ++row;
       continue;
     }
@@ -262,11 +240,11 @@ Expected<GenerateResult> Generator::Generate(Sequence& seq, std::span<const int3
     RETURN_IF_ERROR(SettleMtp(seq, first, row, result.tokens.back(), 0));
   }
   seq.Truncate(seq.tokens.size());  // a stop inside a verify step leaves drafts behind
-  if (tokenizer_ != nullptr && !text.stopped()) {
-    const std::string rest = text.Flush();
+  if (tokenizer_ != nullptr && !decoder.text().stopped()) {
+    const std::string rest = decoder.Flush();
     if (!rest.empty() && on_text) on_text(rest);
   }
-  result.text = text.text();
+  result.text = decoder.text().text();
   result.stats.decode_seconds = result.stats.generated_tokens > 1 ? SecondsSince(first_token_time)
                                                                   : 0.0;
   return result;

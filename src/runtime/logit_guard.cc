@@ -23,8 +23,9 @@ Status CheckLogitsFinite(std::span<const float> logits) {
   for (size_t i = 0; i < logits.size(); ++i) {
     if (!std::isfinite(logits[i])) {
       return Status::Error(std::string(kNumericalErrorPrefix) + "the model produced a " +
-                           (std::isnan(logits[i]) ? "NaN" : "infinite") + " logit (token " +
-                           std::to_string(i) + " of " + std::to_string(logits.size()) + ")");
+                               (std::isnan(logits[i]) ? "NaN" : "infinite") + " logit (token " +
+                               std::to_string(i) + " of " + std::to_string(logits.size()) + ")",
+                           ErrorKind::kInternal, "numerical_error");
     }
   }
   return Status::Ok();

@@ -10,11 +10,12 @@
 
 namespace anymoe {
 
-// Error text starts with this prefix, so the server can map it to its code.
+// Error text starts with this prefix, for people reading logs.
 inline constexpr const char* kNumericalErrorPrefix = "numerical error: ";
 
-// Ok when every logit is finite; otherwise an error naming the first bad
-// token id and value. Does not allocate on success (runs once per token).
+// Ok when every logit is finite; otherwise an error (kInternal, code
+// "numerical_error") naming the first bad token id and value. Does not
+// allocate on success (runs once per token).
 Status CheckLogitsFinite(std::span<const float> logits);
 
 }  // namespace anymoe

@@ -9,9 +9,8 @@
 #include <thread>
 
 #include "runtime/engine.h"
-#include "runtime/logit_guard.h"
 #include "runtime/ngram_drafter.h"
-#include "runtime/text_stream.h"
+#include "runtime/token_decoder.h"
 
 namespace anymoe {
 namespace {
@@ -23,11 +22,11 @@ double Seconds(Clock::time_point a, Clock::time_point b) {
 
 // One request's life inside the scheduler.
 struct Active {
-  Active(Request r, std::shared_ptr<RequestHandle> h, const SpeculativeOptions& default_spec)
+  Active(Request r, std::shared_ptr<RequestHandle> h, const SpeculativeOptions& default_spec,
+         const Tokenizer* tokenizer)
       : request(std::move(r)),
         handle(std::move(h)),
-        sampler(request.options.sampling),
-        text(request.options.stop_strings),
+        decoder(request.options, request.constraint.get(), tokenizer),
         spec(request.options.spec.kind == SpecKind::kNone ? default_spec : request.options.spec),
         governor(spec.min_acceptance),
         submitted(Clock::now()) {
@@ -44,8 +43,7 @@ struct Active {
   Request request;
   std::shared_ptr<RequestHandle> handle;
   std::unique_ptr<KvCache> cache;
-  Sampler sampler;
-  TextStream text;
+  TokenDecoder decoder;  // sampling and stop rules, as `anymoe run` applies them
   std::vector<int32_t> history;  // prompt + generated
   SpeculativeOptions spec;
   DraftGovernor governor;
@@ -53,7 +51,7 @@ struct Active {
   std::vector<int32_t> fed;      // this step's decode tokens: the last one and the drafts
   int64_t drafted = 0, accepted = 0;
   int64_t prefilled = 0;
-  int64_t generated = 0;
+  int64_t generated() const { return decoder.generated(); }
   int64_t reused = 0;             // prompt tokens from cached blocks
   std::vector<uint64_t> hashes;   // prefix hash of each full block published or adopted
   Clock::time_point submitted, first_token;
@@ -122,7 +120,7 @@ class Scheduler::Impl {
       return Status::Error("speculative decoding with mtp drafts is not served (use ngram)",
                            ErrorKind::kInvalidArgument);
     }
-    auto a = std::make_unique<Active>(std::move(request), nullptr, opt_.spec);
+    auto a = std::make_unique<Active>(std::move(request), nullptr, opt_.spec, &engine_.tokenizer());
     // Admission reserves the request's whole budget at once; one that needs
     // more blocks than the pool has would wait forever.
     const int64_t need = a->budget(opt_.context);
@@ -306,7 +304,7 @@ class Scheduler::Impl {
     // instead of spinning until the next step.
     model_.backend().Idle();
     if (!logits.ok()) {
-      for (auto& a : running_) Fail(a, logits.status().message());
+      for (auto& a : running_) Fail(a, logits.status());
       std::erase(running_, nullptr);
       return;
     }
@@ -326,10 +324,6 @@ class Scheduler::Impl {
       int64_t accepted = 0;
       for (int64_t r = 0; r < rows; ++r) {
         model_.backend().ReadF32(logits->RowSlice(row - rows + r, 1), logits_);
-        if (Status finite = CheckLogitsFinite(logits_); !finite.ok()) {
-          failed_[&a] = finite.message();  // this request only; the others go on
-          break;
-        }
         const int32_t draft = was_prefill || size_t(r) >= a.draft.size() ? -1 : a.draft[size_t(r)];
         const bool agreed = Sample(a, draft);
         accepted += agreed;
@@ -365,7 +359,7 @@ class Scheduler::Impl {
     a.draft.clear();
     if (a.spec.kind != SpecKind::kNgram && a.spec.kind != SpecKind::kCallback) return;
     const int64_t want = std::min({a.spec.max_draft, room,
-                                   a.request.options.max_new_tokens - a.generated - 1,
+                                   a.request.options.max_new_tokens - a.generated() - 1,
                                    opt_.context - int64_t(a.history.size())});
     const int64_t n = a.governor.Allowed(want);
     if (n <= 0) return;
@@ -379,49 +373,41 @@ class Scheduler::Impl {
 
   // Samples one token from logits_ and hands it out; true when it is `draft`.
   bool Sample(Active& a, int32_t draft) {
+    if (Status s = a.decoder.Prepare(logits_); !s.ok()) {
+      failed_[&a] = s;  // this request only; the others go on
+      return false;
+    }
     RequestEvent ev;
     ev.kind = RequestEvent::Kind::kToken;
     const bool logprobs = a.request.logprobs || a.request.top_logprobs > 0;
-    ApplyLogitBias(logits_, a.request.options.logit_bias);
     // Of the model's distribution (with logit_bias), before sampling.
     if (logprobs) LogProbs(a.request.top_logprobs, ev);
-    JsonConstraintState* constraint = a.request.constraint.get();
-    if (constraint != nullptr) {
-      // Tokens this step and later may still sample: the budget, or the
-      // context (a full cache still samples one last token). history holds
-      // the committed tokens; the cache's length also counts drafts.
-      const int64_t remaining = std::min(a.request.options.max_new_tokens - a.generated,
-                                         opt_.context - int64_t(a.history.size()) + 1);
-      constraint->ApplyMask(logits_, remaining);
+    // Tokens this step and later may still sample: the budget, or the context
+    // (a full cache still samples one last token). history holds the
+    // committed tokens; the cache's length also counts drafts.
+    const int64_t remaining = std::min(a.request.options.max_new_tokens - a.generated(),
+                                       opt_.context - int64_t(a.history.size()) + 1);
+    auto decoded = a.decoder.Choose(logits_, a.history, draft, remaining);
+    if (!decoded.ok()) {
+      failed_[&a] = decoded.status();
+      return false;
     }
-    // A draft is judged against the distribution the constraint leaves, so an
-    // accepted draft is a token the constraint allows.
-    const DraftVerdict verdict = VerifyDraftRow(a.sampler, logits_, a.history, draft);
-    const int32_t id = verdict.token;
-    if (constraint != nullptr) {
-      if (Status s = constraint->Accept(id); !s.ok()) {
-        failed_[&a] = s.message();
-        return false;
-      }
-    }
+    const int32_t id = decoded->token;
     ev.token = id;
     if (logprobs) ev.logprob = float(double(raw_logit_of(id)) - log_sum_exp_);
+    ev.text = std::move(decoded->text);
     a.history.push_back(id);
-    ++a.generated;
     ++generated_tokens_;
-    if (a.generated == 1) a.first_token = Clock::now();
-    const auto& stops = a.request.options.stop_tokens;
-    const bool stop_token = std::find(stops.begin(), stops.end(), id) != stops.end();
-    if (!stop_token) ev.text = a.text.Append(engine_.tokenizer().TokenPiece(id));
+    if (a.generated() == 1) a.first_token = Clock::now();
     if (a.request.on_event) a.request.on_event(ev);
-    if (stop_token) done_[&a] = StopReason::kStopToken;
-    else if (a.text.stopped()) done_[&a] = StopReason::kStopString;
-    else if (constraint != nullptr && constraint->IsComplete()) done_[&a] = StopReason::kStopToken;
-    else if (a.generated >= a.request.options.max_new_tokens) done_[&a] = StopReason::kMaxTokens;
-    // The tokens in the cache once this one is fed (the cache's own length
-    // counts drafts still being verified).
-    else if (int64_t(a.history.size()) > opt_.context) done_[&a] = StopReason::kContextFull;
-    return verdict.accepted;
+    if (decoded->stop) {
+      done_[&a] = *decoded->stop;
+    } else if (int64_t(a.history.size()) > opt_.context) {
+      // The tokens in the cache once this one is fed (the cache's own length
+      // counts drafts still being verified).
+      done_[&a] = StopReason::kContextFull;
+    }
+    return decoded->accepted;
   }
 
   float raw_logit_of(int32_t id) const { return raw_logits_[size_t(id)]; }
@@ -452,13 +438,13 @@ class Scheduler::Impl {
     RequestEvent ev;
     ev.kind = RequestEvent::Kind::kDone;
     ev.reason = reason;
-    if (reason != StopReason::kStopString) ev.text = a->text.Flush();
+    if (reason != StopReason::kStopString) ev.text = a->decoder.Flush();
     const auto now = Clock::now();
     GenerateStats& s = ev.stats;
     s.prompt_tokens = int64_t(a->request.prompt.size()) - a->reused;
     s.reused_tokens = a->reused;
-    s.generated_tokens = a->generated;
-    if (a->generated > 0) {
+    s.generated_tokens = a->generated();
+    if (a->generated() > 0) {
       s.ttft_seconds = Seconds(a->submitted, a->first_token);
       s.prompt_seconds = s.ttft_seconds;
       s.decode_seconds = Seconds(a->first_token, now);
@@ -469,10 +455,11 @@ class Scheduler::Impl {
     a.reset();  // frees the KV blocks
   }
 
-  void Fail(std::unique_ptr<Active>& a, const std::string& message) {
+  void Fail(std::unique_ptr<Active>& a, const Status& error) {
     RequestEvent ev;
     ev.kind = RequestEvent::Kind::kError;
-    ev.error = message;
+    ev.error = error.message();
+    ev.error_code = error.code();
     if (a->request.on_event) a->request.on_event(ev);
     a.reset();
   }
@@ -515,7 +502,7 @@ class Scheduler::Impl {
   std::vector<Model::SequenceStep> steps_;
   std::vector<Active*> members_;
   std::map<Active*, StopReason> done_;
-  std::map<Active*, std::string> failed_;  // non-finite logits this step
+  std::map<Active*, Status> failed_;  // this step (non-finite logits, a constraint)
   std::vector<float> logits_, raw_logits_;
   std::vector<int32_t> order_;
   double log_sum_exp_ = 0;

@@ -58,6 +58,7 @@ struct RequestEvent {
   StopReason reason = StopReason::kMaxTokens;            // kDone
   GenerateStats stats;                                   // kDone
   std::string error;                                     // kError
+  std::string error_code;  // kError: machine-readable ("numerical_error"), may be empty
 };
 
 struct Request {

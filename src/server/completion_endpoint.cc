@@ -9,7 +9,6 @@
 
 #include "formats/parse_util.h"
 #include "runtime/engine.h"
-#include "runtime/logit_guard.h"
 #include "server/api_error.h"
 #include "server/chat_output.h"
 #include "server/completion_service.h"
@@ -65,6 +64,7 @@ struct Choice {
   bool ended = false;
   StopReason reason = StopReason::kMaxTokens;
   std::string error;                 // kError
+  std::string error_code;            // kError, machine-readable (may be empty)
   std::optional<ChatOutput> chat;    // chat: reasoning, content and tool calls
   size_t tokens_sent = 0;            // streaming: logprob entries sent
   bool echo_sent = false;            // streaming completions with echo
@@ -121,6 +121,7 @@ struct Generation {
       case RequestEvent::Kind::kError:
         c.ended = true;
         c.error = ev.error.empty() ? "generation failed" : ev.error;
+        c.error_code = ev.error_code;
         break;
     }
     if (c.ended) {
@@ -174,7 +175,7 @@ ApiError GenerationError(const Generation& g) {
   e.status = 500;
   e.type = "server_error";
   e.message = g.failed() != nullptr ? g.failed()->error : "generation failed";
-  if (e.message.starts_with(kNumericalErrorPrefix)) e.code = "numerical_error";
+  if (g.failed() != nullptr) e.code = g.failed()->error_code;
   return e;
 }
 
