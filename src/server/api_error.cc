@@ -11,7 +11,7 @@ ApiError InvalidField(std::string param, std::string message, std::string code) 
   e.status = 400;
   e.message = std::move(message);
   e.param = std::move(param);
-  e.code = std::move(code);
+  e.code = code.empty() ? "invalid_value" : std::move(code);
   return e;
 }
 
@@ -33,6 +33,7 @@ ApiError ApiErrorFromStatus(const Status& status) {
     case ErrorKind::kInvalidArgument:
       e.status = 400;
       e.type = "invalid_request_error";
+      if (e.code.empty()) e.code = "invalid_value";
       break;
     case ErrorKind::kUnavailable:
       e.status = 503;

@@ -19,6 +19,8 @@ struct ApiError {
 };
 
 // 400 naming `param`.
+// A 400 naming `param`; `code` "" means "invalid_value" (a wrong type is
+// "invalid_type"), so every 400 carries a code.
 ApiError InvalidField(std::string param, std::string message, std::string code = "");
 // 503 with `code` (queue_full, model_loading, shutting_down).
 ApiError Unavailable(std::string message, std::string code);

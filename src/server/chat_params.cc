@@ -26,7 +26,7 @@ std::optional<ApiError> ReadString(const ojson& object, const char* key, const s
     if (required) return InvalidField(param, param + " is required");
     return std::nullopt;
   }
-  if (!v->is_string()) return InvalidField(param, param + " must be a string");
+  if (!v->is_string()) return InvalidField(param, param + " must be a string", "invalid_type");
   *out = v->get<std::string>();
   return std::nullopt;
 }
@@ -62,19 +62,19 @@ std::optional<ApiError> ReadContent(const ojson& message, const std::string& nam
 
 // An assistant message's tool_calls, with arguments as objects.
 std::optional<ApiError> ReadToolCalls(const ojson& calls, const std::string& name, ojson* out) {
-  if (!calls.is_array()) return InvalidField(name, name + " must be an array");
+  if (!calls.is_array()) return InvalidField(name, name + " must be an array", "invalid_type");
   *out = ojson::array();
   for (size_t j = 0; j < calls.size(); ++j) {
     const ojson& c = calls[j];
     const std::string cn = name + "[" + std::to_string(j) + "]";
-    if (!c.is_object()) return InvalidField(cn, cn + " must be an object");
+    if (!c.is_object()) return InvalidField(cn, cn + " must be an object", "invalid_type");
     std::string type = "function", id, fname;
     RETURN_IF_API_ERROR(ReadString(c, "type", cn + ".type", &type));
     if (type != "function") return InvalidField(cn + ".type", cn + ".type must be \"function\"");
     RETURN_IF_API_ERROR(ReadString(c, "id", cn + ".id", &id));
     const ojson* f = Field(c, "function");
     if (f == nullptr || !f->is_object()) {
-      return InvalidField(cn + ".function", cn + ".function must be an object");
+      return InvalidField(cn + ".function", cn + ".function must be an object", "invalid_type");
     }
     RETURN_IF_API_ERROR(ReadString(*f, "name", cn + ".function.name", &fname, /*required=*/true));
     ojson args = ojson::object();
@@ -98,16 +98,17 @@ std::optional<ApiError> ReadMessages(const ojson& body, const ChatParamLimits& l
                                      ChatParams* out) {
   const ojson* v = Field(body, "messages");
   if (v == nullptr) return InvalidField("messages", "messages is required");
-  if (!v->is_array()) return InvalidField("messages", "messages must be an array");
+  if (!v->is_array()) return InvalidField("messages", "messages must be an array", "invalid_type");
   if (v->empty()) return InvalidField("messages", "messages must not be empty");
   if (v->size() > limits.max_messages) {
-    return InvalidField("messages", "more than " + std::to_string(limits.max_messages) + " messages");
+    return InvalidField("messages",
+                        "more than " + std::to_string(limits.max_messages) + " messages");
   }
   out->messages = ojson::array();
   for (size_t i = 0; i < v->size(); ++i) {
     const ojson& m = (*v)[i];
     const std::string name = "messages[" + std::to_string(i) + "]";
-    if (!m.is_object()) return InvalidField(name, name + " must be an object");
+    if (!m.is_object()) return InvalidField(name, name + " must be an object", "invalid_type");
     std::string role;
     RETURN_IF_API_ERROR(ReadString(m, "role", name + ".role", &role, /*required=*/true));
     if (role == "developer") role = "system";
@@ -148,7 +149,7 @@ std::optional<ApiError> ReadTools(const ojson& body, const ChatParamLimits& limi
                                   ChatParams* out) {
   const ojson* v = Field(body, "tools");
   if (v == nullptr) return std::nullopt;
-  if (!v->is_array()) return InvalidField("tools", "tools must be an array");
+  if (!v->is_array()) return InvalidField("tools", "tools must be an array", "invalid_type");
   if (v->empty()) return std::nullopt;
   if (v->size() > limits.max_tools) {
     return InvalidField("tools", "at most " + std::to_string(limits.max_tools) + " tools");
@@ -156,20 +157,22 @@ std::optional<ApiError> ReadTools(const ojson& body, const ChatParamLimits& limi
   for (size_t i = 0; i < v->size(); ++i) {
     const ojson& t = (*v)[i];
     const std::string name = "tools[" + std::to_string(i) + "]";
-    if (!t.is_object()) return InvalidField(name, name + " must be an object");
+    if (!t.is_object()) return InvalidField(name, name + " must be an object", "invalid_type");
     std::string type;
     RETURN_IF_API_ERROR(ReadString(t, "type", name + ".type", &type, /*required=*/true));
-    if (type != "function") return InvalidField(name + ".type", name + ".type must be \"function\"");
+    if (type != "function")
+      return InvalidField(name + ".type", name + ".type must be \"function\"");
     const ojson* f = Field(t, "function");
     if (f == nullptr || !f->is_object()) {
-      return InvalidField(name + ".function", name + ".function must be an object");
+      return InvalidField(name + ".function", name + ".function must be an object", "invalid_type");
     }
     std::string fname, description;
     RETURN_IF_API_ERROR(ReadString(*f, "name", name + ".function.name", &fname, true));
     if (fname.empty() || fname.size() > 64) {
       return InvalidField(name + ".function.name", name + ".function.name must be 1-64 bytes");
     }
-    RETURN_IF_API_ERROR(ReadString(*f, "description", name + ".function.description", &description));
+    RETURN_IF_API_ERROR(
+        ReadString(*f, "description", name + ".function.description", &description));
     if (const ojson* p = Field(*f, "parameters"); p != nullptr && !p->is_object()) {
       return InvalidField(name + ".function.parameters",
                           name + ".function.parameters must be a JSON schema object");
@@ -190,7 +193,8 @@ bool HasTool(const ojson& tools, const std::string& name) {
 std::optional<ApiError> ReadToolChoice(const ojson& body, ChatParams* out) {
   if (const ojson* p = Field(body, "parallel_tool_calls"); p != nullptr) {
     if (!p->is_boolean()) {
-      return InvalidField("parallel_tool_calls", "parallel_tool_calls must be a boolean");
+      return InvalidField("parallel_tool_calls", "parallel_tool_calls must be a boolean",
+                          "invalid_type");
     }
     out->parallel_tool_calls = p->get<bool>();
   }
@@ -198,9 +202,12 @@ std::optional<ApiError> ReadToolChoice(const ojson& body, ChatParams* out) {
   if (v == nullptr) return std::nullopt;
   if (v->is_string()) {
     const std::string c = v->get<std::string>();
-    if (c == "auto") out->tool_choice = ToolChoice::kAuto;
-    else if (c == "none") out->tool_choice = ToolChoice::kNone;
-    else if (c == "required") out->tool_choice = ToolChoice::kRequired;
+    if (c == "auto")
+      out->tool_choice = ToolChoice::kAuto;
+    else if (c == "none")
+      out->tool_choice = ToolChoice::kNone;
+    else if (c == "required")
+      out->tool_choice = ToolChoice::kRequired;
     else {
       return InvalidField("tool_choice",
                           "tool_choice must be \"auto\", \"none\", \"required\" or "
@@ -209,7 +216,8 @@ std::optional<ApiError> ReadToolChoice(const ojson& body, ChatParams* out) {
   } else if (v->is_object()) {
     const ojson* f = Field(*v, "function");
     if (f == nullptr || !f->is_object() || !f->contains("name") || !(*f)["name"].is_string()) {
-      return InvalidField("tool_choice", "tool_choice.function.name must be a string");
+      return InvalidField("tool_choice", "tool_choice.function.name must be a string",
+                          "invalid_type");
     }
     out->tool_choice = ToolChoice::kFunction;
     out->tool_name = (*f)["name"].get<std::string>();
@@ -229,7 +237,8 @@ std::optional<ApiError> ReadToolChoice(const ojson& body, ChatParams* out) {
 std::optional<ApiError> ReadTemplateKwargs(const ojson& body, ChatParams* out) {
   if (const ojson* k = Field(body, "chat_template_kwargs"); k != nullptr) {
     if (!k->is_object()) {
-      return InvalidField("chat_template_kwargs", "chat_template_kwargs must be an object");
+      return InvalidField("chat_template_kwargs", "chat_template_kwargs must be an object",
+                          "invalid_type");
     }
     out->template_kwargs = *k;
   }
@@ -249,7 +258,7 @@ std::optional<ApiError> ReadResponseFormat(const ojson& body, ChatParams* out) {
   if (f == nullptr) return std::nullopt;
   const ojson* type = f->is_object() ? Field(*f, "type") : nullptr;
   if (type == nullptr || !type->is_string()) {
-    return InvalidField("response_format", "response_format.type must be a string");
+    return InvalidField("response_format", "response_format.type must be a string", "invalid_type");
   }
   const std::string t = type->get<std::string>();
   if (t == "text") return std::nullopt;
@@ -263,7 +272,8 @@ std::optional<ApiError> ReadResponseFormat(const ojson& body, ChatParams* out) {
   }
   const ojson* js = Field(*f, "json_schema");
   if (js == nullptr || !js->is_object()) {
-    return InvalidField("response_format.json_schema", "response_format.json_schema must be an object");
+    return InvalidField("response_format.json_schema",
+                        "response_format.json_schema must be an object", "invalid_type");
   }
   const ojson* schema = Field(*js, "schema");
   if (schema == nullptr) {
@@ -272,7 +282,7 @@ std::optional<ApiError> ReadResponseFormat(const ojson& body, ChatParams* out) {
   }
   if (!schema->is_object()) {
     return InvalidField("response_format.json_schema.schema",
-                        "response_format.json_schema.schema must be an object");
+                        "response_format.json_schema.schema must be an object", "invalid_type");
   }
   out->response_format = ResponseFormat::kJsonSchema;
   out->response_schema = *schema;

@@ -38,7 +38,8 @@ std::string Range(double lo, double hi) {
 std::optional<ApiError> ReadBool(const json& body, const char* name, bool* out) {
   const json* v = Field(body, name);
   if (v == nullptr) return std::nullopt;
-  if (!v->is_boolean()) return InvalidField(name, std::string(name) + " must be a boolean");
+  if (!v->is_boolean())
+    return InvalidField(name, std::string(name) + " must be a boolean", "invalid_type");
   *out = v->get<bool>();
   return std::nullopt;
 }
@@ -47,7 +48,8 @@ std::optional<ApiError> ReadInt(const json& body, const char* name, int64_t lo, 
                                 std::optional<int64_t>* out) {
   const json* v = Field(body, name);
   if (v == nullptr) return std::nullopt;
-  if (!v->is_number_integer()) return InvalidField(name, std::string(name) + " must be an integer");
+  if (!v->is_number_integer())
+    return InvalidField(name, std::string(name) + " must be an integer", "invalid_type");
   if (v->is_number_unsigned() &&
       v->get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max())) {
     return InvalidField(name, std::string(name) + " must be in " + Range(double(lo), double(hi)));
@@ -65,7 +67,8 @@ std::optional<ApiError> ReadNumber(const json& body, const char* name, double lo
                                    bool open_low, float* out) {
   const json* v = Field(body, name);
   if (v == nullptr) return std::nullopt;
-  if (!v->is_number()) return InvalidField(name, std::string(name) + " must be a number");
+  if (!v->is_number())
+    return InvalidField(name, std::string(name) + " must be a number", "invalid_type");
   const double x = v->get<double>();
   if (!std::isfinite(x) || x > hi || (open_low ? x <= lo : x < lo)) {
     std::string range = Range(lo, hi);
@@ -155,7 +158,8 @@ std::optional<ApiError> ReadLogitBias(const json& body, const RequestLimits& lim
                                       CompletionRequest* out) {
   const json* b = Field(body, "logit_bias");
   if (b == nullptr) return std::nullopt;
-  if (!b->is_object()) return InvalidField("logit_bias", "logit_bias must be an object");
+  if (!b->is_object())
+    return InvalidField("logit_bias", "logit_bias must be an object", "invalid_type");
   if (b->size() > limits.max_logit_bias) {
     return InvalidField("logit_bias",
                         "at most " + std::to_string(limits.max_logit_bias) + " logit_bias entries");
@@ -168,10 +172,10 @@ std::optional<ApiError> ReadLogitBias(const json& body, const RequestLimits& lim
       id = std::stoll(key);
     }
     if (id < 0 || id >= limits.vocab_size) {
-      return InvalidField("logit_bias",
-                          "logit_bias keys must be token ids in [0, " +
-                              std::to_string(limits.vocab_size) + ")",
-                          "invalid_token");
+      return InvalidField(
+          "logit_bias",
+          "logit_bias keys must be token ids in [0, " + std::to_string(limits.vocab_size) + ")",
+          "invalid_token");
     }
     if (!value.is_number() || !std::isfinite(value.get<double>()) ||
         std::fabs(value.get<double>()) > 100) {
@@ -227,7 +231,7 @@ std::optional<ApiError> ParseCompletionRequest(const json& body, bool chat,
   out->sampling.min_p = 0.0f;
 
   if (const json* m = Field(body, "model"); m != nullptr && !m->is_string()) {
-    return InvalidField("model", "model must be a string");
+    return InvalidField("model", "model must be a string", "invalid_type");
   }
   RETURN_IF_API_ERROR(ReadChoiceFields(body, chat, limits, out));
   if (chat) {
@@ -241,8 +245,8 @@ std::optional<ApiError> ParseCompletionRequest(const json& body, bool chat,
     chat_limits.max_tools = limits.max_tools;
     RETURN_IF_API_ERROR(ParseChatParams(*ordered, chat_limits, &out->chat_params));
     for (const auto& m : out->chat_params.messages) {
-      out->messages.push_back(
-          {m["role"].get<std::string>(), m["content"].is_string() ? m["content"].get<std::string>() : ""});
+      out->messages.push_back({m["role"].get<std::string>(),
+                               m["content"].is_string() ? m["content"].get<std::string>() : ""});
     }
   } else {
     RETURN_IF_API_ERROR(ReadPrompt(body, limits, out));
@@ -263,19 +267,21 @@ std::optional<ApiError> ParseCompletionRequest(const json& body, bool chat,
   if (top_k) out->sampling.top_k = int(*top_k);  // -1 and 0: off
 
   if (const json* s = Field(body, "seed"); s != nullptr) {
-    if (!s->is_number_integer()) return InvalidField("seed", "seed must be an integer");
+    if (!s->is_number_integer())
+      return InvalidField("seed", "seed must be an integer", "invalid_type");
     out->seed = s->is_number_unsigned() ? s->get<uint64_t>() : uint64_t(s->get<int64_t>());
   }
   RETURN_IF_API_ERROR(ReadStop(body, limits, &out->stop));
   RETURN_IF_API_ERROR(ReadBool(body, "stream", &out->stream));
   RETURN_IF_API_ERROR(ReadBool(body, "ignore_eos", &out->ignore_eos));
   if (const json* o = Field(body, "stream_options"); o != nullptr) {
-    if (!o->is_object()) return InvalidField("stream_options", "stream_options must be an object");
+    if (!o->is_object())
+      return InvalidField("stream_options", "stream_options must be an object", "invalid_type");
     auto usage = o->find("include_usage");
     if (usage != o->end() && !usage->is_null()) {
       if (!usage->is_boolean()) {
         return InvalidField("stream_options.include_usage",
-                            "stream_options.include_usage must be a boolean");
+                            "stream_options.include_usage must be a boolean", "invalid_type");
       }
       out->include_usage = usage->get<bool>();
     }

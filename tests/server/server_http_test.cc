@@ -30,6 +30,8 @@ void ExpectError(const httplib::Result& res, int status, const std::string& para
   EXPECT_TRUE(e.contains("code"));
   if (!param.empty()) {
     EXPECT_EQ(e["param"], param) << res->body;
+    // Every 400 that names a field says why in a code, too.
+    EXPECT_TRUE(e["code"].is_string() && !e["code"].get<std::string>().empty()) << res->body;
   }
   if (!needle.empty()) {
     EXPECT_NE(e["message"].get<std::string>().find(needle), std::string::npos) << res->body;
@@ -153,6 +155,11 @@ TEST_F(ServerHttp, EveryBadFieldIs400NamingIt) {
   }
   ExpectError(PostJson("/v1/completions", {{"max_tokens", 2}}), 400, "prompt");
   ExpectError(PostJson("/v1/completions", json::array({1, 2})), 400);
+  // A wrong type and a wrong value are told apart.
+  auto res = PostJson("/v1/completions", {{"prompt", "hi"}, {"max_tokens", "8"}});
+  EXPECT_EQ(ParseBody(res)["error"]["code"], "invalid_type") << res->body;
+  res = PostJson("/v1/completions", {{"prompt", "hi"}, {"max_tokens", -1}});
+  EXPECT_EQ(ParseBody(res)["error"]["code"], "invalid_value") << res->body;
 }
 
 TEST_F(ServerHttp, BadChatFieldsAre400NamingThem) {
