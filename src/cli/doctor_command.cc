@@ -63,7 +63,7 @@ int RunDoctorWithoutDevice(EngineOptions options, SupportsFn supports, const Sta
   const ModelConfig& c = engine->model().config();
   std::printf("model:    %s (%s, %lld layers)\n", options.model_path.c_str(), c.arch.c_str(),
               static_cast<long long>(c.num_layers));
-  std::printf("backend:  %s (built in; ops recorded on the CPU, support from its table)\n",
+  std::printf("backend:  %s (plugin; ops recorded on the CPU, support from its table)\n",
               backend.c_str());
   std::printf("device:   none: %s\n", why.message().c_str());
   PrintOps(*recorder, supports);

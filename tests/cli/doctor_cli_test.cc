@@ -1,14 +1,18 @@
 // `anymoe doctor` and the device-backend flags as a user meets them: the op x
-// dtype table of a model, a forced fallback showing up in it, and a memory
-// budget below the plan failing at load with needed vs available bytes.
+// dtype table of a model, a forced fallback showing up in it, a memory budget
+// below the plan failing at load with needed vs available bytes, and the
+// device backends as plugins (a CPU run loads no device library; a missing
+// plugin is a one-line error).
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 
 #include "backends/backend.h"
+#include "testing/test_files.h"
 
 namespace anymoe {
 namespace {
@@ -18,8 +22,9 @@ struct Result {
   std::string out;  // stdout and stderr together
 };
 
-Result RunAnymoe(const std::string& args, const std::string& env = "") {
-  const std::string cmd = env + " " + ANYMOE_BINARY + " " + args + " 2>&1";
+Result RunAnymoe(const std::string& args, const std::string& env = "",
+                 const std::string& binary = ANYMOE_BINARY) {
+  const std::string cmd = env + " " + binary + " " + args + " 2>&1";
   Result r;
   FILE* p = ::popen(cmd.c_str(), "r");
   char buf[4096];
@@ -85,6 +90,64 @@ TEST(Doctor, MemoryBudgetBelowThePlanIsALoadError) {
   EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_NE(r.out.find("the model needs"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("--mem-budget allows 1000 bytes"), std::string::npos) << r.out;
+}
+
+// The libraries the dynamic loader opened for a run (LD_DEBUG=files), linked
+// or loaded with dlopen, one "file=..." line each.
+Result RunAnymoeListingLibraries(const std::string& args) {
+  return RunAnymoe(args, "LD_DEBUG=files");
+}
+
+bool Loaded(const Result& r, const std::string& library) {
+  return r.out.find("file=" + library) != std::string::npos ||
+         r.out.find("/" + library) != std::string::npos;
+}
+
+TEST(BackendPlugins, CpuRunLoadsNoDeviceLibrary) {
+  const Result r = RunAnymoeListingLibraries("run -m " + std::string(ANYMOE_GOLDEN_DIR) +
+                                             "/llama_tiny -p hi -n 2 -t 1");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  ASSERT_TRUE(Loaded(r, "libstdc++.so")) << r.out;  // the listing works
+  for (const char* lib : {"libcudart", "libcublas", "libcuda.so", "libOpenCL", "libanymoe-"}) {
+    EXPECT_FALSE(Loaded(r, lib)) << lib;
+  }
+}
+
+TEST(BackendPlugins, OpenClRunLoadsItsPlugin) {
+  if (!HasOpenCl()) GTEST_SKIP() << "built without OpenCL";
+  const Result r = RunAnymoeListingLibraries("run -m " + std::string(ANYMOE_GOLDEN_DIR) +
+                                             "/llama_tiny -p hi -n 2 -t 1 --backend opencl");
+  if (r.out.find("no OpenCL device") != std::string::npos) GTEST_SKIP() << r.out;
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_TRUE(Loaded(r, "libanymoe-opencl.so")) << r.out;
+  EXPECT_TRUE(Loaded(r, "libOpenCL")) << r.out;
+  EXPECT_FALSE(Loaded(r, "libcudart")) << r.out;  // only the plugin asked for
+}
+
+class BackendPluginDir : public testing::TempDirTest {};
+
+// The binary copied away from its lib/anymoe: --backend opencl fails with one
+// line naming the file and where it was looked for; ANYMOE_BACKEND_DIR finds it.
+TEST_F(BackendPluginDir, MissingPluginIsOneLineErrorAndTheEnvironmentFindsIt) {
+  if (!HasOpenCl()) GTEST_SKIP() << "built without OpenCL";
+  const std::string binary = Path("anymoe");
+  std::filesystem::copy_file(ANYMOE_BINARY, binary);
+  const std::string run = "run -m " + std::string(ANYMOE_GOLDEN_DIR) +
+                          "/llama_tiny -p hi -n 2 -t 1 --backend opencl";
+  const Result missing = RunAnymoe(run, "", binary);
+  EXPECT_EQ(missing.exit_code, 1) << missing.out;
+  EXPECT_NE(missing.out.find("backend 'opencl': libanymoe-opencl.so not found (looked in " +
+                             Path("")),
+            std::string::npos)
+      << missing.out;
+  EXPECT_EQ(missing.out.find('\n'), missing.out.size() - 1) << missing.out;  // one line
+
+  const std::string plugins =
+      std::filesystem::path(ANYMOE_BINARY).parent_path().string() + "/../lib/anymoe";
+  const Result found = RunAnymoe(run, "ANYMOE_BACKEND_DIR=" + plugins, binary);
+  if (found.out.find("no OpenCL device") != std::string::npos) GTEST_SKIP() << found.out;
+  EXPECT_EQ(found.exit_code, 0) << found.out;
+  EXPECT_NE(found.out.find("generated: 2 tokens"), std::string::npos) << found.out;
 }
 
 }  // namespace

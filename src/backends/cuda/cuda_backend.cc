@@ -208,8 +208,9 @@ class CudaBackend final : public device::DeviceBackend {
 
 }  // namespace
 
-void RegisterCudaBackend() {
-  device::RegisterDeviceBackend<CudaDevice, CudaBackend, RunsWeightType>("cuda");
+// Called by the plugin's entry point (generated, backends/backend_plugin.h).
+BackendEntry CudaBackendEntry() {
+  return device::DeviceBackendEntry<CudaDevice, CudaBackend, RunsWeightType>("cuda");
 }
 
 }  // namespace anymoe::cuda

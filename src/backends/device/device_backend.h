@@ -175,19 +175,19 @@ class DeviceBackend : public Backend {
   std::vector<int32_t> step_tables_, step_starts_, step_counts_, step_new_rows_;
 };
 
-// Registers a device backend as `name`: its runtime from
-// Runtime::Create(options.device), then B(runtime, options); Supports answered
-// without a device from `kRunsWeight`.
+// The registry entry of a device backend named `name` (what its plugin hands
+// the host): its runtime from Runtime::Create(options.device), then
+// B(runtime, options); Supports answered without a device from `kRunsWeight`.
 template <class Runtime, class B, bool (*kRunsWeight)(DType)>
-void RegisterDeviceBackend(const char* name) {
-  RegisterBackend(BackendEntry{
+BackendEntry DeviceBackendEntry(const char* name) {
+  return BackendEntry{
       .name = name,
       .create = [](const BackendOptions& options) -> Expected<std::unique_ptr<Backend>> {
         ASSIGN_OR_RETURN(std::unique_ptr<Runtime> rt, Runtime::Create(options.device));
         return std::unique_ptr<Backend>(new B(std::move(rt), options));
       },
       .supports = [](Op op, DType dtype) { return DeviceSupports(op, dtype, kRunsWeight(dtype)); },
-  });
+  };
 }
 
 }  // namespace anymoe::device

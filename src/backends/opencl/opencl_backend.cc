@@ -310,8 +310,9 @@ class OpenClBackend final : public device::DeviceBackend {
 
 }  // namespace
 
-void RegisterOpenClBackend() {
-  device::RegisterDeviceBackend<ClRuntime, OpenClBackend, RunsWeightType>("opencl");
+// Called by the plugin's entry point (generated, backends/backend_plugin.h).
+BackendEntry OpenClBackendEntry() {
+  return device::DeviceBackendEntry<ClRuntime, OpenClBackend, RunsWeightType>("opencl");
 }
 
 }  // namespace anymoe::opencl
