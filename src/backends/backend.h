@@ -133,6 +133,7 @@ struct MemoryPlan {
   uint64_t activations = 0;  // step buffers and workspace for `max_step_tokens`
   uint64_t expert_cache = 0; // slots of the routed-expert cache (streamed experts)
   uint64_t streamed_weights = 0;  // routed experts left in the file (not in total())
+  uint64_t cpu_weights = 0;  // routed experts kept on the host by --cpu-moe (not in total())
   uint64_t buffers = 0;      // how many Allocate/PrepareWeight calls (alignment slack)
   int64_t kv_tokens = 0;
   int64_t max_step_tokens = 0;
@@ -176,6 +177,11 @@ class Backend {
   // Makes a file tensor usable by this backend's ops. The CPU backend returns a
   // view into the mmap (zero copy); device backends upload (and may repack).
   virtual Expected<Tensor> PrepareWeight(const TensorInfo& info) = 0;
+  // A weight kept in host memory and read by the CPU whatever the backend: the
+  // routed experts of --cpu-moe / --n-cpu-moe. Ops given one run on the CPU
+  // (FallbackBackend), and the memory plan counts it apart from the device's
+  // weights (MemoryPlan::cpu_weights). On the CPU it is PrepareWeight.
+  virtual Expected<Tensor> PrepareCpuWeight(const TensorInfo& info) { return PrepareWeight(info); }
 
   // ---- ops (hot path). Shapes in brackets; T = tokens in the step.
   // out[t] = table[ids[t]], table [V, H] of any dtype, out [T, H].

@@ -30,6 +30,7 @@ class FallbackBackend::HostCall {
 
  private:
   Tensor Host(const Tensor& t) {
+    if (fb_.cpu_weights_.count(t.base) > 0) return t;  // host memory already
     if (auto w = fb_.weights_.find(t.base); w != fb_.weights_.end()) {
       Tensor h = t;  // same dtype and layout as in the file: the offset carries over
       h.base = w->second.base;
@@ -56,8 +57,8 @@ class FallbackBackend::HostCall {
 // timed from here until the op has completed, its fallback copies included.
 class FallbackBackend::OpScope {
  public:
-  OpScope(FallbackBackend& fb, Op op, DType dtype, int fusion = kPlain)
-      : native(fb.OnDevice(op, dtype)),
+  OpScope(FallbackBackend& fb, Op op, DType dtype, int fusion = kPlain, bool cpu_weights = false)
+      : native(fb.OnDevice(op, dtype, cpu_weights)),
         fb_(fb),
         op_(size_t(op)),
         fusion_(size_t(fusion)),
@@ -119,8 +120,12 @@ bool FallbackBackend::Native(Op op, DType dtype) const {
   return !disabled_[size_t(op)] && device_->Supports(op, dtype);
 }
 
-bool FallbackBackend::OnDevice(Op op, DType dtype) {
+bool FallbackBackend::OnDevice(Op op, DType dtype, bool cpu_weights) {
   const size_t o = size_t(op), d = size_t(dtype);
+  if (cpu_weights) {
+    ++cpu_weight_calls_[o][d];
+    return false;
+  }
   ++calls_[o][d];
   const bool native = Native(op, dtype);
   if (!native && !reported_[o][d]) {
@@ -136,8 +141,13 @@ std::vector<FallbackBackend::Usage> FallbackBackend::usage() const {
   std::vector<Usage> out;
   for (int o = 0; o < kNumOps; ++o) {
     for (int d = 0; d < kDTypes; ++d) {
-      if (calls_[size_t(o)][size_t(d)] == 0) continue;
-      out.push_back(Usage{Op(o), DType(d), Native(Op(o), DType(d)), calls_[size_t(o)][size_t(d)]});
+      if (calls_[size_t(o)][size_t(d)] > 0) {
+        out.push_back(
+            Usage{Op(o), DType(d), Native(Op(o), DType(d)), calls_[size_t(o)][size_t(d)]});
+      }
+      if (cpu_weight_calls_[size_t(o)][size_t(d)] > 0) {
+        out.push_back(Usage{Op(o), DType(d), false, cpu_weight_calls_[size_t(o)][size_t(d)], true});
+      }
     }
   }
   return out;
@@ -195,6 +205,13 @@ Expected<Tensor> FallbackBackend::PrepareWeight(const TensorInfo& info) {
     ASSIGN_OR_RETURN(Tensor host, cpu_->PrepareWeight(info));  // a view of the mmap
     weights_[t.base] = host;
   }
+  return t;
+}
+
+Expected<Tensor> FallbackBackend::PrepareCpuWeight(const TensorInfo& info) {
+  if (device_->kind() == BackendKind::kCpu) return device_->PrepareWeight(info);
+  ASSIGN_OR_RETURN(Tensor t, cpu_->PrepareWeight(info));
+  cpu_weights_.insert(t.base);
   return t;
 }
 
@@ -384,12 +401,13 @@ void FallbackBackend::Route(const Tensor& logits, const Tensor* selection_bias,
 
 void FallbackBackend::GroupedMatmul(const Tensor& x, std::span<const Tensor> weights,
                                     std::span<const int32_t> offsets, const Tensor& y) {
-  const OpScope op(*this, Op::kGroupedMatmul, weights.empty() ? DType::kF32 : weights[0].dtype);
+  const OpScope op(*this, Op::kGroupedMatmul, weights.empty() ? DType::kF32 : weights[0].dtype,
+                   kPlain, OnCpu(weights));
   if (op.native) {
     return device_->GroupedMatmul(x, weights, offsets, y);
   }
   HostCall h(*this);
-  std::vector<Tensor> hw;  // weights are views of the mmap: no copies
+  std::vector<Tensor> hw;  // weights are views of the mmap or CPU weights: no copies
   hw.reserve(weights.size());
   for (const Tensor& w : weights) hw.push_back(h.In(w));
   const Tensor hx = h.In(x);
@@ -399,6 +417,10 @@ void FallbackBackend::GroupedMatmul(const Tensor& x, std::span<const Tensor> wei
 void FallbackBackend::MultiGroupedMatmul(const Tensor& x,
                                          std::span<const GroupedProjection> projections,
                                          std::span<const int32_t> offsets) {
+  if (!projections.empty() && OnCpu(projections[0].weights)) {  // --cpu-moe: the CPU's own
+    for (const GroupedProjection& p : projections) GroupedMatmul(x, p.weights, offsets, p.out);
+    return;
+  }
   Fused(
       Op::kGroupedMatmul, projections,
       [](const GroupedProjection& p) {

@@ -4,13 +4,16 @@
 // results written back; weights are read in place from the file's mmap). Each
 // fallback is reported once on stderr, and every op x dtype called is recorded
 // for `anymoe doctor`. A new device backend gets all of this by implementing
-// Backend and Supports; it never needs its own fallback code.
+// Backend and Supports; it never needs its own fallback code. Weights prepared
+// with PrepareCpuWeight (the routed experts of --cpu-moe) never reach the
+// device: the ops that read them run on the CPU, by request, not reported.
 #pragma once
 
 #include <array>
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "backends/backend.h"
@@ -34,6 +37,7 @@ class FallbackBackend final : public Backend {
     DType dtype;
     bool native;
     uint64_t calls;
+    bool cpu_weights = false;  // on the CPU because its weights are (PrepareCpuWeight)
   };
   // Every op x dtype called since load, in op order.
   std::vector<Usage> usage() const;
@@ -76,6 +80,7 @@ class FallbackBackend final : public Backend {
   Expected<std::unique_ptr<Buffer>> Allocate(uint64_t bytes, const std::string& what) override;
   Status ReserveForContext(int64_t max_keys) override;
   Expected<Tensor> PrepareWeight(const TensorInfo& info) override;
+  Expected<Tensor> PrepareCpuWeight(const TensorInfo& info) override;
 
   void Embedding(const Tensor& table, std::span<const int32_t> ids, const Tensor& out) override;
   void RmsNorm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out) override;
@@ -139,8 +144,12 @@ class FallbackBackend final : public Backend {
     std::vector<float> host;  // made on first fallback use of the buffer
   };
 
-  // Records the call; true when it runs on the device.
-  bool OnDevice(Op op, DType dtype);
+  // Records the call; true when it runs on the device (never when its weights
+  // were prepared with PrepareCpuWeight).
+  bool OnDevice(Op op, DType dtype, bool cpu_weights = false);
+  bool OnCpu(std::span<const Tensor> weights) const {
+    return !weights.empty() && cpu_weights_.count(weights[0].base) > 0;
+  }
   // A fused call over `items` of `op`: when the device runs every item's
   // (op, dtype_of(item)), whole(), recorded per item and timed as one call;
   // else each(item) for every item, through that op's own fallback.
@@ -152,7 +161,7 @@ class FallbackBackend final : public Backend {
   std::unique_ptr<Backend> device_, cpu_;
   std::array<bool, kNumOps> disabled_{};
   static constexpr int kDTypes = kNumDTypes;
-  std::array<std::array<uint64_t, kDTypes>, kNumOps> calls_{};
+  std::array<std::array<uint64_t, kDTypes>, kNumOps> calls_{}, cpu_weight_calls_{};
   std::array<std::array<bool, kDTypes>, kNumOps> reported_{};
   bool time_ops_ = false;
   // With time_ops, per op x fusion x dtype.
@@ -161,6 +170,7 @@ class FallbackBackend final : public Backend {
   PerCall<uint64_t> timed_calls_{}, launches_{}, transfers_{};
   PerCall<double> seconds_{};
   std::unordered_map<void*, Tensor> weights_;  // device weight base -> host tensor
+  std::unordered_set<const void*> cpu_weights_;  // bases of PrepareCpuWeight's tensors
   std::unordered_map<void*, Mirror> mirrors_;  // device buffer base -> host copy
 };
 

@@ -167,6 +167,7 @@ std::string JsonReport(std::span<const BenchResult> results, const std::string& 
     o["type_k"] = r.kv_type;
     o["type_v"] = r.kv_type;
     o["n_gpu_layers"] = r.device_layers;
+    o["n_cpu_moe"] = r.cpu_moe_layers;  // llama-bench's name
     o["n_prompt"] = r.test.n_prompt;
     o["n_gen"] = r.test.n_gen;
     o["n_parallel"] = r.test.n_parallel;

@@ -64,6 +64,7 @@ struct BenchResult {
   std::string backend = "cpu";
   std::string device;           // a device backend's device name ("" on the cpu backend)
   int64_t device_layers = 0;    // layers that run on that device (all of them; 0 on the cpu)
+  int64_t cpu_moe_layers = 0;   // of those, layers whose routed experts run on the CPU (--n-cpu-moe)
   std::string kv_type = "f16";  // the KV cache's keys and values (Engine::kv_type)
   int threads = 0;
   int64_t batch = 0;  // tokens per prefill step

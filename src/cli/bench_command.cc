@@ -203,6 +203,7 @@ int Bench(BenchFlags f) {
         if (engine->backend().kind() != BackendKind::kCpu) {  // llama-bench's GPU fields
           r.device = engine->backend().device().name;
           r.device_layers = engine->model().config().num_layers;
+          r.cpu_moe_layers = std::min(f.experts.cpu_moe_layers, r.device_layers);
         }
         r.kv_type = std::string(Name(engine->kv_type()));
         r.threads = threads;

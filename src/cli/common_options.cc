@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <random>
 #include <string>
 
@@ -84,6 +85,14 @@ void AddExpertOptions(CLI::App& cmd, ExpertStreamingOptions& x) {
                  "in one-token steps, reuse the previous token's experts when the router's "
                  "margin is below THRESHOLD (changes the output; 0: off)")
       ->check(CLI::Range(0.0f, 1e30f));
+  // llama.cpp's names for the same placement.
+  cmd.add_flag_callback(
+      "--cpu-moe", [&x] { x.cpu_moe_layers = std::numeric_limits<int64_t>::max(); },
+      "on a device backend, keep every MoE layer's routed experts in RAM and run them on the "
+      "CPU (attention, shared experts and the rest on the device)");
+  cmd.add_option("--n-cpu-moe", x.cpu_moe_layers,
+                 "like --cpu-moe for the routed experts of the first N layers only")
+      ->check(CLI::NonNegativeNumber);
 }
 
 void AddExpertParallelOptions(CLI::App& cmd, ExpertParallelOptions& ep) {

@@ -2,6 +2,7 @@
 // the model on the backend, runs a short prefill and one decode step, and lists
 // every op x dtype the model called with where it ran (native, or the CPU
 // fallback), plus the device and the memory planned and reserved for it.
+#include <algorithm>
 #include <cstdio>
 
 #include "backends/fallback_backend.h"
@@ -36,16 +37,19 @@ Status Exercise(Engine& engine) {
 // recorder saw it, or as `supports` says for a backend with no device here).
 void PrintOps(const FallbackBackend& recorder, SupportsFn supports) {
   std::printf("\n%-16s %-6s %-9s %s\n", "op", "dtype", "runs", "calls");
-  int native = 0, fallback = 0;
+  int native = 0, fallback = 0, cpu_weights = 0;
   for (const FallbackBackend::Usage& u : recorder.usage()) {
     const bool on_device = supports ? supports(u.op, u.dtype) : u.native;
+    // "cpu-moe": on the CPU by request, its weights kept there (--cpu-moe).
+    const char* runs = u.cpu_weights ? "cpu-moe" : on_device ? "native" : "fallback";
     std::printf("%-16s %-6s %-9s %llu\n", std::string(OpName(u.op)).c_str(),
-                std::string(Name(u.dtype)).c_str(), on_device ? "native" : "fallback",
-                static_cast<unsigned long long>(u.calls));
-    (on_device ? native : fallback) += 1;
+                std::string(Name(u.dtype)).c_str(), runs, static_cast<unsigned long long>(u.calls));
+    (u.cpu_weights ? cpu_weights : on_device ? native : fallback) += 1;
   }
-  std::printf("\n%d op x dtype pairs: %d native, %d on the CPU fallback\n", native + fallback,
-              native, fallback);
+  std::printf("\n%d op x dtype pairs: %d native, %d on the CPU fallback",
+              native + fallback + cpu_weights, native, fallback);
+  if (cpu_weights > 0) std::printf(", %d with their weights on the CPU (--cpu-moe)", cpu_weights);
+  std::printf("\n");
 }
 
 // The operator check on a machine without the backend's device (a CUDA build
@@ -101,10 +105,19 @@ int RunDoctor(EngineOptions options) {
   load.max_step_tokens = options.max_step_tokens;
   load.context = options.context;
   load.kv_type = engine->kv_type();
+  if (engine->backend().kind() != BackendKind::kCpu) {
+    load.cpu_moe_layers = options.experts.cpu_moe_layers;
+  }
   if (auto plan = PlanMemory(engine->file(), load); plan.ok()) {
     std::printf("plan:     weights %s, KV cache %s (%lld tokens), activations %s\n",
                 Mib(plan->weights).c_str(), Mib(plan->kv_cache).c_str(),
                 static_cast<long long>(plan->kv_tokens), Mib(plan->activations).c_str());
+    if (plan->cpu_weights > 0) {
+      const int64_t layers = std::min(load.cpu_moe_layers, c.num_layers);
+      std::printf("placement: routed experts of layers 0-%lld on the CPU (%s in RAM), the rest "
+                  "on the device\n",
+                  static_cast<long long>(layers - 1), Mib(plan->cpu_weights).c_str());
+    }
   }
   PrintOps(*recorder, nullptr);
   return 0;

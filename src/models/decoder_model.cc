@@ -67,7 +67,11 @@ Status DecoderModel::Bind(const ModelFile& file, const LoadOptions& options) {
   } else {
     ASSIGN_OR_RETURN(output_, w.Require("lm_head.weight", {c.vocab_size, c.hidden_size}));
   }
-  for (int64_t i = 0; i < c.num_layers; ++i) RETURN_IF_ERROR(BindLayer(w, i));
+  for (int64_t i = 0; i < c.num_layers; ++i) {
+    w.set_cpu_experts(i < options.cpu_moe_layers);
+    RETURN_IF_ERROR(BindLayer(w, i));
+  }
+  w.set_cpu_experts(false);  // the MTP layer's experts run where its attention does
   weight_bytes_ = w.bound_bytes();
   streamed_bytes_ = w.streamed_bytes();
   remote_expert_bytes_ = w.remote_bytes();

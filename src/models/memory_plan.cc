@@ -40,19 +40,12 @@ class PlanningBackend final : public Backend {
   }
   Status ReserveForContext(int64_t) override { return Status::Ok(); }
   Expected<Tensor> PrepareWeight(const TensorInfo& info) override {
-    Tensor t;
-    t.dtype = info.dtype;
-    t.rank = int(info.shape.size());
-    std::copy(info.shape.begin(), info.shape.end(), t.shape.begin());
-    // Backends keep 1-D weights (norms, biases) as f32, the rest as in the file.
-    if (t.rank == 1 && t.dtype != DType::kF32) {
-      t.dtype = DType::kF32;
-      plan_.weights += uint64_t(t.elements()) * 4;
-    } else {
-      plan_.weights += info.bytes;
-    }
     ++plan_.buffers;
-    return t;
+    return Count(info, plan_.weights);
+  }
+  // Host memory, never the device's (--cpu-moe).
+  Expected<Tensor> PrepareCpuWeight(const TensorInfo& info) override {
+    return Count(info, plan_.cpu_weights);
   }
   void ReadF32(const Tensor&, std::span<float> dst) override {
     std::fill(dst.begin(), dst.end(), 0.0f);  // derived weights: only their size matters
@@ -104,6 +97,21 @@ class PlanningBackend final : public Backend {
   void Copy(const Tensor&, const Tensor&) override { Fail(); }
 
  private:
+  // The tensor PrepareWeight would make, its bytes added to `bytes`.
+  static Tensor Count(const TensorInfo& info, uint64_t& bytes) {
+    Tensor t;
+    t.dtype = info.dtype;
+    t.rank = int(info.shape.size());
+    std::copy(info.shape.begin(), info.shape.end(), t.shape.begin());
+    // Backends keep 1-D weights (norms, biases) as f32, the rest as in the file.
+    if (t.rank == 1 && t.dtype != DType::kF32) {
+      t.dtype = DType::kF32;
+      bytes += uint64_t(t.elements()) * 4;
+    } else {
+      bytes += info.bytes;
+    }
+    return t;
+  }
   [[noreturn]] static void Fail() {
     CHECK(!"PlanningBackend runs no ops");
     std::abort();

@@ -44,6 +44,10 @@ struct LoadOptions {
   // --sticky-experts: the router margin below which a one-token step keeps the
   // previous token's experts (0: off).
   float sticky_experts = 0;
+  // Hybrid placement on a device backend (--cpu-moe, --n-cpu-moe N): the
+  // routed experts of layers [0, cpu_moe_layers) stay in host memory and run
+  // on the CPU, everything else on the device (INT64_MAX: every layer).
+  int64_t cpu_moe_layers = 0;
   // Expert parallelism (models/experts/expert_parallel.h): this rank prepares
   // and runs only the routed experts the placement gives it (null: all).
   const ExpertParallelism* expert_parallel = nullptr;

@@ -36,10 +36,16 @@ Expected<std::optional<Tensor>> WeightBinder::Bind(const std::string& hf_name,
     streamed_bytes_ += info->bytes;
     return std::optional<Tensor>(t);
   }
-  ASSIGN_OR_RETURN(Tensor t, backend_.PrepareWeight(*info));
+  ASSIGN_OR_RETURN(Tensor t, Prepare(*info));
   bound_bytes_ += info->bytes;
   if (progress_) progress_(info->bytes, false);
   return std::optional<Tensor>(t);
+}
+
+Expected<Tensor> WeightBinder::Prepare(const TensorInfo& info) {
+  if (!in_experts_ || !cpu_experts_) return backend_.PrepareWeight(info);
+  cpu_bytes_ += info.bytes;
+  return backend_.PrepareCpuWeight(info);
 }
 
 Expected<std::optional<Tensor>> WeightBinder::Optional(const std::string& name,
@@ -159,7 +165,7 @@ Expected<Tensor> WeightBinder::PrepareRows(const TensorInfo& info, int64_t row0,
   TensorInfo slice{info.name + "[rows " + std::to_string(row0) + "+" + std::to_string(rows) + "]",
                    info.dtype, {rows, info.cols()}, info.data + uint64_t(row0) * row_bytes,
                    uint64_t(rows) * row_bytes, BlockScales{}};
-  ASSIGN_OR_RETURN(Tensor t, backend_.PrepareWeight(slice));
+  ASSIGN_OR_RETURN(Tensor t, Prepare(slice));
   bound_bytes_ += slice.bytes;
   if (progress_) progress_(slice.bytes, false);
   return t;
@@ -251,10 +257,11 @@ Expected<ExpertWeights> WeightBinder::Experts(int64_t i, const std::string& pref
                                               int64_t num_experts, int64_t ffn, int64_t hidden) {
   ExpertWeights w;
   binding_experts_ = stream_experts_;
+  in_experts_ = true;
   struct Reset {
     bool& flag;
     ~Reset() { flag = false; }
-  } reset{binding_experts_};
+  } reset{binding_experts_}, reset_in{in_experts_};
   ASSIGN_OR_RETURN(bool per_expert, PerExpert(i, prefix, num_experts, ffn, hidden, w));
   if (!per_expert) {
     ASSIGN_OR_RETURN(bool stacked, Stacked(i, prefix, num_experts, ffn, hidden, w));

@@ -58,6 +58,9 @@ class WeightBinder {
   void set_progress(std::function<void(uint64_t, bool)> progress) { progress_ = std::move(progress); }
   // Routed experts bound from now on stay in the file (see ExpertWeights).
   void set_stream_experts(bool stream) { stream_experts_ = stream; }
+  // Routed experts bound from now on are kept on the host and run by the CPU
+  // whatever the backend (Backend::PrepareCpuWeight; --cpu-moe).
+  void set_cpu_experts(bool cpu) { cpu_experts_ = cpu; }
   // Expert parallelism: routed experts bound from now on are prepared only
   // when `placement` gives them to `rank` (null: every expert).
   void set_expert_placement(const ExpertPlacement* placement, int rank) {
@@ -68,6 +71,7 @@ class WeightBinder {
   uint64_t bound_bytes() const { return bound_bytes_; }      // prepared by the backend
   uint64_t streamed_bytes() const { return streamed_bytes_; }  // routed experts left in the file
   uint64_t remote_bytes() const { return remote_bytes_; }  // routed experts other ranks own
+  uint64_t cpu_bytes() const { return cpu_bytes_; }  // routed experts kept on the host (in bound)
 
  private:
   std::string FileName(const std::string& hf_name) const;
@@ -87,6 +91,9 @@ class WeightBinder {
   // Stacked experts under expert parallelism: each owned expert's slices alone.
   Status StackedSlices(int64_t i, const std::string& base, bool fused, int64_t num_experts,
                        int64_t ffn, int64_t hidden, ExpertWeights& out);
+  // The backend's PrepareWeight, or PrepareCpuWeight for routed experts under
+  // set_cpu_experts.
+  Expected<Tensor> Prepare(const TensorInfo& info);
   // Fills out.spans from the views (which then lose their bytes).
   Status LocateExperts(ExpertWeights& out);
 
@@ -96,10 +103,13 @@ class WeightBinder {
   uint64_t bound_bytes_ = 0;
   uint64_t streamed_bytes_ = 0;
   uint64_t remote_bytes_ = 0;
+  uint64_t cpu_bytes_ = 0;
   const ExpertPlacement* placement_ = nullptr;
   int rank_ = 0;
   bool stream_experts_ = false;
   bool binding_experts_ = false;  // inside Experts() with stream_experts_
+  bool cpu_experts_ = false;
+  bool in_experts_ = false;  // inside Experts()
   std::function<void(uint64_t, bool)> progress_;
 };
 

@@ -103,6 +103,8 @@ Expected<std::unique_ptr<Engine>> Engine::Load(const EngineOptions& options) {
     e->mtp_file_ = std::move(mtp);
     load.mtp_file = &*e->mtp_file_;
   }
+  // On the CPU backend every expert is on the CPU already.
+  load.cpu_moe_layers = cpu ? 0 : options.experts.cpu_moe_layers;
   ExpertStreamingOptions experts = options.experts;
   if (e->ep_ && experts.cache == "auto") experts.cache = "off";  // each rank holds only its share
   experts.pack_panels = options.repack_weights && !options.exact_matmul;

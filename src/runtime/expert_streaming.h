@@ -23,6 +23,9 @@ struct ExpertStreamingOptions {
   bool prefetch = true;
   float sticky = 0;  // --sticky-experts threshold (0: off)
   int io_threads = 2;
+  // --cpu-moe / --n-cpu-moe N: on a device backend, the routed experts of the
+  // first N layers (INT64_MAX: all) stay on the CPU (LoadOptions::cpu_moe_layers).
+  int64_t cpu_moe_layers = 0;
   bool pack_panels = false;                      // set by the engine from the backend options
   ExpertReader::FaultHook fault_hook = nullptr;  // tests
 };

@@ -54,7 +54,7 @@ TEST(JsonReport, HasLlamaBenchFieldsAndTypes) {
   for (const char* field :
        {"build_commit", "build_number", "cpu_info",       "gpu_info", "backends",  "model_filename",
         "model_type",   "model_size",   "model_n_params", "n_batch",  "n_ubatch",  "n_threads",
-        "type_k",       "type_v",       "n_gpu_layers",   "n_prompt", "n_gen",     "n_depth",
+        "type_k",       "type_v",       "n_gpu_layers",   "n_cpu_moe", "n_prompt", "n_gen",   "n_depth",
         "test_time",    "avg_ns",       "stddev_ns",      "avg_ts",   "stddev_ts", "samples_ns",
         "samples_ts",   "backend"}) {
     EXPECT_TRUE(json[0].contains(field)) << field;

@@ -185,6 +185,27 @@ TEST_P(BenchOnDevice, EveryTestFitsTheMemoryReservedAtLoad) {
     EXPECT_GT(o["avg_ts"].get<double>(), 0.0);
     EXPECT_NE(o["gpu_info"], "");          // the device's name, as llama-bench gives it
     EXPECT_EQ(o["n_gpu_layers"], 2) << o;  // llama_tiny's layers, all on the device
+    EXPECT_EQ(o["n_cpu_moe"], 0) << o;
+  }
+}
+
+// --cpu-moe / --n-cpu-moe N: the JSON says how many layers' routed experts ran
+// on the CPU (llama-bench's n_cpu_moe), capped at the model's layers (3 here).
+TEST_P(BenchOnDevice, ReportsTheLayersWhoseExpertsRunOnTheCpu) {
+  if (!CreateBackend(GetParam(), BackendOptions{.num_threads = 1}).ok())
+    GTEST_SKIP() << GetParam() << " unavailable";
+  for (const auto& [flags, layers] :
+       std::vector<std::pair<std::vector<std::string>, int>>{{{"--cpu-moe"}, 3},
+                                                             {{"--n-cpu-moe", "2"}, 2}}) {
+    std::vector<std::string> args = {"-m", Golden("moe/glm4_moe"), "--backend", GetParam(), "-p",
+                                     "0", "-n", "4", "-r", "1", "-o", "json", "-t", "1"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    const auto r = Bench(args);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto json = nlohmann::json::parse(r.out);
+    ASSERT_EQ(json.size(), 1u) << r.out;
+    EXPECT_EQ(json[0]["n_cpu_moe"], layers) << json[0];
+    EXPECT_GT(json[0]["avg_ts"].get<double>(), 0.0);
   }
 }
 

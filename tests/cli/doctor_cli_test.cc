@@ -83,6 +83,37 @@ TEST(Doctor, OpenClShowsTheDeviceAndForcedFallbacks) {
       << forced.out;
 }
 
+// --cpu-moe / --n-cpu-moe N: the expert matmuls of those layers are "cpu-moe"
+// rows (on the CPU by request, not fallbacks), the placement line names the
+// layers and the host bytes, and the device plan shrinks by them.
+TEST(Doctor, CpuMoeShowsThePlacement) {
+  if (!HasOpenCl()) GTEST_SKIP() << "built without OpenCL";
+  const std::string model = std::string(ANYMOE_GOLDEN_DIR) + "/moe/glm4_moe";  // layer 0 dense
+  struct Case {
+    std::string flags;
+    bool native, cpu_moe;   // GroupedMatmul rows expected
+    std::string placement;  // "" when none is printed
+  };
+  for (const Case& c :
+       {Case{"--cpu-moe", false, true, "placement: routed experts of layers 0-2 on the CPU ("},
+        Case{"--n-cpu-moe 2", true, true, "placement: routed experts of layers 0-1 on the CPU ("},
+        Case{"", true, false, ""}}) {
+    const Result r = RunAnymoe("doctor -m " + model + " --backend opencl " + c.flags);
+    if (r.out.find("no OpenCL device") != std::string::npos) GTEST_SKIP() << r.out;
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    EXPECT_EQ(HasRow(r.out, "GroupedMatmul", "native"), c.native) << c.flags << "\n" << r.out;
+    EXPECT_EQ(HasRow(r.out, "GroupedMatmul", "cpu-moe"), c.cpu_moe) << c.flags << "\n" << r.out;
+    if (c.placement.empty()) {
+      EXPECT_EQ(r.out.find("placement:"), std::string::npos) << r.out;
+    } else {
+      EXPECT_NE(r.out.find(c.placement), std::string::npos) << r.out;
+      EXPECT_NE(r.out.find("0 on the CPU fallback, 1 with their weights on the CPU (--cpu-moe)"),
+                std::string::npos)
+          << r.out;
+    }
+  }
+}
+
 TEST(Doctor, MemoryBudgetBelowThePlanIsALoadError) {
   if (!HasOpenCl()) GTEST_SKIP() << "built without OpenCL";
   const Result r = RunAnymoe("run -m " + kModel + " -p hi -n 2 --backend opencl --mem-budget 1000");
