@@ -1,15 +1,17 @@
 // The x86 integer kernels' blocks for the GGUF types of the low-bit releases:
-// q5_0, q5_1, q2_k, q3_k, iq4_nl, iq4_xs, iq2_xxs and mxfp4, each a Block for
-// vnni::Tile (quant_matmul_vnni-inl.h: four weight rows at a time, the dot in
-// the form of the `Dot` parameter). Included by quant_matmul.cc inside the AVX2
-// and AVX3_DL targets' namespaces, after quant_matmul_vnni-inl.h.
+// q2_k, q3_k, iq4_xs, iq2_xxs and mxfp4, each a Block for vnni::Tile
+// (quant_matmul_vnni-inl.h: four weight rows at a time, the dot in the form
+// of the `Dot` parameter); and the helpers of the q5_0 / q5_1 / iq4_nl
+// formats of the packed kernels (quant_matmul_packed-inl.h). Included by
+// quant_matmul.cc inside the AVX2 and AVX3_DL targets' namespaces, after
+// quant_matmul_vnni-inl.h.
 //
 // Each block turns its 32 weights into bytes a dot form takes exactly (see
 // quant_matmul_x86_dot-inl.h: unsigned values <= 128 against signed
 // activations): small unsigned codes whose offset comes back out through the
-// lane sums of x (q5_0, q3_k), codes and mins in f32 (q5_1, q2_k), or, for
-// signed values (the non-linear iq4 / mxfp4 levels, iq2_xxs' signed grid
-// values), |w| against x with w's sign. So every dot form gives the same
+// lane sums of x (q3_k), codes and mins in f32 (q2_k), or, for signed
+// values (the non-linear iq4 / mxfp4 levels, iq2_xxs' signed grid values),
+// |w| against x with w's sign. So every dot form gives the same
 // integers and AVX2 gives AVX-512's bits; f32 scales per int32 lane carry the
 // k-quants' scales per 16 values.
 
@@ -56,33 +58,6 @@ struct NoSuper {
   HWY_INLINE void Load(const uint8_t*, int64_t) {}
 };
 
-// q5_0 / q5_1: f16 d, (q5_1: f16 m,) u32 of fifth bits, 16 bytes of nibbles.
-// Codes 0..31; q5_0's values are code - 16, q5_1's d code + m.
-template <class DotForm, bool kMin>
-struct Q5Block {
-  using Dot = DotForm;
-  using Super = NoSuper;
-  static constexpr size_t kSuperBytes = kMin ? 24 : 22;
-  static constexpr int kBlocksPerSuper = 1;
-  static constexpr bool kXSum = true;
-  __m256i u;
-  __m256 d, m;
-  HWY_INLINE Q5Block(const uint8_t* row, int64_t b, const Super&) {
-    const uint8_t* blk = row + size_t(b) * kSuperBytes;
-    constexpr size_t kHigh = kMin ? 4 : 2;
-    d = BroadcastF16(blk);
-    m = kMin ? BroadcastF16(blk + 2) : d;
-    u = _mm256_or_si256(Nibbles32(blk + kHigh + 4), BitsToBytes(LoadU32(blk + kHigh), 0x10));
-  }
-  HWY_INLINE __m256 Accumulate(__m256i x, __m256i xsum4, __m256 dx, __m256 acc) const {
-    __m256i lanes = DotLanes(u, x, Dot());
-    if constexpr (!kMin) lanes = _mm256_sub_epi32(lanes, _mm256_slli_epi32(xsum4, 4));
-    acc = ScaleInto(lanes, dx, d, acc);
-    if constexpr (kMin) acc = ScaleInto(xsum4, dx, m, acc);
-    return acc;
-  }
-};
-
 // 16 signed levels of a non-linear 4-bit code, for vpshufb in both lanes.
 struct Iq4Levels {
   static HWY_INLINE __m256i Table() {
@@ -104,27 +79,22 @@ HWY_INLINE __m256i SignedDot(__m256i w, __m256i x, auto dot) {
   return DotLanes(_mm256_abs_epi8(w), _mm256_sign_epi8(x, w), dot);
 }
 
-// iq4_nl (f16 d) and mxfp4 (e8m0 exponent byte): 16 bytes of level codes.
-template <class DotForm, class Levels, bool kE8M0>
-struct LevelsBlock {
+// mxfp4: an e8m0 exponent byte, 16 bytes of e2m1 codes.
+template <class DotForm>
+struct Mxfp4Block {
   using Dot = DotForm;
   using Super = NoSuper;
-  static constexpr size_t kSuperBytes = kE8M0 ? 17 : 18;
+  static constexpr size_t kSuperBytes = 17;
   static constexpr int kBlocksPerSuper = 1;
   static constexpr bool kXSum = false;
   __m256i w;
   __m256 d;
-  HWY_INLINE LevelsBlock(const uint8_t* row, int64_t b, const Super&) {
+  HWY_INLINE Mxfp4Block(const uint8_t* row, int64_t b, const Super&) {
     const uint8_t* blk = row + size_t(b) * kSuperBytes;
-    if constexpr (kE8M0) {
-      // 2^(e - 127) halved, as the reference builds it (subnormal for e < 2).
-      const uint32_t e = blk[0];
-      const uint32_t bits = e < 2 ? uint32_t(0x00200000) << e : (e - 1) << 23;
-      d = _mm256_set1_ps(std::bit_cast<float>(bits));
-    } else {
-      d = BroadcastF16(blk);
-    }
-    w = _mm256_shuffle_epi8(Levels::Table(), Nibbles32(blk + kSuperBytes - 16));
+    // 2^(e - 127) halved, as the reference builds it (subnormal for e < 2).
+    const uint32_t e = blk[0];
+    d = _mm256_set1_ps(std::bit_cast<float>(e < 2 ? uint32_t(0x00200000) << e : (e - 1) << 23));
+    w = _mm256_shuffle_epi8(E2M1Levels::Table(), Nibbles32(blk + 1));
   }
   HWY_INLINE __m256 Accumulate(__m256i x, __m256i, __m256 dx, __m256 acc) const {
     return ScaleInto(SignedDot(w, x, Dot()), dx, d, acc);
