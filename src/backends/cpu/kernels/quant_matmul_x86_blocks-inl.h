@@ -120,12 +120,17 @@ struct Iq4XsBlock {
       const uint8_t* super = row + size_t(b / 8) * kSuperBytes;
       uint16_t high;
       std::memcpy(&high, super + 2, 2);
-      alignas(32) int32_t ls[8];
-      for (int j = 0; j < 8; ++j) {
-        ls[j] = (((super[4 + j / 2] >> (4 * (j % 2))) & 0x0f) | ((high >> (2 * j)) & 3) << 4) - 32;
-      }
-      scales = _mm256_mul_ps(BroadcastF16(super),
-                             _mm256_cvtepi32_ps(_mm256_load_si256(reinterpret_cast<__m256i*>(ls))));
+      // Lane j: nibble j of the 4 low-scale bytes, bits 2j..2j+1 of `high`.
+      const __m256i low4 = _mm256_and_si256(
+          _mm256_srlv_epi32(_mm256_set1_epi32(int(LoadU32(super + 4))),
+                            _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)),
+          _mm256_set1_epi32(0x0f));
+      const __m256i high2 = _mm256_and_si256(
+          _mm256_srlv_epi32(_mm256_set1_epi32(high), _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14)),
+          _mm256_set1_epi32(3));
+      const __m256i ls = _mm256_sub_epi32(_mm256_or_si256(low4, _mm256_slli_epi32(high2, 4)),
+                                          _mm256_set1_epi32(32));
+      scales = _mm256_mul_ps(BroadcastF16(super), _mm256_cvtepi32_ps(ls));
     }
   };
   __m256i w;
@@ -209,13 +214,19 @@ struct Q3_KBlock {
     __m256 low, high;  // d (scale - 32) of sub-blocks 0-7, 8-15
     HWY_INLINE void Load(const uint8_t* row, int64_t b) {
       const uint8_t* super = row + size_t(b / 8) * kSuperBytes;
-      const uint8_t* sc = super + 96;
-      alignas(16) int8_t s[16];
-      for (int j = 0; j < 16; ++j) {
-        const int low4 = j < 8 ? sc[j] & 0x0f : sc[j - 8] >> 4;
-        s[j] = int8_t((low4 | ((sc[8 + j % 4] >> (2 * (j / 4))) & 3) << 4) - 32);
-      }
-      const __m128i v = _mm_load_si128(reinterpret_cast<const __m128i*>(s));
+      // Scale j: low nibble of byte j (j < 8) or high nibble of byte j - 8,
+      // and bits 2 (j / 4) of byte 8 + j % 4 on top.
+      alignas(16) uint8_t sc[16] = {};
+      std::memcpy(sc, super + 96, 12);
+      const __m128i bytes = _mm_load_si128(reinterpret_cast<const __m128i*>(sc));
+      const __m128i low4 = _mm_set1_epi8(0x0f);
+      const __m128i nibbles = _mm_unpacklo_epi64(_mm_and_si128(bytes, low4),
+                                                 _mm_and_si128(_mm_srli_epi16(bytes, 4), low4));
+      const __m128i high2 = _mm_and_si128(
+          _mm_srlv_epi32(_mm_set1_epi32(int(LoadU32(sc + 8))), _mm_setr_epi32(0, 2, 4, 6)),
+          _mm_set1_epi8(3));
+      const __m128i v = _mm_sub_epi8(_mm_or_si128(nibbles, _mm_slli_epi16(high2, 4)),
+                                     _mm_set1_epi8(32));
       const __m256 d = BroadcastF16(super + 108);
       low = _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(v)));
       high = _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(v, 8))));
@@ -259,13 +270,20 @@ inline constexpr Iq2SignTable kIq2Signs;
 template <class DotForm>
 struct Iq2XxsBlock {
   using Dot = DotForm;
-  using Super = NoSuper;
+  struct Super {
+    float d;
+    HWY_INLINE void Load(const uint8_t* row, int64_t b) {
+      uint16_t h;
+      std::memcpy(&h, row + size_t(b / 8) * kSuperBytes, 2);
+      d = F16ToF32(h);
+    }
+  };
   static constexpr size_t kSuperBytes = 66;
   static constexpr int kBlocksPerSuper = 8;
   static constexpr bool kXSum = false;
   __m256i u, sign;
   __m256 d;
-  HWY_INLINE Iq2XxsBlock(const uint8_t* row, int64_t b, const Super&) {
+  HWY_INLINE Iq2XxsBlock(const uint8_t* row, int64_t b, const Super& super_scale) {
     const uint8_t* super = row + size_t(b / 8) * kSuperBytes;
     const uint8_t* q = super + 2 + 8 * (b % 8);
     const uint32_t aux = LoadU32(q + 4);
@@ -276,9 +294,7 @@ struct Iq2XxsBlock {
                               int64_t(kIq2Signs.bytes[(aux >> 14) & 127]),
                               int64_t(kIq2Signs.bytes[(aux >> 21) & 127]));
     // The reference's rounding: d (0.5 + s) then / 4 (exact).
-    uint16_t h;
-    std::memcpy(&h, super, 2);
-    d = _mm256_set1_ps(F16ToF32(h) * (0.5f + float(aux >> 28)) * 0.25f);
+    d = _mm256_set1_ps(super_scale.d * (0.5f + float(aux >> 28)) * 0.25f);
   }
   HWY_INLINE __m256 Accumulate(__m256i x, __m256i, __m256 dx, __m256 acc) const {
     return ScaleInto(DotLanes(u, _mm256_sign_epi8(x, sign), Dot()), dx, d, acc);
