@@ -41,9 +41,9 @@ bool IsQuantMatmulSupported(DType weight_type);
 // Up to how many activation rows these kernels beat dequantising W for an f32
 // GEMM, on the target this machine dispatches to: every row count for f16 /
 // bf16 (they are the f32 kernels of float_matmul.h) and where a register-
-// blocked integer kernel exists (q8_0 / q4_0 / q4_1 on x86 AVX-512 VNNI and
-// AVX2, with or without AVX-VNNI; every integer type on ARM with dotprod),
-// else 32.
+// blocked integer kernel exists (q8_0 / q4_0 / q4_1 / q5_0 / q5_1 / iq4_nl on
+// x86 AVX-512 VNNI and AVX2, with or without AVX-VNNI; q8_0 / q4_0 / q4_1 /
+// q4_k / q6_k on ARM with dotprod), else 32.
 int64_t IntegerMatmulMaxRows(DType weight_type);
 
 // Bytes of the activation buffer for `t` rows of `k` values; the caller allocates
