@@ -38,12 +38,18 @@ std::vector<uint8_t> RandomWeights(DType t, int64_t rows, int64_t cols, uint32_t
     }
     return b;
   }
-  const size_t scale_offset = t == DType::kQ6_K ? 208 : 0;
+  const size_t scale_offset = t == DType::kQ6_K ? 208 : t == DType::kQ2_K ? 80 : t == DType::kQ3_K ? 108 : 0;
   const size_t block_bytes = size_t(Info(t).block_bytes);
   for (size_t blk = 0; blk < bytes / block_bytes; ++blk) {
+    if (t == DType::kMXFP4) {  // an e8m0 exponent byte
+      b[blk * block_bytes] = 120;
+      continue;
+    }
     const uint16_t h = F32ToF16(0.01f);
     std::memcpy(&b[blk * block_bytes + scale_offset], &h, 2);
-    if (t == DType::kQ4_1 || t == DType::kQ4_K) std::memcpy(&b[blk * block_bytes + 2], &h, 2);
+    if (t == DType::kQ4_1 || t == DType::kQ4_K || t == DType::kQ5_1 || t == DType::kQ2_K) {
+      std::memcpy(&b[blk * block_bytes + scale_offset + 2], &h, 2);
+    }
   }
   return b;
 }
@@ -107,8 +113,10 @@ void RegisterAll() {
                           {"k576_n576", 576, 576},       // q / o (k / v are n=192)
                           {"k1536_n576", 1536, 576},     // down
                           {"k576_n49152", 576, 49152}};  // lm head
-  const DType types[] = {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ4_K,
-                         DType::kQ6_K, DType::kF16,  DType::kBF16};
+  const DType types[] = {DType::kQ8_0,  DType::kQ4_0,   DType::kQ4_1,  DType::kQ4_K,
+                         DType::kQ6_K,  DType::kF16,    DType::kBF16,  DType::kQ5_0,
+                         DType::kQ5_1,  DType::kQ2_K,   DType::kQ3_K,  DType::kIQ4_NL,
+                         DType::kIQ4_XS, DType::kIQ2_XXS, DType::kMXFP4};
   for (DType type : types) {
     for (const Shape& s : shapes) {
       // q4_k / q6_k need k % 256 == 0: SmolLM2's 576 is not, so use 512 there

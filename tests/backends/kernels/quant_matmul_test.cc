@@ -40,6 +40,11 @@ std::vector<float> DequantisedActivations(DType type, const void* buffer, int64_
 
 using Shape = std::tuple<DType, int64_t /*t*/, int64_t /*k*/>;
 
+std::string ShapeName(const ::testing::TestParamInfo<Shape>& info) {
+  return std::string(Name(std::get<0>(info.param))) + "_t" + std::to_string(std::get<1>(info.param)) +
+         "_k" + std::to_string(std::get<2>(info.param));
+}
+
 class QuantMatmul : public ::testing::TestWithParam<Shape> {};
 
 TEST_P(QuantMatmul, MatchesReferencesOnEveryTarget) {
@@ -111,17 +116,25 @@ TEST_P(QuantMatmul, MatchesReferencesOnEveryTarget) {
   });
 }
 
+// The integer types of the low-bit releases (quant_matmul_x86_blocks-inl.h,
+// quant_matmul_unpack-inl.h), each against its gguf-exact dequantiser.
+constexpr DType kLowBitTypes[] = {DType::kQ5_0,   DType::kQ5_1,   DType::kQ2_K,    DType::kQ3_K,
+                                  DType::kIQ4_NL, DType::kIQ4_XS, DType::kIQ2_XXS, DType::kMXFP4};
+
 INSTANTIATE_TEST_SUITE_P(
     AllTypes, QuantMatmul,
     ::testing::Combine(::testing::Values(DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ4_K,
                                          DType::kQ6_K, DType::kF16, DType::kBF16),
                        ::testing::Values(int64_t(1), int64_t(2), int64_t(3), int64_t(8), int64_t(33)),
                        ::testing::Values(int64_t(256), int64_t(512), int64_t(4096 + 256))),
-    [](const auto& info) {
-      return std::string(Name(std::get<0>(info.param))) + "_t" +
-             std::to_string(std::get<1>(info.param)) + "_k" +
-             std::to_string(std::get<2>(info.param));
-    });
+    ShapeName);
+
+INSTANTIATE_TEST_SUITE_P(
+    LowBitTypes, QuantMatmul,
+    ::testing::Combine(::testing::ValuesIn(kLowBitTypes),
+                       ::testing::Values(int64_t(1), int64_t(2), int64_t(5), int64_t(33)),
+                       ::testing::Values(int64_t(256), int64_t(4096 + 256))),
+    ShapeName);
 
 // A row's result must not depend on the rows it is batched with (a sequence
 // decodes to the same tokens alone and in a serving batch): every output of a
@@ -133,7 +146,9 @@ TEST(QuantMatmul, ARowsResultDoesNotDependOnTheBatch) {
   const int64_t t = 40, n = 21, k = 64 * 32 + 96;  // panels + a tail; two K chunks
   testing::ForEachTarget([&] {
   for (DType type : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ4_K, DType::kQ6_K,
-                     DType::kF16, DType::kBF16}) {
+                     DType::kF16, DType::kBF16, DType::kQ5_0, DType::kQ5_1, DType::kQ2_K,
+                     DType::kQ3_K, DType::kIQ4_NL, DType::kIQ4_XS, DType::kIQ2_XXS,
+                     DType::kMXFP4}) {
     const int64_t kk = Info(type).block_elems == 256 ? k / 256 * 256 : k;
     const size_t row_bytes = BytesFor(type, uint64_t(kk)).value();
     const auto w = RandomWeights(type, n, kk, 5);
@@ -225,7 +240,9 @@ TEST(QuantMatmul, X86TargetsGiveTheSameBits) {
   auto x = testing::UniformFloats(size_t(t * k), 10);
   std::mt19937 rng(10);
   for (int64_t i = 0; i < k; ++i) x[size_t(i)] = (rng() & 1) ? 1.5f : -1.5f;
-  for (DType type : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ6_K}) {
+  for (DType type : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ6_K, DType::kQ5_0,
+                     DType::kQ5_1, DType::kQ2_K, DType::kQ3_K, DType::kIQ4_NL, DType::kIQ4_XS,
+                     DType::kIQ2_XXS, DType::kMXFP4}) {
     const size_t row_bytes = BytesFor(type, uint64_t(k)).value();
     const auto w = RandomWeights(type, n, k, 9);
     std::vector<uint8_t> panels(w.size());
@@ -339,7 +356,8 @@ TEST(QuantMatmul, SupportsExactlyTheListedTypes) {
                   DType::kBF16}) {
     EXPECT_TRUE(IsQuantMatmulSupported(t)) << Name(t);
   }
-  for (DType t : {DType::kF32, DType::kQ5_K, DType::kI32})
+  for (DType t : kLowBitTypes) EXPECT_TRUE(IsQuantMatmulSupported(t)) << Name(t);
+  for (DType t : {DType::kF32, DType::kQ5_K, DType::kI32, DType::kIQ1_S, DType::kIQ3_S})
     EXPECT_FALSE(IsQuantMatmulSupported(t)) << Name(t);
 }
 

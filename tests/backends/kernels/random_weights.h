@@ -28,11 +28,17 @@ inline std::vector<uint8_t> RandomWeights(DType t, int64_t rows, int64_t cols, u
   }
   for (auto& x : b) x = uint8_t(rng());
   std::vector<size_t> scale_offsets = {0};
-  if (t == DType::kQ4_1 || t == DType::kQ4_K) scale_offsets = {0, 2};
+  if (t == DType::kQ4_1 || t == DType::kQ4_K || t == DType::kQ5_1) scale_offsets = {0, 2};
   if (t == DType::kQ6_K) scale_offsets = {208};
+  if (t == DType::kQ2_K) scale_offsets = {80, 82};
+  if (t == DType::kQ3_K) scale_offsets = {108};
   std::uniform_real_distribution<float> sd(0.001f, 0.02f);
   const size_t block_bytes = size_t(Info(t).block_bytes);
   for (size_t blk = 0; blk < bytes / block_bytes; ++blk) {
+    if (t == DType::kMXFP4) {  // an e8m0 exponent byte: scales 2^-10 .. 2^-3
+      b[blk * block_bytes] = uint8_t(117 + rng() % 8);
+      continue;
+    }
     for (size_t off : scale_offsets) {
       const uint16_t h = F32ToF16(sd(rng));
       std::memcpy(&b[blk * block_bytes + off], &h, 2);

@@ -6,8 +6,11 @@
 // int16 with ReorderWidenMulAccumulate. q8_0, q4_0, q4_1 and q6_k on AVX3_DL and
 // AVX2 (with or without AVX-VNNI) take register-only x86 kernels instead
 // (quant_matmul_x86-inl.h: 8-row panels for q8_0 / q4_0 / q4_1, four weight
-// rows at a time for q6_k). On ARM with dotprod (i8mm) every integer type
-// takes sdot (smmla) kernels, quant_matmul_arm-inl.h.
+// rows at a time for q6_k and the low-bit types q5_0 / q5_1 / q2_k / q3_k /
+// iq4_nl / iq4_xs / iq2_xxs / mxfp4, quant_matmul_x86_blocks-inl.h). On ARM
+// with dotprod (i8mm) q8_0 / q4_0 / q4_1 / q4_k / q6_k take sdot (smmla)
+// kernels, quant_matmul_arm-inl.h. Elsewhere the low-bit types are unpacked
+// to int16 per chunk (quant_matmul_unpack-inl.h) for the portable kernels.
 //
 // Per block b of 32 and activation row r the kernels compute
 //   y += dw[b] * dx[r][b] * sum_i w_i * xq_i  +  cw[b] * s[r][b]
@@ -27,6 +30,7 @@
 #include "backends/cpu/kernels/quant_matmul.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <type_traits>
 
@@ -35,6 +39,7 @@
 #include "backends/cpu/kernels/panel_layout.h"
 #include "core/check.h"
 #include "core/half.h"
+#include "core/iq_grids.h"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
 
@@ -414,10 +419,12 @@ HWY_INLINE void DotChunk(const Source& src, const WeightChunk& c, const RowSet& 
   }
 }
 
-// All activation rows against one chunk (blocks [blk0, blk0 + nb)) of weight row n.
+// All activation rows against one chunk (blocks [blk0, blk0 + nb)) of weight row n,
+// added to y where `accumulate` or after the first chunk.
 template <class Source>
 void ChunkAllRows(const Source& src, const WeightChunk& c, const QuantizedActivations& x,
-                  int64_t blk0, int64_t nb, int64_t n, float* y, int64_t ldy) {
+                  int64_t blk0, int64_t nb, int64_t n, float* y, int64_t ldy,
+                  bool accumulate = false) {
   const hn::CappedTag<float, 16> df;
   const int64_t nblocks = x.k / kQ;
   alignas(64) float scales[kTile][kChunkBlocks];
@@ -453,16 +460,18 @@ void ChunkAllRows(const Source& src, const WeightChunk& c, const QuantizedActiva
     }
     for (int r = 0; r < rows; ++r) {
       float& dst = y[(r0 + r) * ldy + n];
-      dst = blk0 == 0 ? out[r] : dst + out[r];
+      dst = blk0 == 0 && !accumulate ? out[r] : dst + out[r];
     }
   }
 }
 
 #include "backends/cpu/kernels/quant_matmul_x86_dot-inl.h"
 #include "backends/cpu/kernels/quant_matmul_vnni-inl.h"
+#include "backends/cpu/kernels/quant_matmul_x86_blocks-inl.h"
 #include "backends/cpu/kernels/quant_matmul_packed-inl.h"
 #include "backends/cpu/kernels/quant_matmul_x86-inl.h"
 #include "backends/cpu/kernels/quant_matmul_arm-inl.h"
+#include "backends/cpu/kernels/quant_matmul_unpack-inl.h"
 
 // ------------------------------------------------------------------ entry points
 
@@ -513,8 +522,10 @@ int64_t IntegerMatmulMaxRowsImpl(DType type) {
 #if HWY_TARGET == HWY_AVX3_DL || HWY_TARGET == HWY_AVX2
   if (const x86::TypeKernels* k = x86::KernelsFor(type); k && k->any_row_count) return INT64_MAX;
 #elif ANYMOE_ARM_DOT_KERNELS
-  // sdot / smmla kernels for every integer type (quant_matmul_arm-inl.h).
-  if (CpuExtensionActive(CpuExtension::kDotProd)) return INT64_MAX;
+  // sdot / smmla kernels for these types (quant_matmul_arm-inl.h).
+  const bool arm_type = type == DType::kQ8_0 || type == DType::kQ4_0 || type == DType::kQ4_1 ||
+                        type == DType::kQ4_K || type == DType::kQ6_K;
+  if (arm_type && CpuExtensionActive(CpuExtension::kDotProd)) return INT64_MAX;
 #endif
   return kSmallSteps;
 }
@@ -567,8 +578,12 @@ void QuantMatmulRowsImpl(DType type, const uint8_t* w, size_t w_row_bytes, const
           UnpackQ6_K(row, blk0, nb, &chunk);
           ChunkAllRows(Int16Source{chunk.q16}, chunk, x, blk0, nb, n, y, ldy);
           break;
-        default:
-          CHECK(false && "quant matmul: unsupported weight type");
+        default:  // unpacked to int16 (quant_matmul_unpack-inl.h), in one or two passes
+          for (int pass = 0; pass < unpack::Passes(type); ++pass) {
+            unpack::Chunk(type, row, blk0, nb, pass, &chunk);
+            ChunkAllRows(Int16Source{chunk.q16}, chunk, x, blk0, nb, n, y, ldy, pass > 0);
+          }
+          CHECK(unpack::Passes(type) > 0 && "quant matmul: unsupported weight type");
       }
     }
   }
@@ -637,6 +652,14 @@ bool IsQuantMatmulSupported(DType weight_type) {
     case DType::kQ4_1:
     case DType::kQ4_K:
     case DType::kQ6_K:
+    case DType::kQ5_0:
+    case DType::kQ5_1:
+    case DType::kQ2_K:
+    case DType::kQ3_K:
+    case DType::kIQ4_NL:
+    case DType::kIQ4_XS:
+    case DType::kIQ2_XXS:
+    case DType::kMXFP4:
     case DType::kF16:
     case DType::kBF16:
       return true;

@@ -21,7 +21,7 @@ inline constexpr int64_t kActivationBlock = 32;
 //   qs[t][k]      int8, x[r][i] ~= d[r][i / 32] * qs[r][i], round to nearest
 //   d[t][k / 32]  f32 scale of each block of 32 (max |x| / 127)
 //   s[t][k / 32]  f32 d * (sum of the block's qs), for the offsets and mins of
-//                 q4_0 / q4_1 / q4_k and the unsigned VNNI form of q8_0
+//                 q4_0 / q4_1 / q4_k / q5_1 and the unsigned VNNI form of q8_0
 //   sum[t][k / 32] int32 sum of the block's qs, for exact integer offsets
 // For f16/bf16 weights the buffer holds x itself: f32[t][k] (`f32`), so those
 // products are exact f32 arithmetic.
@@ -34,15 +34,16 @@ struct QuantizedActivations {
   int64_t t = 0, k = 0;
 };
 
-// True for q8_0, q4_0, q4_1, q4_k, q6_k, f16 and bf16.
+// True for q8_0, q4_0, q4_1, q4_k, q6_k, f16 and bf16, and the low-bit types
+// q5_0, q5_1, q2_k, q3_k, iq4_nl, iq4_xs, iq2_xxs and mxfp4.
 bool IsQuantMatmulSupported(DType weight_type);
 
 // Up to how many activation rows these kernels beat dequantising W for an f32
 // GEMM, on the target this machine dispatches to: every row count for f16 /
 // bf16 (they are the f32 kernels of float_matmul.h) and where a register-
-// blocked integer kernel exists (q8_0 / q4_0 / q4_1 on x86 AVX-512 VNNI and
-// AVX2, with or without AVX-VNNI; every integer type on ARM with dotprod),
-// else 32.
+// blocked integer kernel exists (q8_0 / q4_0 / q4_1 / q5_0 / q5_1 / iq4_nl on
+// x86 AVX-512 VNNI and AVX2, with or without AVX-VNNI; q8_0 / q4_0 / q4_1 /
+// q4_k / q6_k on ARM with dotprod), else 32.
 int64_t IntegerMatmulMaxRows(DType weight_type);
 
 // Bytes of the activation buffer for `t` rows of `k` values; the caller allocates

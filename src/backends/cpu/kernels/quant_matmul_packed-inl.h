@@ -95,6 +95,38 @@ struct NibbleFormat {
 using Q4_0Format = NibbleFormat<18, 8, false>;
 using Q4_1Format = NibbleFormat<20, 0, true>;
 
+// q5_0, q5_1 and iq4_nl in q8_0's form (signed values q as q + 128, so plain
+// AVX2 takes the |q| / sign path): f16 d at offset 0 (and q5_1's min at 2),
+// values 16 bytes before the block's end. Read from the file layout only
+// (the CPU backend stores no panels of them).
+template <size_t kBytes, int kOffset, bool kHasMin>
+struct Q5Format {  // q5_0: code - 16; q5_1: code, plus the min
+  static constexpr size_t kBlockBytes = kBytes;
+  static constexpr int32_t kZero = 128;
+  static constexpr bool kMin = kHasMin;
+  static constexpr bool kNibbles = false;
+  static HWY_INLINE __m256i Values(const uint8_t* blk) {
+    uint32_t high;
+    std::memcpy(&high, blk + kBytes - 20, 4);
+    const __m256i codes = _mm256_or_si256(vnni::Nibbles32(blk + kBytes - 16),
+                                          vnni::BitsToBytes(high, 0x10));
+    return _mm256_add_epi8(codes, _mm256_set1_epi8(char(128 - kOffset)));
+  }
+};
+using Q5_0Format = Q5Format<22, 16, false>;
+using Q5_1Format = Q5Format<24, 0, true>;
+
+struct Iq4NlFormat {
+  static constexpr size_t kBlockBytes = 18;
+  static constexpr int32_t kZero = 128;
+  static constexpr bool kMin = false;
+  static constexpr bool kNibbles = false;
+  static HWY_INLINE __m256i Values(const uint8_t* blk) {  // the levels + 128
+    const __m256i levels = _mm256_xor_si256(vnni::Iq4Levels::Table(), _mm256_set1_epi8(char(0x80)));
+    return _mm256_shuffle_epi8(levels, vnni::Nibbles32(blk + 2));
+  }
+};
+
 // The f16 field at `offset` of the same block of 8 rows, as f32 lanes.
 HWY_INLINE __m256 GatherF16(const uint8_t* blk, size_t row_bytes, size_t offset) {
   alignas(16) uint16_t h[kPanelRows];
@@ -411,16 +443,18 @@ HWY_INLINE __m128 GatherF16x4(const uint8_t* const rows[4], size_t block_offset,
 // One weight block (32 values as Format::Values gives them) prepared for a
 // full-vector dot with any number of activation blocks: Lanes(xv)'s int32
 // lanes sum to the block's dot with xv plus kZero x the sum of xv.
-template <class Format, class Dot>
+template <class Format, class Dot,
+          bool kSignMagnitude = !Format::kNibbles && std::is_same_v<Dot, x86::MaddDot>>
 struct RowBlock {
   static constexpr int32_t kZero = Format::kZero;
   __m256i u;
   explicit HWY_INLINE RowBlock(__m256i values) : u(values) {}
   HWY_INLINE __m256i Lanes(__m256i xv) const { return Dot::Add(_mm256_setzero_si256(), u, xv); }
 };
-// q8_0 on plain AVX2: |q| against the activations with q's sign (see MaddBlockDots).
-template <>
-struct RowBlock<Q8_0Format, x86::MaddDot> {
+// q8_0 (and the other q + 128 formats) on plain AVX2: |q| against the
+// activations with q's sign (see MaddBlockDots).
+template <class Format, class Dot>
+struct RowBlock<Format, Dot, true> {
   static constexpr int32_t kZero = 0;
   __m256i signed_q, magnitude;
   explicit HWY_INLINE RowBlock(__m256i values)

@@ -34,8 +34,11 @@ HWY_INLINE float HorizontalSum(__m256 v) {
 }
 
 // One block of 32 weights of a row, prepared for any number of activation
-// rows: Scale() is its f32 scale per int32 lane of the dot, Lanes(x, xsum)
-// the int32 lanes of its dot with x (xsum: 32 x the lane sums of x).
+// rows: Accumulate(x, xsum4, dx, acc) adds its dot with the activation block
+// (int8 x, scale dx; xsum4 the sums of each 4 lanes of x, where kXSum) to the
+// 8 f32 lanes of acc. Every block type of quant_matmul_x86_blocks-inl.h has
+// this shape, with a Super of per-super-block state loaded once per
+// kBlocksPerSuper blocks (nothing for the blocks of 32).
 // q6_k: block j of a 256-value super-block takes the low (j % 4 < 2) or high
 // nibbles of ql[64 (j / 4) + 32 (j % 2)] and bits 2 (j % 4) of qh[32 (j / 4)];
 // values q - 32 with an int8 scale per 16. The unsigned q goes into VNNI, and
@@ -45,6 +48,7 @@ struct Q6_KBlock {
   using Dot = DotForm;
   static constexpr size_t kSuperBytes = 210;
   static constexpr int kBlocksPerSuper = 8;
+  static constexpr bool kXSum = true;  // Accumulate reads xsum4
   // The super-block's 16 sub-block scales times d, as f32, once per 8 blocks.
   struct Super {
     __m256 low, high;  // sub-blocks 0-7, 8-15
@@ -75,9 +79,11 @@ struct Q6_KBlock {
                                            _mm256_set1_epi32(2 * quarter));
     scale = _mm256_permutevar8x32_ps(half ? super_scales.high : super_scales.low, lanes);
   }
-  HWY_INLINE __m256 Scale() const { return scale; }
-  HWY_INLINE __m256i Lanes(__m256i x, __m256i x_sum32) const {
-    return _mm256_sub_epi32(Dot::Add(_mm256_setzero_si256(), q, x), x_sum32);
+  // acc + dx x this block's dot with x, per int32 lane (xsum4: the lane sums of x).
+  HWY_INLINE __m256 Accumulate(__m256i x, __m256i xsum4, __m256 dx, __m256 acc) const {
+    const __m256i lanes =
+        _mm256_sub_epi32(Dot::Add(_mm256_setzero_si256(), q, x), _mm256_slli_epi32(xsum4, 5));
+    return _mm256_fmadd_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(lanes), dx), scale, acc);
   }
 };
 
@@ -109,22 +115,18 @@ HWY_INLINE void Tile(const uint8_t* w, const uint8_t* rows_end, size_t row_bytes
         if (line < rows_end) _mm_prefetch(reinterpret_cast<const char*>(line), _MM_HINT_T0);
       }
     }
-    __m256i xv[R], x_sum32[R];
+    __m256i xv[R], xsum4[R];
     __m256 dx[R];
     for (int r = 0; r < R; ++r) {
       xv[r] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + r * x.k + 32 * b));
       dx[r] = _mm256_set1_ps(xd[r * nb + b]);
-      // 32 x the sum of each 4 lanes of x: q6_k's offset of 32, lane by lane.
-      x_sum32[r] = _mm256_slli_epi32(
-          Block::Dot::Add(_mm256_setzero_si256(), _mm256_set1_epi8(1), xv[r]), 5);
+      // The sum of each 4 lanes of x, for the blocks' offsets and mins.
+      xsum4[r] = Block::kXSum ? Block::Dot::Add(_mm256_setzero_si256(), _mm256_set1_epi8(1), xv[r])
+                              : _mm256_setzero_si256();
     }
     for (int j = 0; j < NW; ++j) {
       const Block block(w + size_t(j) * row_bytes, b, super[j]);
-      const __m256 dw = block.Scale();
-      for (int r = 0; r < R; ++r) {
-        const __m256 dot = _mm256_cvtepi32_ps(block.Lanes(xv[r], x_sum32[r]));
-        acc[r][j] = _mm256_fmadd_ps(_mm256_mul_ps(dot, dx[r]), dw, acc[r][j]);
-      }
+      for (int r = 0; r < R; ++r) acc[r][j] = block.Accumulate(xv[r], xsum4[r], dx[r], acc[r][j]);
     }
   }
   for (int r = 0; r < R; ++r)

@@ -50,6 +50,14 @@ const TypeKernels* Lookup(DType type) {
       {DType::kQ4_0, &FileRows<Q4_0Format, Dot>, &packed::StoredMatmulRows<Q4_0Format, Dot>, true},
       {DType::kQ4_1, &FileRows<Q4_1Format, Dot>, &packed::StoredMatmulRows<Q4_1Format, Dot>, true},
       {DType::kQ6_K, &vnni::MatmulRows<vnni::Q6_KBlock<Dot>>, nullptr, false},
+      {DType::kQ5_0, &FileRows<packed::Q5_0Format, Dot>, nullptr, true},
+      {DType::kQ5_1, &FileRows<packed::Q5_1Format, Dot>, nullptr, true},
+      {DType::kIQ4_NL, &FileRows<packed::Iq4NlFormat, Dot>, nullptr, true},
+      {DType::kQ2_K, &vnni::MatmulRows<vnni::Q2_KBlock<Dot>>, nullptr, false},
+      {DType::kQ3_K, &vnni::MatmulRows<vnni::Q3_KBlock<Dot>>, nullptr, false},
+      {DType::kIQ4_XS, &vnni::MatmulRows<vnni::Iq4XsBlock<Dot>>, nullptr, false},
+      {DType::kIQ2_XXS, &vnni::MatmulRows<vnni::Iq2XxsBlock<Dot>>, nullptr, false},
+      {DType::kMXFP4, &vnni::MatmulRows<vnni::Mxfp4Block<Dot>>, nullptr, false},
   };
   for (const TypeKernels& k : kTable) {
     if (k.type == type) return &k;
