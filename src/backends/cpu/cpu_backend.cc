@@ -14,6 +14,7 @@
 #include "backends/cpu/kernels/convert.h"
 #include "backends/cpu/kernels/cpu_target.h"
 #include "backends/cpu/kernels/float_matmul.h"
+#include "backends/cpu/kernels/indexer_scores.h"
 #include "backends/cpu/kernels/norm.h"
 #include "backends/cpu/kernels/panel_layout.h"
 #include "backends/cpu/kernels/quant_matmul.h"
@@ -114,8 +115,12 @@ float* CpuBackend::SharedScratch(uint64_t floats) {
 }
 
 Status CpuBackend::ReserveForContext(int64_t max_keys) {
-  // The DSA indexer keeps a score and an index per key.
-  for (int t = 0; t < pool_.num_threads(); ++t) Scratch(t, uint64_t(2 * max_keys));
+  // The DSA indexer keeps scores and an index per key: a decode step's in the
+  // shared scratch, a prefill block's in its thread's (IndexerTopK).
+  SharedScratch(uint64_t(kIndexerFewQueries * max_keys));
+  for (int t = 0; t < pool_.num_threads(); ++t) {
+    Scratch(t, uint64_t((kIndexerQueryBlock + 1) * max_keys));
+  }
   return Status::Ok();
 }
 
@@ -462,8 +467,15 @@ void CpuBackend::LatentAttention(const Tensor& q, const Tensor& pool, int64_t la
   const float* qp = q.as<const float>();
   const float* cp = pool.as<const float>();
   float* op = out.as<float>();
-  pool_.ParallelFor(t * n_h, [&](int64_t task, int thread) {
-    const int64_t ti = task / n_h, h = task % n_h;
+  // A task is one token's heads, or a group of them when there are too few
+  // tokens to keep the threads busy: the heads of a task share each read of
+  // the latent rows (a query's bits do not depend on its group).
+  int64_t groups = 1;
+  while (t * groups < 4 * pool_.num_threads() && groups < n_h) groups *= 2;
+  const int64_t group = (n_h + groups - 1) / groups;
+  groups = (n_h + group - 1) / group;
+  pool_.ParallelFor(t * groups, [&](int64_t task, int thread) {
+    const int64_t ti = task / groups, h0 = task % groups * group, heads = std::min(group, n_h - h0);
     int64_t n_keys = n_past + ti + 1;
     const int32_t* rows = key_rows.data();
     if (selection != nullptr) {  // selected positions -> pool rows
@@ -474,8 +486,9 @@ void CpuBackend::LatentAttention(const Tensor& q, const Tensor& pool, int64_t la
       rows = mapped;
     }
     // The latent is both the key (with the rope part) and the value (without it).
-    kernels::AttendOnlineSoftmax(qp + (ti * n_h + h) * d, cp, cp, n_keys, rows, d, d, d,
-                                 latent_dim, scale, op + (ti * n_h + h) * latent_dim);
+    kernels::AttendOnlineSoftmaxHeads(qp + (ti * n_h + h0) * d, 1, heads, d, cp, cp, n_keys, rows,
+                                      d, d, d, latent_dim, scale,
+                                      op + (ti * n_h + h0) * latent_dim, latent_dim);
   });
 }
 
@@ -503,6 +516,11 @@ void CpuBackend::CopyColumns(const Tensor& src, int64_t src_col, const Tensor& d
   }
 }
 
+// Scores go in runs of kIndexerRunKeys keys. A step of at most
+// kIndexerFewQueries queries (decode, verify) spreads each query's runs over
+// the threads, scores in shared scratch; a longer one (prefill) gives each task
+// kIndexerQueryBlock queries, which score each run of keys in turn while it is
+// in cache. A score never depends on which path computed it.
 void CpuBackend::IndexerTopK(const Tensor& q, const Tensor& pool, const Tensor& head_weights,
                              std::span<const int32_t> key_rows, int64_t n_past, float scale,
                              int64_t topk, std::span<int32_t> selection,
@@ -512,13 +530,47 @@ void CpuBackend::IndexerTopK(const Tensor& q, const Tensor& pool, const Tensor& 
   const float* qp = q.as<const float>();
   const float* kp = pool.as<const float>();
   const float* wp = head_weights.as<const float>();
-  const uint64_t max_keys = uint64_t(n_past + t);
-  pool_.ParallelFor(t, [&](int64_t ti, int thread) {
-    float* scratch = Scratch(thread, 2 * max_keys);
-    counts[size_t(ti)] = int32_t(cpu::IndexerSelect(
-        qp + ti * n_heads * dim, kp, key_rows.data(), wp + ti * n_heads, n_heads, dim,
-        n_past + ti + 1, scale, topk, scratch, reinterpret_cast<int32_t*>(scratch + max_keys),
-        selection.data() + ti * topk));
+  const int64_t max_keys = n_past + t, q_floats = kernels::IndexerHeadSlots(n_heads) * dim;
+  auto score_run = [&](int64_t ti, const float* q_t, int64_t u0, float* scores) {
+    const int64_t n_keys = n_past + ti + 1;  // causal
+    if (n_keys <= topk || u0 >= n_keys) return;  // every key survives: no scores needed
+    kernels::IndexerScores(q_t, wp + ti * n_heads, n_heads, dim, kp, key_rows.data(), u0,
+                           std::min(u0 + kIndexerRunKeys, n_keys), scale, scores + u0);
+  };
+  auto select = [&](int64_t ti, const float* scores, int32_t* order) {
+    counts[size_t(ti)] = int32_t(cpu::SelectTopK(scores, n_past + ti + 1, topk, order,
+                                                 selection.data() + ti * topk));
+  };
+  const int64_t runs = (max_keys + kIndexerRunKeys - 1) / kIndexerRunKeys;
+  if (t <= kIndexerFewQueries) {
+    float* scores = SharedScratch(uint64_t(t * max_keys));
+    pool_.ParallelFor(t * runs, [&](int64_t task, int thread) {
+      const int64_t ti = task / runs;
+      float* q_t = Scratch(thread, uint64_t(q_floats));
+      kernels::IndexerQueryLayout(qp + ti * n_heads * dim, n_heads, dim, q_t);
+      score_run(ti, q_t, (task % runs) * kIndexerRunKeys, scores + ti * max_keys);
+    });
+    pool_.ParallelFor(t, [&](int64_t ti, int thread) {
+      select(ti, scores + ti * max_keys, reinterpret_cast<int32_t*>(Scratch(thread, max_keys)));
+    });
+    return;
+  }
+  constexpr int64_t kBlock = kIndexerQueryBlock;
+  pool_.ParallelFor((t + kBlock - 1) / kBlock, [&](int64_t block, int thread) {
+    const int64_t t0 = block * kBlock, nq = std::min(kBlock, t - t0);
+    float* scratch = Scratch(thread, uint64_t((kBlock + 1) * max_keys + kBlock * q_floats));
+    float* scores = scratch;  // [kBlock, max_keys]
+    int32_t* order = reinterpret_cast<int32_t*>(scratch + kBlock * max_keys);
+    float* q_t = scratch + (kBlock + 1) * max_keys;  // [kBlock, q_floats]
+    for (int64_t i = 0; i < nq; ++i) {
+      kernels::IndexerQueryLayout(qp + (t0 + i) * n_heads * dim, n_heads, dim, q_t + i * q_floats);
+    }
+    for (int64_t r = 0; r < runs; ++r) {
+      for (int64_t i = 0; i < nq; ++i) {
+        score_run(t0 + i, q_t + i * q_floats, r * kIndexerRunKeys, scores + i * max_keys);
+      }
+    }
+    for (int64_t i = 0; i < nq; ++i) select(t0 + i, scores + i * max_keys, order);
   });
 }
 
