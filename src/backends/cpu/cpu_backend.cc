@@ -23,6 +23,7 @@
 #include "backends/cpu/row_ops.h"
 #include "backends/host_weight.h"
 #include "backends/op_checks.h"
+#include "core/quantize_row.h"
 #include "formats/tensor_source.h"
 
 namespace anymoe {
@@ -288,7 +289,8 @@ void CpuBackend::Attention(const Tensor& q, const Tensor& k_pool, const Tensor& 
 namespace {
 
 // The heads [kvh, kvh + heads) of token ti of job j: where its queries,
-// outputs and key range are. The cache holds f32 or f16 keys and values.
+// outputs and key range are. The cache holds f32, f16, q8_0 or q4_0 keys and
+// values.
 struct TokenHeads {
   const float* q;
   const Tensor* k_pool;
@@ -317,12 +319,25 @@ struct TokenHeads {
   }
 
   void Attend(float scale) const {
+    if (IsRowQuantizable(k_pool->dtype)) {
+      return kernels::AttendOnlineSoftmaxHeads(
+          q, heads, group, d_k, k_pool->dtype, QuantizedRows(*k_pool, k0),
+          QuantizedRows(*v_pool, v0), n_keys, key_rows, RowBytes(*k_pool, k_stride),
+          RowBytes(*v_pool, v_stride), d_k, d_v, scale, out, d_v);
+    }
     WithRows([&](auto k, auto v) {
       kernels::AttendOnlineSoftmaxHeads(q, heads, group, d_k, k, v, n_keys, key_rows, k_stride,
                                         v_stride, d_k, d_v, scale, out, d_v);
     });
   }
   void Segment(int64_t s, float scale, float* part, float* maxes, float* denoms) const {
+    if (IsRowQuantizable(k_pool->dtype)) {
+      return kernels::AttendSegment(q, heads, group, d_k, k_pool->dtype,
+                                    QuantizedRows(*k_pool, k0), QuantizedRows(*v_pool, v0),
+                                    n_keys, key_rows, s, RowBytes(*k_pool, k_stride),
+                                    RowBytes(*v_pool, v_stride), d_k, d_v, scale, part, maxes,
+                                    denoms);
+    }
     WithRows([&](auto k, auto v) {
       kernels::AttendSegment(q, heads, group, d_k, k, v, n_keys, key_rows, s, k_stride, v_stride,
                              d_k, d_v, scale, part, maxes, denoms);
@@ -330,6 +345,15 @@ struct TokenHeads {
   }
 
  private:
+  // A q8_0 / q4_0 cache: row 0's blocks from `values` in (whole blocks), and
+  // the bytes of `values` values.
+  static const uint8_t* QuantizedRows(const Tensor& pool, int64_t values) {
+    return pool.as<const uint8_t>() + RowBytes(pool, values);
+  }
+  static int64_t RowBytes(const Tensor& pool, int64_t values) {
+    return int64_t(BytesFor(pool.dtype, uint64_t(values)).value());
+  }
+
   // f(k, v) with the first kv head's keys and values typed as stored: f32, or
   // f16 bits.
   template <class F>
@@ -376,7 +400,8 @@ void CpuBackend::MultiAttention(std::span<const AttentionJob> jobs, float scale)
   int64_t tokens = 0;
   for (const AttentionJob& j : jobs) {
     CHECK(j.q.rank == 3 && j.k_pool->rank == 3 && j.v_pool->rank == 3 && j.out.rank == 3);
-    CHECK((j.k_pool->dtype == DType::kF32 || j.k_pool->dtype == DType::kF16) &&
+    CHECK((j.k_pool->dtype == DType::kF32 || j.k_pool->dtype == DType::kF16 ||
+           IsRowQuantizable(j.k_pool->dtype)) &&
           j.v_pool->dtype == j.k_pool->dtype);
     const int64_t t = j.q.dim(0), n_h = j.q.dim(1), n_kv = j.k_pool->dim(1);
     CHECK(j.k_pool->dim(2) == j.q.dim(2) && n_h % n_kv == 0 &&
@@ -598,6 +623,17 @@ void CpuBackend::Route(const Tensor& logits, const Tensor* selection_bias, const
 
 void CpuBackend::ScatterRows(const Tensor& src, std::span<const int32_t> rows,
                              const Tensor& dst) {
+  if (IsRowQuantizable(dst.dtype) && src.dtype == DType::kF32) {  // into a q8_0 / q4_0 KV cache
+    const int64_t n = src.cols();
+    const uint64_t row_bytes = dst.row_bytes();
+    CHECK(dst.cols() == n && src.rows() == int64_t(rows.size()));
+    for (size_t i = 0; i < rows.size(); ++i) {
+      CHECK(rows[i] >= 0 && rows[i] < dst.rows());
+      QuantizeRow(dst.dtype, src.as<const float>() + int64_t(i) * n,
+                  dst.as<uint8_t>() + uint64_t(rows[i]) * row_bytes, n);
+    }
+    return;
+  }
   if (dst.dtype == DType::kF16 && src.dtype == DType::kF32) {  // into an f16 KV cache
     const int64_t n = src.cols();
     CHECK(dst.cols() == n && src.rows() == int64_t(rows.size()));
