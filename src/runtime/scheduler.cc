@@ -273,7 +273,7 @@ class Scheduler::Impl {
 
   // One forward pass: a decode token for every sequence past its prompt (and
   // its drafts, while the step has room for them), then prompt chunks with
-  // what remains of the step's token budget.
+  // what remains of the step's token budget, at most opt_.prefill_chunk.
   void Step() {
     steps_.clear();
     members_.clear();
@@ -290,13 +290,14 @@ class Scheduler::Impl {
       members_.push_back(a.get());
       budget -= int64_t(a->fed.size());
     }
+    int64_t prefill = opt_.prefill_chunk > 0 ? std::min(opt_.prefill_chunk, budget) : budget;
     for (auto& a : running_) {
-      if (a->prompt_left() <= 0 || budget == 0) continue;
-      const int64_t n = std::min(a->prompt_left(), budget);
+      if (a->prompt_left() <= 0 || prefill == 0) continue;
+      const int64_t n = std::min(a->prompt_left(), prefill);
       steps_.push_back({std::span(a->request.prompt).subspan(size_t(a->prefilled), size_t(n)),
                         a->cache.get(), false});
       members_.push_back(a.get());
-      budget -= n;
+      prefill -= n;
     }
     auto logits = model_.ForwardBatch(steps_);
     // Sampling and handing tokens to the HTTP threads run on this thread
