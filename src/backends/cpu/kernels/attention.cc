@@ -459,11 +459,11 @@ void Attend(Args... args) {
   }
 }
 
+// Narrows a key range to segment `segment`: its key ids, or its first rows
+// (strides in units of T); returns its key count.
 template <typename T>
-void Segment(const float* q, int64_t kv_heads, int64_t group, int64_t q_stride, const T* k,
-             const T* v, int64_t n_keys, const int32_t* key_ids, int64_t segment,
-             int64_t k_stride, int64_t v_stride, int64_t d_k, int64_t d_v, float scale,
-             float* part, float* maxes, float* denoms) {
+int64_t SegmentKeys(int64_t segment, int64_t n_keys, const int32_t*& key_ids, const T*& k,
+                    const T*& v, int64_t k_stride, int64_t v_stride) {
   const int64_t j0 = segment * kAttentionSegmentKeys;
   const int64_t n = std::min(kAttentionSegmentKeys, n_keys - j0);
   CHECK(n > 0);
@@ -473,6 +473,15 @@ void Segment(const float* q, int64_t kv_heads, int64_t group, int64_t q_stride, 
     k += j0 * k_stride;
     v += j0 * v_stride;
   }
+  return n;
+}
+
+template <typename T>
+void Segment(const float* q, int64_t kv_heads, int64_t group, int64_t q_stride, const T* k,
+             const T* v, int64_t n_keys, const int32_t* key_ids, int64_t segment,
+             int64_t k_stride, int64_t v_stride, int64_t d_k, int64_t d_v, float scale,
+             float* part, float* maxes, float* denoms) {
+  const int64_t n = SegmentKeys(segment, n_keys, key_ids, k, v, k_stride, v_stride);
   Attend<T>(q, kv_heads, group, q_stride, k, v, n, key_ids, k_stride, v_stride, d_k, d_v, scale,
             part, d_v, maxes, denoms);
 }
@@ -534,15 +543,7 @@ void AttendSegment(const float* q, int64_t kv_heads, int64_t group, int64_t q_st
                    const uint8_t* k, const uint8_t* v, int64_t n_keys, const int32_t* key_ids,
                    int64_t segment, int64_t k_stride, int64_t v_stride, int64_t d_k, int64_t d_v,
                    float scale, float* part, float* maxes, float* denoms) {
-  const int64_t j0 = segment * kAttentionSegmentKeys;
-  const int64_t n = std::min(kAttentionSegmentKeys, n_keys - j0);
-  CHECK(n > 0);
-  if (key_ids != nullptr) {
-    key_ids += j0;
-  } else {
-    k += j0 * k_stride;
-    v += j0 * v_stride;
-  }
+  const int64_t n = SegmentKeys(segment, n_keys, key_ids, k, v, k_stride, v_stride);
   HWY_DYNAMIC_DISPATCH(AttendQuantizedImpl)
   (q, kv_heads, group, q_stride, int32_t(type), k, v, n, key_ids, k_stride, v_stride, d_k, d_v,
    scale, part, d_v, maxes, denoms);
