@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import sysconfig
 from pathlib import Path
@@ -63,8 +64,8 @@ INIT_STD = 0.02
 SEED = 4500
 
 
-def train_tokenizer() -> tuple[list[str], list[int], list[str]]:
-    """A 32000-token byte-level BPE: tokens (by id), token types, merges (by rank)."""
+def train_tokenizer(vocab_size: int = VOCAB) -> tuple[list[str], list[int], list[str]]:
+    """A byte-level BPE (32000 tokens unless told): tokens (by id), token types, merges (by rank)."""
     stdlib = Path(sysconfig.get_paths()["stdlib"])
     files = sorted(p for p in stdlib.rglob("*.py") if "site-packages" not in p.parts)
     corpus, size = [], 0
@@ -78,7 +79,7 @@ def train_tokenizer() -> tuple[list[str], list[int], list[str]]:
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
-        vocab_size=VOCAB,
+        vocab_size=vocab_size,
         special_tokens=SPECIAL_TOKENS,
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,
@@ -87,9 +88,9 @@ def train_tokenizer() -> tuple[list[str], list[int], list[str]]:
     model = json.loads(tok.to_str())["model"]
     vocab: dict[str, int] = model["vocab"]
     merges = [m if isinstance(m, str) else " ".join(m) for m in model["merges"]]
-    if len(vocab) != VOCAB:
-        raise SystemExit(f"tokenizer: trained {len(vocab)} tokens, wanted {VOCAB}")
-    tokens = [""] * VOCAB
+    if len(vocab) != vocab_size:
+        raise SystemExit(f"tokenizer: trained {len(vocab)} tokens, wanted {vocab_size}")
+    tokens = [""] * vocab_size
     for text, i in vocab.items():
         tokens[i] = text
     types = [gguf.TokenType.CONTROL if t in SPECIAL_TOKENS else gguf.TokenType.NORMAL for t in tokens]
@@ -153,24 +154,20 @@ def parameter_counts(specs) -> tuple[int, int]:
     return total, active
 
 
-def check_against_manifest(keys: dict[str, str], specs) -> None:
-    """Every key and per-layer tensor name must be one the real converter writes."""
+def check_against_manifest(keys: dict[str, str], specs, arch: str = ARCH) -> None:
+    """Every key and per-layer tensor name must be one the real converter writes for `arch`."""
     files = json.loads(MANIFEST.read_text())["files"]
-    ref = next(f for f in files if f["architecture"] == ARCH)
+    ref = next(f for f in files if f["architecture"] == arch)
     types = ref["metadata_types"]
     for key, kind in keys.items():
         if key not in types:
             raise SystemExit(f"metadata key {key} is not written by llama.cpp's converter")
         if types[key] != kind:
             raise SystemExit(f"metadata key {key}: converter writes {types[key]}, we write {kind}")
-    first_moe = ref["checks"]["first_moe_layer"]
-    ref_names = {t["name"].replace(f"blk.{first_moe}.", "blk.N.") for t in ref["tensors"]}
+    ref_names = {re.sub(r"^blk\.\d+\.", "blk.N.", t["name"]) for t in ref["tensors"]}
     for name, _, _ in specs:
-        generic = name
-        for b in range(LAYERS):
-            generic = generic.replace(f"blk.{b}.", "blk.N.")
-        if generic not in ref_names:
-            raise SystemExit(f"tensor {name} is not a name llama.cpp's converter writes for {ARCH}")
+        if re.sub(r"^blk\.\d+\.", "blk.N.", name) not in ref_names:
+            raise SystemExit(f"tensor {name} is not a name llama.cpp's converter writes for {arch}")
 
 
 def main() -> None:

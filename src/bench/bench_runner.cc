@@ -125,14 +125,24 @@ Status BenchRunner::Reset(const BenchTest& test) {
     // also fills the MTP layer's cache for --spec mtp); the timed run then
     // reuses all of the prompt but its last token.
     caches_[0]->Clear();
+    if (!filled_depth_.empty()) filled_depth_[0] = -1;
     if (mtp_cache_) mtp_cache_->Clear();
     in_cache_.clear();
     return Generate(test, 1);
   }
+  filled_depth_.resize(caches_.size(), -1);
   for (int64_t s = 0; s < test.n_parallel; ++s) {
     KvCache& cache = *caches_[size_t(s)];
-    cache.Clear();
-    RETURN_IF_ERROR(Prefill(test.n_depth, cache));
+    int64_t& filled = filled_depth_[size_t(s)];
+    // Rows past the fill are rewritten by the run; a deeper test adds to it.
+    if (filled >= 0 && filled <= test.n_depth && cache.length() >= filled) {
+      cache.set_length(filled);
+    } else {
+      cache.Clear();
+    }
+    filled = -1;
+    RETURN_IF_ERROR(Prefill(test.n_depth - cache.length(), cache));
+    filled = test.n_depth;
   }
   return Status::Ok();
 }

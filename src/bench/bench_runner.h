@@ -70,6 +70,10 @@ class BenchRunner {
   int64_t sequences_;
   std::unique_ptr<KvPool> pool_;
   std::vector<std::unique_ptr<KvCache>> caches_;
+  // Per cache: the depth its first rows were filled to (-1: none). A test at
+  // that depth or deeper cuts the cache back to it and fills only the rest, as
+  // the fill of a 32K depth costs more than the test.
+  std::vector<int64_t> filled_depth_;
   std::mt19937_64 rng_;
   std::vector<int32_t> tokens_;
   std::vector<Model::SequenceStep> steps_;

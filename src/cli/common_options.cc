@@ -137,12 +137,17 @@ void AddKvTypeOption(CLI::App& cmd, std::optional<DType>& kv_type) {
            if (name == "auto") {
              kv_type.reset();
            } else {
-             kv_type = name == "f16" ? DType::kF16 : DType::kF32;
+             kv_type = name == "f16"    ? DType::kF16
+                       : name == "q8_0" ? DType::kQ8_0
+                       : name == "q4_0" ? DType::kQ4_0
+                                        : DType::kF32;
            }
          },
-         "KV cache keys and values: f16 (half the memory and the bytes attention reads; "
-         "cpu backend), f32, or auto: f16 on the cpu backend, f32 on the others")
-      ->check(CLI::IsMember({"auto", "f32", "f16"}))
+         "KV cache keys and values (GQA layers): f16 (half the memory and the bytes attention "
+         "reads), q8_0 (~0.53x f16), q4_0 (~0.28x f16; q8_0/q4_0 need head dims that are "
+         "multiples of 32), f32, or auto: f16 on the cpu backend, f32 on the others; all but "
+         "f32 on the cpu backend only")
+      ->check(CLI::IsMember({"auto", "f32", "f16", "q8_0", "q4_0"}))
       ->default_str("auto");
 }
 

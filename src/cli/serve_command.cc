@@ -37,6 +37,7 @@ struct ServeFlags {
   bool insecure_no_auth = false;
   bool no_request_log = false;
   bool no_prefix_cache = false;
+  int64_t prefill_chunk = 0;
   int debug_token_delay_ms = 0;
   double request_timeout = 10;
 };
@@ -182,6 +183,7 @@ int Serve(ServeFlags& f) {
   sched.context = engine->context();
   sched.kv_cache_tokens = f.kv_tokens;
   sched.prefix_cache = !f.no_prefix_cache;
+  sched.prefill_chunk = f.prefill_chunk;
   sched.between_steps = [&server] { server.AwaitResponseWrites(); };
   sched.spec = f.spec;
   if (sched.spec.kind != SpecKind::kNone && engine->model().routing_stats().cache.enabled) {
@@ -231,6 +233,10 @@ CommandFn RegisterServe(CLI::App& cmd) {
       ->check(CLI::Range(1, 1 << 16));
   cmd.add_option("--kv-tokens", f->kv_tokens, "KV cache size in tokens (0: parallel x ctx)")
       ->check(CLI::Range(int64_t(0), int64_t(1) << 40));
+  cmd.add_option("--prefill-chunk", f->prefill_chunk,
+                 "most prompt tokens prefilled per step, all requests together, between the "
+                 "others' decode steps (0: what --batch leaves after the decode rows)")
+      ->check(CLI::Range(int64_t(0), int64_t(1) << 20));
   cmd.add_option("--alias", so.model_name,
                  "model id in /v1/models and responses "
                  "(default: the file name)");

@@ -18,6 +18,11 @@ Expected<std::unique_ptr<Model>> DecoderModel::Load(const ModelFile& file, Model
   m->max_step_tokens_ = options.max_step_tokens;
   m->kv_type_ = options.kv_type;
   RETURN_IF_ERROR(m->Bind(file, options));
+  {  // --kv-type against the heads now, not at the first cache
+    std::vector<LayerCacheSpec> specs;
+    for (const Layer& L : m->layers_) specs.push_back(L.attention->cache_spec());
+    RETURN_IF_ERROR(CheckKvLayers(m->kv_type_, specs));
+  }
   RETURN_IF_ERROR(m->StartExpertCache(file, options));
   if (options.sticky_experts > 0 && !options.planning) {
     for (Layer& L : m->layers_) {

@@ -2,15 +2,41 @@
 
 #include <algorithm>
 
+#include "core/quantize_row.h"
+
 namespace anymoe {
 
 Status CheckKvType(const Backend& backend, DType kv_type) {
-  if (kv_type != DType::kF32 && kv_type != DType::kF16) {
-    return Status::Error("--kv-type " + std::string(Name(kv_type)) + ": use f32 or f16");
+  if (kv_type != DType::kF32 && kv_type != DType::kF16 && !IsRowQuantizable(kv_type)) {
+    return Status::Error("--kv-type " + std::string(Name(kv_type)) +
+                         ": use f32, f16, q8_0 or q4_0");
   }
-  if (kv_type == DType::kF16 && backend.kind() != BackendKind::kCpu) {
-    return Status::Error("--kv-type f16 runs on the cpu backend only (" + backend.name() +
+  if (kv_type != DType::kF32 && backend.kind() != BackendKind::kCpu) {
+    return Status::Error("--kv-type " + std::string(Name(kv_type)) +
+                         " runs on the cpu backend only (" + backend.name() +
                          " keeps an f32 KV cache)");
+  }
+  return Status::Ok();
+}
+
+Status CheckKvLayers(DType kv_type, const std::vector<LayerCacheSpec>& layers) {
+  if (!IsRowQuantizable(kv_type)) return Status::Ok();
+  // The CPU attention kernel dequantises a block of keys of one head into a
+  // tile of this many values per row (kernels::kMaxQuantizedHeadDim).
+  constexpr int64_t kMaxHeadDim = 512;
+  const int64_t block = Info(kv_type).block_elems;
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const LayerCacheSpec& s = layers[i];
+    if (s.kv_heads == 0) continue;  // MLA: the latent stays f32
+    for (const int64_t dim : {s.k_dim, s.v_dim}) {
+      if (dim % block != 0 || dim > kMaxHeadDim) {
+        return Status::Error("--kv-type " + std::string(Name(kv_type)) + ": layer " +
+                             std::to_string(i) + " has heads of " + std::to_string(dim) +
+                             " values; " + std::string(Name(kv_type)) + " needs multiples of " +
+                             std::to_string(block) + " up to " +
+                             std::to_string(kMaxHeadDim) + " (use f16)");
+      }
+    }
   }
   return Status::Ok();
 }
@@ -24,6 +50,7 @@ Expected<std::unique_ptr<KvPool>> KvPool::Create(Backend& backend, int64_t num_b
                                                  const std::vector<LayerCacheSpec>& layers,
                                                  DType kv_type) {
   RETURN_IF_ERROR(CheckKvType(backend, kv_type));
+  RETURN_IF_ERROR(CheckKvLayers(kv_type, layers));
   std::unique_ptr<KvPool> p(new KvPool());
   p->block_tokens_ = block_tokens;
   const int64_t rows = num_blocks * block_tokens;

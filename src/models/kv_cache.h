@@ -25,9 +25,15 @@ struct LayerCacheSpec {
   int64_t index_dim = 0;                       // DSA indexer keys
 };
 
-// Whether `backend` keeps a KV cache of `kv_type`: f32 everywhere, f16 on the
-// CPU backend only (device backends refuse it); the error names --kv-type.
+// Whether `backend` keeps a KV cache of `kv_type`: f32 everywhere, f16, q8_0
+// and q4_0 on the CPU backend only (device backends refuse them); the error
+// names --kv-type.
 Status CheckKvType(const Backend& backend, DType kv_type);
+
+// Whether every GQA layer's heads fit `kv_type`'s blocks: q8_0 and q4_0 need
+// head dims that are multiples of 32 (and at most 512); MLA layers keep an f32
+// latent whatever the type.
+Status CheckKvLayers(DType kv_type, const std::vector<LayerCacheSpec>& layers);
 
 // The KV type a backend gets unless one is asked for: f16 on the cpu backend
 // (as llama.cpp defaults to: half the memory, and decode attention there is
@@ -39,9 +45,11 @@ class KvPool {
  public:
   static constexpr int64_t kDefaultBlockTokens = 16;
 
-  // `kv_type`: element type of the GQA keys and values, f32 or f16 (half the
+  // `kv_type`: element type of the GQA keys and values, f32, f16 (half the
   // memory and the bytes attention reads; each value rounded to the nearest
-  // f16 when written). MLA latents and DSA indexer keys are f32 either way.
+  // f16 when written), or q8_0 / q4_0 (each new row quantised into GGUF blocks
+  // of 32 as ggml's reference quantiser does; attention reads the values they
+  // stand for). MLA latents and DSA indexer keys are f32 whatever the type.
   static Expected<std::unique_ptr<KvPool>> Create(Backend& backend, int64_t num_blocks,
                                                   int64_t block_tokens,
                                                   const std::vector<LayerCacheSpec>& layers,

@@ -34,7 +34,7 @@ struct LoadOptions {
   int64_t kv_cache_tokens = 0;
   int64_t context = 4096;  // capped by the model's maximum positions
   int64_t sequences = 1;
-  DType kv_type = DType::kF32;  // GQA keys and values in the KV cache: f32 or f16
+  DType kv_type = DType::kF32;  // GQA keys and values in the KV cache: f32, f16, q8_0, q4_0
   // Bind the NextN / MTP layer (Model::mtp()) from the model file, or from
   // `mtp_file`, an MTP-only GGUF beside a trunk-only one (implies load_mtp).
   bool load_mtp = false;

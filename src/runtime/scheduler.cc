@@ -273,7 +273,8 @@ class Scheduler::Impl {
 
   // One forward pass: a decode token for every sequence past its prompt (and
   // its drafts, while the step has room for them), then prompt chunks with
-  // what remains of the step's token budget.
+  // what remains of the step's token budget, at most opt_.prefill_chunk,
+  // shortest prompt first.
   void Step() {
     steps_.clear();
     members_.clear();
@@ -290,13 +291,24 @@ class Scheduler::Impl {
       members_.push_back(a.get());
       budget -= int64_t(a->fed.size());
     }
+    // Prompts with the fewest tokens left go first (ties in arrival order):
+    // a short request admitted while a long prompt prefills gets its first
+    // token after one step instead of after the whole long prompt.
+    prefilling_.clear();
     for (auto& a : running_) {
-      if (a->prompt_left() <= 0 || budget == 0) continue;
-      const int64_t n = std::min(a->prompt_left(), budget);
+      if (a->prompt_left() > 0) prefilling_.push_back(a.get());
+    }
+    std::stable_sort(prefilling_.begin(), prefilling_.end(), [](const Active* x, const Active* y) {
+      return x->prompt_left() < y->prompt_left();
+    });
+    int64_t prefill = opt_.prefill_chunk > 0 ? std::min(opt_.prefill_chunk, budget) : budget;
+    for (Active* a : prefilling_) {
+      if (prefill == 0) break;
+      const int64_t n = std::min(a->prompt_left(), prefill);
       steps_.push_back({std::span(a->request.prompt).subspan(size_t(a->prefilled), size_t(n)),
                         a->cache.get(), false});
-      members_.push_back(a.get());
-      budget -= n;
+      members_.push_back(a);
+      prefill -= n;
     }
     auto logits = model_.ForwardBatch(steps_);
     // Sampling and handing tokens to the HTTP threads run on this thread
@@ -501,6 +513,7 @@ class Scheduler::Impl {
   std::vector<std::unique_ptr<Active>> running_;
   std::vector<Model::SequenceStep> steps_;
   std::vector<Active*> members_;
+  std::vector<Active*> prefilling_;  // this step's prompts, fewest tokens left first
   std::map<Active*, StopReason> done_;
   std::map<Active*, Status> failed_;  // this step (non-finite logits, a constraint)
   std::vector<float> logits_, raw_logits_;

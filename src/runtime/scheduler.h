@@ -41,6 +41,13 @@ struct SchedulerOptions {
   // prefills only the rest. Freed cached blocks are evicted LRU when the pool
   // needs them.
   bool prefix_cache = true;
+  // Most prompt tokens prefilled in one step, all requests together (0: what
+  // the step's token budget, the model's max_step_tokens, leaves after the
+  // decode rows). A long prompt then goes in chunks of this size between the
+  // other requests' decode steps, which bounds their inter-token latency by
+  // the time of one chunk; results do not depend on it (batch-invariant
+  // kernels).
+  int64_t prefill_chunk = 0;
 };
 // A request is admitted only when the KV pool can hold its prompt and all the
 // tokens it may generate (up to the context), so a running request never runs

@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <future>
 #include <mutex>
+#include <numeric>
 #include <thread>
 
 #include "runtime/engine.h"
@@ -98,6 +99,40 @@ TEST_P(SchedulerTest, BatchedRequestsEqualLoneGeneration) {
     EXPECT_EQ(results[size_t(i)]->tokens, expected[size_t(i)]) << "request " << i;
     EXPECT_EQ(results[size_t(i)]->reason, StopReason::kMaxTokens);
   }
+  EXPECT_EQ(BlocksUsedOnceIdle(*sched), 0);
+}
+
+// --prefill-chunk: long prompts go in chunks of 7 tokens (all prefilling
+// requests together) between the decode steps of the others, and every
+// request still gets exactly the tokens of a lone generation (whose prefill
+// runs in steps of 64).
+TEST_P(SchedulerTest, ChunkedPrefillEqualsLoneGeneration) {
+  std::vector<std::vector<int32_t>> prompts;
+  for (int i = 0; i < 6; ++i) {
+    std::vector<int32_t> p = Prompt(i);
+    if (i % 3 == 0) {  // two long prompts among short ones
+      for (int j = 0; j < 90; ++j) p.push_back(3 + (i * 13 + j * 7) % 500);
+    }
+    prompts.push_back(p);
+  }
+  std::vector<std::vector<int32_t>> expected;
+  for (const auto& p : prompts) expected.push_back(Alone(p, 10));
+  auto sched = std::move(Scheduler::Create(*engine_, SchedulerOptions{.max_parallel = 6,
+                                                                       .context = 256,
+                                                                       .prefill_chunk = 7}))
+                   .value();
+  std::vector<std::unique_ptr<Collected>> results;
+  for (const auto& p : prompts) {
+    results.push_back(std::make_unique<Collected>());
+    ASSERT_TRUE(sched->Submit(MakeRequest(p, 10, results.back().get())).ok());
+  }
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    ASSERT_EQ(results[i]->done.get_future().wait_for(60s), std::future_status::ready);
+    EXPECT_EQ(results[i]->tokens, expected[i]) << "request " << i;
+  }
+  EXPECT_EQ(sched->stats().prompt_tokens,
+            std::accumulate(prompts.begin(), prompts.end(), uint64_t{0},
+                            [](uint64_t n, const auto& p) { return n + p.size(); }));
   EXPECT_EQ(BlocksUsedOnceIdle(*sched), 0);
 }
 

@@ -14,6 +14,7 @@
 #include "backends/cpu/kernels/convert.h"
 #include "backends/cpu/kernels/cpu_target.h"
 #include "backends/cpu/kernels/float_matmul.h"
+#include "backends/cpu/kernels/indexer_scores.h"
 #include "backends/cpu/kernels/norm.h"
 #include "backends/cpu/kernels/panel_layout.h"
 #include "backends/cpu/kernels/quant_matmul.h"
@@ -22,6 +23,7 @@
 #include "backends/cpu/row_ops.h"
 #include "backends/host_weight.h"
 #include "backends/op_checks.h"
+#include "core/quantize_row.h"
 #include "formats/tensor_source.h"
 
 namespace anymoe {
@@ -114,8 +116,12 @@ float* CpuBackend::SharedScratch(uint64_t floats) {
 }
 
 Status CpuBackend::ReserveForContext(int64_t max_keys) {
-  // The DSA indexer keeps a score and an index per key.
-  for (int t = 0; t < pool_.num_threads(); ++t) Scratch(t, uint64_t(2 * max_keys));
+  // The DSA indexer keeps scores and an index per key: a decode step's in the
+  // shared scratch, a prefill block's in its thread's (IndexerTopK).
+  SharedScratch(uint64_t(kIndexerFewQueries * max_keys));
+  for (int t = 0; t < pool_.num_threads(); ++t) {
+    Scratch(t, uint64_t((kIndexerQueryBlock + 1) * max_keys));
+  }
   return Status::Ok();
 }
 
@@ -283,7 +289,8 @@ void CpuBackend::Attention(const Tensor& q, const Tensor& k_pool, const Tensor& 
 namespace {
 
 // The heads [kvh, kvh + heads) of token ti of job j: where its queries,
-// outputs and key range are. The cache holds f32 or f16 keys and values.
+// outputs and key range are. The cache holds f32, f16, q8_0 or q4_0 keys and
+// values.
 struct TokenHeads {
   const float* q;
   const Tensor* k_pool;
@@ -312,12 +319,25 @@ struct TokenHeads {
   }
 
   void Attend(float scale) const {
+    if (IsRowQuantizable(k_pool->dtype)) {
+      return kernels::AttendOnlineSoftmaxHeads(
+          q, heads, group, d_k, k_pool->dtype, QuantizedRows(*k_pool, k0),
+          QuantizedRows(*v_pool, v0), n_keys, key_rows, RowBytes(*k_pool, k_stride),
+          RowBytes(*v_pool, v_stride), d_k, d_v, scale, out, d_v);
+    }
     WithRows([&](auto k, auto v) {
       kernels::AttendOnlineSoftmaxHeads(q, heads, group, d_k, k, v, n_keys, key_rows, k_stride,
                                         v_stride, d_k, d_v, scale, out, d_v);
     });
   }
   void Segment(int64_t s, float scale, float* part, float* maxes, float* denoms) const {
+    if (IsRowQuantizable(k_pool->dtype)) {
+      return kernels::AttendSegment(q, heads, group, d_k, k_pool->dtype,
+                                    QuantizedRows(*k_pool, k0), QuantizedRows(*v_pool, v0),
+                                    n_keys, key_rows, s, RowBytes(*k_pool, k_stride),
+                                    RowBytes(*v_pool, v_stride), d_k, d_v, scale, part, maxes,
+                                    denoms);
+    }
     WithRows([&](auto k, auto v) {
       kernels::AttendSegment(q, heads, group, d_k, k, v, n_keys, key_rows, s, k_stride, v_stride,
                              d_k, d_v, scale, part, maxes, denoms);
@@ -325,6 +345,15 @@ struct TokenHeads {
   }
 
  private:
+  // A q8_0 / q4_0 cache: row 0's blocks from `values` in (whole blocks), and
+  // the bytes of `values` values.
+  static const uint8_t* QuantizedRows(const Tensor& pool, int64_t values) {
+    return pool.as<const uint8_t>() + RowBytes(pool, values);
+  }
+  static int64_t RowBytes(const Tensor& pool, int64_t values) {
+    return int64_t(BytesFor(pool.dtype, uint64_t(values)).value());
+  }
+
   // f(k, v) with the first kv head's keys and values typed as stored: f32, or
   // f16 bits.
   template <class F>
@@ -371,7 +400,8 @@ void CpuBackend::MultiAttention(std::span<const AttentionJob> jobs, float scale)
   int64_t tokens = 0;
   for (const AttentionJob& j : jobs) {
     CHECK(j.q.rank == 3 && j.k_pool->rank == 3 && j.v_pool->rank == 3 && j.out.rank == 3);
-    CHECK((j.k_pool->dtype == DType::kF32 || j.k_pool->dtype == DType::kF16) &&
+    CHECK((j.k_pool->dtype == DType::kF32 || j.k_pool->dtype == DType::kF16 ||
+           IsRowQuantizable(j.k_pool->dtype)) &&
           j.v_pool->dtype == j.k_pool->dtype);
     const int64_t t = j.q.dim(0), n_h = j.q.dim(1), n_kv = j.k_pool->dim(1);
     CHECK(j.k_pool->dim(2) == j.q.dim(2) && n_h % n_kv == 0 &&
@@ -462,8 +492,15 @@ void CpuBackend::LatentAttention(const Tensor& q, const Tensor& pool, int64_t la
   const float* qp = q.as<const float>();
   const float* cp = pool.as<const float>();
   float* op = out.as<float>();
-  pool_.ParallelFor(t * n_h, [&](int64_t task, int thread) {
-    const int64_t ti = task / n_h, h = task % n_h;
+  // A task is one token's heads, or a group of them when there are too few
+  // tokens to keep the threads busy: the heads of a task share each read of
+  // the latent rows (a query's bits do not depend on its group).
+  int64_t groups = 1;
+  while (t * groups < 4 * pool_.num_threads() && groups < n_h) groups *= 2;
+  const int64_t group = (n_h + groups - 1) / groups;
+  groups = (n_h + group - 1) / group;
+  pool_.ParallelFor(t * groups, [&](int64_t task, int thread) {
+    const int64_t ti = task / groups, h0 = task % groups * group, heads = std::min(group, n_h - h0);
     int64_t n_keys = n_past + ti + 1;
     const int32_t* rows = key_rows.data();
     if (selection != nullptr) {  // selected positions -> pool rows
@@ -474,8 +511,9 @@ void CpuBackend::LatentAttention(const Tensor& q, const Tensor& pool, int64_t la
       rows = mapped;
     }
     // The latent is both the key (with the rope part) and the value (without it).
-    kernels::AttendOnlineSoftmax(qp + (ti * n_h + h) * d, cp, cp, n_keys, rows, d, d, d,
-                                 latent_dim, scale, op + (ti * n_h + h) * latent_dim);
+    kernels::AttendOnlineSoftmaxHeads(qp + (ti * n_h + h0) * d, 1, heads, d, cp, cp, n_keys, rows,
+                                      d, d, d, latent_dim, scale,
+                                      op + (ti * n_h + h0) * latent_dim, latent_dim);
   });
 }
 
@@ -503,6 +541,11 @@ void CpuBackend::CopyColumns(const Tensor& src, int64_t src_col, const Tensor& d
   }
 }
 
+// Scores go in runs of kIndexerRunKeys keys. A step of at most
+// kIndexerFewQueries queries (decode, verify) spreads each query's runs over
+// the threads, scores in shared scratch; a longer one (prefill) gives each task
+// kIndexerQueryBlock queries, which score each run of keys in turn while it is
+// in cache. A score never depends on which path computed it.
 void CpuBackend::IndexerTopK(const Tensor& q, const Tensor& pool, const Tensor& head_weights,
                              std::span<const int32_t> key_rows, int64_t n_past, float scale,
                              int64_t topk, std::span<int32_t> selection,
@@ -512,13 +555,47 @@ void CpuBackend::IndexerTopK(const Tensor& q, const Tensor& pool, const Tensor& 
   const float* qp = q.as<const float>();
   const float* kp = pool.as<const float>();
   const float* wp = head_weights.as<const float>();
-  const uint64_t max_keys = uint64_t(n_past + t);
-  pool_.ParallelFor(t, [&](int64_t ti, int thread) {
-    float* scratch = Scratch(thread, 2 * max_keys);
-    counts[size_t(ti)] = int32_t(cpu::IndexerSelect(
-        qp + ti * n_heads * dim, kp, key_rows.data(), wp + ti * n_heads, n_heads, dim,
-        n_past + ti + 1, scale, topk, scratch, reinterpret_cast<int32_t*>(scratch + max_keys),
-        selection.data() + ti * topk));
+  const int64_t max_keys = n_past + t, q_floats = kernels::IndexerHeadSlots(n_heads) * dim;
+  auto score_run = [&](int64_t ti, const float* q_t, int64_t u0, float* scores) {
+    const int64_t n_keys = n_past + ti + 1;  // causal
+    if (n_keys <= topk || u0 >= n_keys) return;  // every key survives: no scores needed
+    kernels::IndexerScores(q_t, wp + ti * n_heads, n_heads, dim, kp, key_rows.data(), u0,
+                           std::min(u0 + kIndexerRunKeys, n_keys), scale, scores + u0);
+  };
+  auto select = [&](int64_t ti, const float* scores, int32_t* order) {
+    counts[size_t(ti)] = int32_t(cpu::SelectTopK(scores, n_past + ti + 1, topk, order,
+                                                 selection.data() + ti * topk));
+  };
+  const int64_t runs = (max_keys + kIndexerRunKeys - 1) / kIndexerRunKeys;
+  if (t <= kIndexerFewQueries) {
+    float* scores = SharedScratch(uint64_t(t * max_keys));
+    pool_.ParallelFor(t * runs, [&](int64_t task, int thread) {
+      const int64_t ti = task / runs;
+      float* q_t = Scratch(thread, uint64_t(q_floats));
+      kernels::IndexerQueryLayout(qp + ti * n_heads * dim, n_heads, dim, q_t);
+      score_run(ti, q_t, (task % runs) * kIndexerRunKeys, scores + ti * max_keys);
+    });
+    pool_.ParallelFor(t, [&](int64_t ti, int thread) {
+      select(ti, scores + ti * max_keys, reinterpret_cast<int32_t*>(Scratch(thread, max_keys)));
+    });
+    return;
+  }
+  constexpr int64_t kBlock = kIndexerQueryBlock;
+  pool_.ParallelFor((t + kBlock - 1) / kBlock, [&](int64_t block, int thread) {
+    const int64_t t0 = block * kBlock, nq = std::min(kBlock, t - t0);
+    float* scratch = Scratch(thread, uint64_t((kBlock + 1) * max_keys + kBlock * q_floats));
+    float* scores = scratch;  // [kBlock, max_keys]
+    int32_t* order = reinterpret_cast<int32_t*>(scratch + kBlock * max_keys);
+    float* q_t = scratch + (kBlock + 1) * max_keys;  // [kBlock, q_floats]
+    for (int64_t i = 0; i < nq; ++i) {
+      kernels::IndexerQueryLayout(qp + (t0 + i) * n_heads * dim, n_heads, dim, q_t + i * q_floats);
+    }
+    for (int64_t r = 0; r < runs; ++r) {
+      for (int64_t i = 0; i < nq; ++i) {
+        score_run(t0 + i, q_t + i * q_floats, r * kIndexerRunKeys, scores + i * max_keys);
+      }
+    }
+    for (int64_t i = 0; i < nq; ++i) select(t0 + i, scores + i * max_keys, order);
   });
 }
 
@@ -546,6 +623,17 @@ void CpuBackend::Route(const Tensor& logits, const Tensor* selection_bias, const
 
 void CpuBackend::ScatterRows(const Tensor& src, std::span<const int32_t> rows,
                              const Tensor& dst) {
+  if (IsRowQuantizable(dst.dtype) && src.dtype == DType::kF32) {  // into a q8_0 / q4_0 KV cache
+    const int64_t n = src.cols();
+    const uint64_t row_bytes = dst.row_bytes();
+    CHECK(dst.cols() == n && src.rows() == int64_t(rows.size()));
+    for (size_t i = 0; i < rows.size(); ++i) {
+      CHECK(rows[i] >= 0 && rows[i] < dst.rows());
+      QuantizeRow(dst.dtype, src.as<const float>() + int64_t(i) * n,
+                  dst.as<uint8_t>() + uint64_t(rows[i]) * row_bytes, n);
+    }
+    return;
+  }
   if (dst.dtype == DType::kF16 && src.dtype == DType::kF32) {  // into an f16 KV cache
     const int64_t n = src.cols();
     CHECK(dst.cols() == n && src.rows() == int64_t(rows.size()));

@@ -78,6 +78,11 @@ class CpuBackend final : public Backend {
   void Idle() override { pool_.Park(); }
 
  private:
+  // IndexerTopK's work split: keys scored per run, the most queries a step
+  // spreads by keys, and the queries of one prefill task.
+  static constexpr int64_t kIndexerRunKeys = 1024;
+  static constexpr int64_t kIndexerFewQueries = 8;
+  static constexpr int64_t kIndexerQueryBlock = 4;
   // Per-thread f32 scratch, grown on first use and then reused (no per-token allocation).
   float* Scratch(int thread, uint64_t floats);
   float* SharedScratch(uint64_t floats);
@@ -101,7 +106,7 @@ class CpuBackend final : public Backend {
   const bool repack_weights_;
   const bool copy_weights_;
   std::vector<std::vector<float>> scratch_;
-  std::vector<float> shared_scratch_;  // quantised activations of the current matmul
+  std::vector<float> shared_scratch_;  // quantised activations of the current matmul, DSA scores
   std::vector<float> attention_partials_;  // segments of few-token attention, until merged
   std::vector<int32_t> rope_positions_;  // the positions rope_cos_ / rope_sin_ are for,
   std::vector<float> rope_freqs_;        // and the table's frequencies and factor

@@ -10,7 +10,10 @@
 #include <cstring>
 #include <type_traits>
 
+#include "core/check.h"
+#include "core/dtype.h"
 #include "core/half.h"
+#include "backends/cpu/kernels/attention.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace anymoe::kernels {
@@ -229,6 +232,53 @@ HWY_INLINE void TouchRows(const T* base, const int32_t* key_ids, int64_t j0, int
   asm volatile("" : : "r"(seen));
 }
 
+// One block of nb keys (key(j0 .. j0 + nb)) into one query's running softmax:
+// its scores, exponentiated against the new running max, the output and
+// denominator rescaled when the max moved, then the block's weighted values.
+template <typename T>
+HWY_INLINE void OnlineBlock(const float* q, const T* k, const T* v, const int32_t* key_ids,
+                            int64_t j0, int64_t nb, int64_t k_stride, int64_t v_stride,
+                            int64_t d_k, int64_t d_v, float scale, float* scores,
+                            float& running_max, float& denom, float* o) {
+  BlockScores(q, k, key_ids, j0, nb, k_stride, d_k, scale, scores);
+  const float block_max = *std::max_element(scores, scores + nb);
+  const float new_max = std::max(block_max, running_max);
+  const float block_sum = ExpShifted(scores, nb, new_max);
+  if (new_max != running_max && denom > 0.0f) {
+    const float c = std::exp(running_max - new_max);
+    denom *= c;
+    Scale(c, o, d_v);
+  }
+  denom += block_sum;
+  running_max = new_max;
+  BlockValues(scores, v, key_ids, j0, nb, v_stride, d_v, o);
+}
+
+// Zero outputs, running maxes of -inf and zero denominators for n queries.
+HWY_INLINE void StartQueries(int64_t n, int64_t d_v, float* out, int64_t out_stride,
+                             float* running_max, float* denom) {
+  for (int64_t g = 0; g < n; ++g) {
+    running_max[g] = -INFINITY;
+    denom[g] = 0.0f;
+    std::fill_n(out + g * out_stride, d_v, 0.0f);
+  }
+}
+
+// Normalises n queries' outputs, or with `maxes` leaves them unnormalised and
+// stores each running max and denominator (one segment of a longer range).
+HWY_INLINE void FinishQueries(int64_t n, int64_t d_v, float* out, int64_t out_stride,
+                              const float* running_max, const float* denom, float* maxes,
+                              float* denoms) {
+  for (int64_t g = 0; g < n; ++g) {
+    if (maxes != nullptr) {
+      maxes[g] = running_max[g];
+      denoms[g] = denom[g];
+    } else {
+      Scale(1.0f / denom[g], out + g * out_stride, d_v);
+    }
+  }
+}
+
 // Online softmax over blocks of keys: the scores of a block are taken first,
 // exponentiated together (vectorised), and the accumulator is rescaled once
 // per block rather than once per key. The queries take each block in turn
@@ -251,11 +301,7 @@ void AttendOnlineSoftmax(const float* q, int64_t kv_heads, int64_t group, int64_
     const int64_t chunk = std::min(kMaxQueries, n_q - g0);
     HWY_ALIGN float scores[kBlock];
     float running_max[kMaxQueries], denom[kMaxQueries];
-    for (int64_t g = 0; g < chunk; ++g) {
-      running_max[g] = -INFINITY;
-      denom[g] = 0.0f;
-      std::fill_n(out + (g0 + g) * out_stride, d_v, 0.0f);
-    }
+    StartQueries(chunk, d_v, out + g0 * out_stride, out_stride, running_max, denom);
     // The chunk's kv heads: rows are touched in order when there are several
     // and a block of them fits in L2 with room to spare.
     const int64_t first_head = g0 / group, heads = (g0 + chunk - 1) / group - first_head + 1;
@@ -269,30 +315,13 @@ void AttendOnlineSoftmax(const float* q, int64_t kv_heads, int64_t group, int64_
       }
       for (int64_t g = 0; g < chunk; ++g) {
         const int64_t head = (g0 + g) / group;
-        float* o = out + (g0 + g) * out_stride;
-        BlockScores(q + (g0 + g) * q_stride, k + head * d_k, key_ids, j0, nb, k_stride, d_k,
-                    scale, scores);
-        const float block_max = *std::max_element(scores, scores + nb);
-        const float new_max = std::max(block_max, running_max[g]);
-        const float block_sum = ExpShifted(scores, nb, new_max);
-        if (new_max != running_max[g] && denom[g] > 0.0f) {
-          const float c = std::exp(running_max[g] - new_max);
-          denom[g] *= c;
-          Scale(c, o, d_v);
-        }
-        denom[g] += block_sum;
-        running_max[g] = new_max;
-        BlockValues(scores, v + head * d_v, key_ids, j0, nb, v_stride, d_v, o);
+        OnlineBlock(q + (g0 + g) * q_stride, k + head * d_k, v + head * d_v, key_ids, j0, nb,
+                    k_stride, v_stride, d_k, d_v, scale, scores, running_max[g], denom[g],
+                    out + (g0 + g) * out_stride);
       }
     }
-    for (int64_t g = 0; g < chunk; ++g) {
-      if (maxes != nullptr) {
-        maxes[g0 + g] = running_max[g];
-        denoms[g0 + g] = denom[g];
-      } else {
-        Scale(1.0f / denom[g], out + (g0 + g) * out_stride, d_v);
-      }
-    }
+    FinishQueries(chunk, d_v, out + g0 * out_stride, out_stride, running_max, denom,
+                  maxes != nullptr ? maxes + g0 : nullptr, denoms != nullptr ? denoms + g0 : nullptr);
   }
 }
 
@@ -312,6 +341,50 @@ void AttendF16Impl(const float* q, int64_t kv_heads, int64_t group, int64_t q_st
                    float* out, int64_t out_stride, float* maxes, float* denoms) {
   AttendOnlineSoftmax(q, kv_heads, group, q_stride, k, v, n_keys, key_ids, k_stride, v_stride, d_k,
                       d_v, scale, out, out_stride, maxes, denoms);
+}
+
+// AttendOnlineSoftmax over a cache of q8_0 / q4_0 rows (`type`; k and v at row
+// 0's first kv head, strides in bytes): per block of keys, each kv head's key
+// and value slices are dequantised into f32 tiles (exact: an f16 scale times
+// a small integer), which the head's queries then attend as contiguous f32
+// rows, so each query gets the bits of an f32 cache holding those values.
+void AttendQuantizedImpl(const float* q, int64_t kv_heads, int64_t group, int64_t q_stride,
+                         int32_t type, const uint8_t* k, const uint8_t* v, int64_t n_keys,
+                         const int32_t* key_ids, int64_t k_stride, int64_t v_stride, int64_t d_k,
+                         int64_t d_v, float scale, float* out, int64_t out_stride, float* maxes,
+                         float* denoms) {
+  constexpr int64_t kBlock = 64, kMaxQueries = 64;
+  CHECK(d_k <= kMaxQuantizedHeadDim && d_v <= kMaxQuantizedHeadDim);
+  const DType dtype = static_cast<DType>(type);
+  const int64_t k_head_bytes = int64_t(BytesFor(dtype, uint64_t(d_k)).value());
+  const int64_t v_head_bytes = int64_t(BytesFor(dtype, uint64_t(d_v)).value());
+  HWY_ALIGN float tile_k[kBlock * kMaxQuantizedHeadDim], tile_v[kBlock * kMaxQuantizedHeadDim];
+  const int64_t n_q = kv_heads * group;
+  for (int64_t g0 = 0; g0 < n_q; g0 += kMaxQueries) {
+    const int64_t chunk = std::min(kMaxQueries, n_q - g0);
+    HWY_ALIGN float scores[kBlock];
+    float running_max[kMaxQueries], denom[kMaxQueries];
+    StartQueries(chunk, d_v, out + g0 * out_stride, out_stride, running_max, denom);
+    for (int64_t j0 = 0; j0 < n_keys; j0 += kBlock) {
+      const int64_t nb = std::min(kBlock, n_keys - j0);
+      int64_t tile_head = -1;
+      for (int64_t g = 0; g < chunk; ++g) {
+        const int64_t head = (g0 + g) / group;
+        if (head != tile_head) {
+          for (int64_t b = 0; b < nb; ++b) {
+            const int64_t row = key_ids != nullptr ? int64_t(key_ids[j0 + b]) : j0 + b;
+            DequantizeRow(dtype, k + row * k_stride + head * k_head_bytes, tile_k + b * d_k, d_k);
+            DequantizeRow(dtype, v + row * v_stride + head * v_head_bytes, tile_v + b * d_v, d_v);
+          }
+          tile_head = head;
+        }
+        OnlineBlock(q + (g0 + g) * q_stride, tile_k, tile_v, nullptr, 0, nb, d_k, d_v, d_k, d_v,
+                    scale, scores, running_max[g], denom[g], out + (g0 + g) * out_stride);
+      }
+    }
+    FinishQueries(chunk, d_v, out + g0 * out_stride, out_stride, running_max, denom,
+                  maxes != nullptr ? maxes + g0 : nullptr, denoms != nullptr ? denoms + g0 : nullptr);
+  }
 }
 
 // out[q] = the softmax-weighted values over every segment, from segment s's
@@ -369,6 +442,7 @@ namespace anymoe::kernels {
 
 HWY_EXPORT(AttendF32Impl);
 HWY_EXPORT(AttendF16Impl);
+HWY_EXPORT(AttendQuantizedImpl);
 HWY_EXPORT(MergeSegmentsImpl);
 HWY_EXPORT(SiluMulImpl);
 
@@ -385,11 +459,11 @@ void Attend(Args... args) {
   }
 }
 
+// Narrows a key range to segment `segment`: its key ids, or its first rows
+// (strides in units of T); returns its key count.
 template <typename T>
-void Segment(const float* q, int64_t kv_heads, int64_t group, int64_t q_stride, const T* k,
-             const T* v, int64_t n_keys, const int32_t* key_ids, int64_t segment,
-             int64_t k_stride, int64_t v_stride, int64_t d_k, int64_t d_v, float scale,
-             float* part, float* maxes, float* denoms) {
+int64_t SegmentKeys(int64_t segment, int64_t n_keys, const int32_t*& key_ids, const T*& k,
+                    const T*& v, int64_t k_stride, int64_t v_stride) {
   const int64_t j0 = segment * kAttentionSegmentKeys;
   const int64_t n = std::min(kAttentionSegmentKeys, n_keys - j0);
   CHECK(n > 0);
@@ -399,6 +473,15 @@ void Segment(const float* q, int64_t kv_heads, int64_t group, int64_t q_stride, 
     k += j0 * k_stride;
     v += j0 * v_stride;
   }
+  return n;
+}
+
+template <typename T>
+void Segment(const float* q, int64_t kv_heads, int64_t group, int64_t q_stride, const T* k,
+             const T* v, int64_t n_keys, const int32_t* key_ids, int64_t segment,
+             int64_t k_stride, int64_t v_stride, int64_t d_k, int64_t d_v, float scale,
+             float* part, float* maxes, float* denoms) {
+  const int64_t n = SegmentKeys(segment, n_keys, key_ids, k, v, k_stride, v_stride);
   Attend<T>(q, kv_heads, group, q_stride, k, v, n, key_ids, k_stride, v_stride, d_k, d_v, scale,
             part, d_v, maxes, denoms);
 }
@@ -444,6 +527,26 @@ void AttendSegment(const float* q, int64_t kv_heads, int64_t group, int64_t q_st
                    float scale, float* part, float* maxes, float* denoms) {
   Segment(q, kv_heads, group, q_stride, k, v, n_keys, key_ids, segment, k_stride, v_stride, d_k,
           d_v, scale, part, maxes, denoms);
+}
+
+void AttendOnlineSoftmaxHeads(const float* q, int64_t kv_heads, int64_t group, int64_t q_stride,
+                              DType type, const uint8_t* k, const uint8_t* v, int64_t n_keys,
+                              const int32_t* key_ids, int64_t k_stride, int64_t v_stride,
+                              int64_t d_k, int64_t d_v, float scale, float* out,
+                              int64_t out_stride) {
+  HWY_DYNAMIC_DISPATCH(AttendQuantizedImpl)
+  (q, kv_heads, group, q_stride, int32_t(type), k, v, n_keys, key_ids, k_stride, v_stride, d_k,
+   d_v, scale, out, out_stride, nullptr, nullptr);
+}
+
+void AttendSegment(const float* q, int64_t kv_heads, int64_t group, int64_t q_stride, DType type,
+                   const uint8_t* k, const uint8_t* v, int64_t n_keys, const int32_t* key_ids,
+                   int64_t segment, int64_t k_stride, int64_t v_stride, int64_t d_k, int64_t d_v,
+                   float scale, float* part, float* maxes, float* denoms) {
+  const int64_t n = SegmentKeys(segment, n_keys, key_ids, k, v, k_stride, v_stride);
+  HWY_DYNAMIC_DISPATCH(AttendQuantizedImpl)
+  (q, kv_heads, group, q_stride, int32_t(type), k, v, n, key_ids, k_stride, v_stride, d_k, d_v,
+   scale, part, d_v, maxes, denoms);
 }
 
 void MergeSegments(const float* parts, int64_t part_stride, const float* maxes,

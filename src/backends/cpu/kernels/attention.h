@@ -5,6 +5,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "core/dtype.h"
+
 namespace anymoe::kernels {
 
 // out[0..d_v) = sum_j softmax_j(scale * q . k_j) v_j over n_keys keys: keys
@@ -35,6 +37,19 @@ void AttendOnlineSoftmaxHeads(const float* q, int64_t kv_heads, int64_t group, i
                               int64_t d_k, int64_t d_v, float scale, float* out,
                               int64_t out_stride);
 
+// The same over rows of a quantised cache (q8_0 or q4_0 blocks, `type`): k and
+// v point at row 0's blocks of the first kv head, k_stride and v_stride are row
+// sizes in bytes, head h's slice starts h * d_k values (whole blocks) in. Each
+// value is read as the f32 it stands for (exact), and every query gets exactly
+// the bits of the f32 call on rows holding those values. d_k, d_v are at most
+// kMaxQuantizedHeadDim.
+inline constexpr int64_t kMaxQuantizedHeadDim = 512;
+void AttendOnlineSoftmaxHeads(const float* q, int64_t kv_heads, int64_t group, int64_t q_stride,
+                              DType type, const uint8_t* k, const uint8_t* v, int64_t n_keys,
+                              const int32_t* key_ids, int64_t k_stride, int64_t v_stride,
+                              int64_t d_k, int64_t d_v, float scale, float* out,
+                              int64_t out_stride);
+
 // Long key ranges are taken in segments of kAttentionSegmentKeys keys
 // (segment s: keys s * kAttentionSegmentKeys onwards), each attended on its own
 // and then merged, so that the segments of one query can run on different
@@ -55,6 +70,11 @@ void AttendSegment(const float* q, int64_t kv_heads, int64_t group, int64_t q_st
                    float scale, float* part, float* maxes, float* denoms);
 void AttendSegment(const float* q, int64_t kv_heads, int64_t group, int64_t q_stride,
                    const uint16_t* k, const uint16_t* v, int64_t n_keys, const int32_t* key_ids,
+                   int64_t segment, int64_t k_stride, int64_t v_stride, int64_t d_k, int64_t d_v,
+                   float scale, float* part, float* maxes, float* denoms);
+
+void AttendSegment(const float* q, int64_t kv_heads, int64_t group, int64_t q_stride, DType type,
+                   const uint8_t* k, const uint8_t* v, int64_t n_keys, const int32_t* key_ids,
                    int64_t segment, int64_t k_stride, int64_t v_stride, int64_t d_k, int64_t d_v,
                    float scale, float* part, float* maxes, float* denoms);
 

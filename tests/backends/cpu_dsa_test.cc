@@ -1,0 +1,147 @@
+// The CPU backend's DSA ops at GLM-5's indexer and latent sizes: IndexerTopK
+// selects the keys a double-precision evaluation of the scores ranks first,
+// and a query selects the same keys, and LatentAttention gives it the same
+// bits, whether it runs alone (a decode step: keys or heads spread over the
+// threads) or among many (a prefill step: blocks of queries per task).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "backends/cpu/cpu_backend.h"
+
+namespace anymoe {
+namespace {
+
+std::vector<float> RandomFloats(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(rng);
+  return v;
+}
+
+constexpr int64_t kHeads = 32, kDim = 128, kTopK = 64, kPast = 2500, kTokens = 21;
+
+class CpuDsa : public ::testing::Test {
+ protected:
+  CpuDsa()
+      : q_(RandomFloats(size_t(kTokens * kHeads * kDim), 1)),
+        w_(RandomFloats(size_t(kTokens * kHeads), 2)),
+        keys_(RandomFloats(size_t((kPast + kTokens) * kDim), 3)),
+        rows_(size_t(kPast + kTokens)) {
+    // Pool rows out of order, as a paged cache hands them out.
+    for (size_t p = 0; p < rows_.size(); ++p) rows_[p] = int32_t((p * 7919 + 13) % rows_.size());
+  }
+
+  // Tokens [t0, t0 + t) of the step as one call; selection [t, kTopK].
+  std::vector<int32_t> Select(int64_t t0, int64_t t, std::vector<int32_t>* counts) {
+    std::vector<int32_t> selection(size_t(t * kTopK), -1);
+    counts->assign(size_t(t), 0);
+    backend_.IndexerTopK(
+        Tensor::Of(q_.data() + t0 * kHeads * kDim, DType::kF32, {t, kHeads, kDim}),
+        Tensor::Of(keys_.data(), DType::kF32, {int64_t(rows_.size()), kDim}),
+        Tensor::Of(w_.data() + t0 * kHeads, DType::kF32, {t, kHeads}), rows_, kPast + t0,
+        1.0f / std::sqrt(float(kDim)), kTopK, selection, *counts);
+    return selection;
+  }
+
+  CpuBackend backend_{2};
+  std::vector<float> q_, w_, keys_;
+  std::vector<int32_t> rows_;
+};
+
+TEST_F(CpuDsa, IndexerSelectsTheBestScoredKeysAloneAndInABatch) {
+  std::vector<int32_t> counts;
+  const std::vector<int32_t> batch = Select(0, kTokens, &counts);  // blocks of queries per task
+  int compared = 0;
+  for (int64_t ti = 0; ti < kTokens; ++ti) {
+    const int64_t n_keys = kPast + ti + 1;
+    ASSERT_EQ(counts[size_t(ti)], kTopK);
+    std::vector<int32_t> alone_counts;
+    const std::vector<int32_t> alone = Select(ti, 1, &alone_counts);  // keys over the threads
+    ASSERT_EQ(alone_counts[0], kTopK);
+    const std::vector<int32_t> got(batch.begin() + ti * kTopK, batch.begin() + (ti + 1) * kTopK);
+    EXPECT_EQ(alone, got) << "token " << ti;
+
+    std::vector<double> score(static_cast<size_t>(n_keys));
+    for (int64_t u = 0; u < n_keys; ++u) {
+      const float* k = keys_.data() + int64_t(rows_[size_t(u)]) * kDim;
+      double total = 0;
+      for (int64_t h = 0; h < kHeads; ++h) {
+        double dot = 0;
+        for (int64_t i = 0; i < kDim; ++i) dot += double(q_[size_t((ti * kHeads + h) * kDim + i)]) * k[i];
+        total += w_[size_t(ti * kHeads + h)] * std::max(0.0, dot / std::sqrt(double(kDim)));
+      }
+      score[size_t(u)] = total;
+    }
+    std::vector<int32_t> order(static_cast<size_t>(n_keys));
+    std::iota(order.begin(), order.end(), 0);
+    std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+      return score[size_t(a)] != score[size_t(b)] ? score[size_t(a)] > score[size_t(b)] : a < b;
+    });
+    // Compare where float rounding cannot swap the k-th and (k+1)-th key.
+    if (score[size_t(order[kTopK - 1])] - score[size_t(order[kTopK])] < 1e-3) continue;
+    std::vector<int32_t> want(order.begin(), order.begin() + kTopK);
+    std::sort(want.begin(), want.end());
+    EXPECT_EQ(got, want) << "token " << ti;
+    ++compared;
+  }
+  EXPECT_GE(compared, kTokens / 2);
+}
+
+TEST_F(CpuDsa, FewerKeysThanTopKSelectsEveryVisibleKey) {
+  std::vector<int32_t> selection(size_t(2 * 4)), counts(2);
+  backend_.IndexerTopK(Tensor::Of(q_.data(), DType::kF32, {2, kHeads, kDim}),
+                       Tensor::Of(keys_.data(), DType::kF32, {int64_t(rows_.size()), kDim}),
+                       Tensor::Of(w_.data(), DType::kF32, {2, kHeads}), rows_, 2, 0.1f, 4,
+                       selection, counts);
+  EXPECT_EQ(counts, (std::vector<int32_t>{3, 4}));
+  EXPECT_EQ(std::vector<int32_t>(selection.begin(), selection.begin() + 3),
+            (std::vector<int32_t>{0, 1, 2}));
+  EXPECT_EQ(std::vector<int32_t>(selection.begin() + 4, selection.end()),
+            (std::vector<int32_t>{0, 1, 2, 3}));
+}
+
+// Latent rows [kv_lora + rope] of GLM-5 (512 + 64), 64 heads: a token's heads
+// in one task in a prefill, in groups over the threads when it decodes alone.
+TEST_F(CpuDsa, LatentAttentionGivesATokenTheSameBitsAloneAndInABatch) {
+  const int64_t n_h = 64, r = 512, d = r + 64, t = 9, n_past = 700;
+  auto q = RandomFloats(size_t(t * n_h * d), 4);
+  auto latent = RandomFloats(size_t((n_past + t) * d), 5);
+  for (float& x : latent) x *= 0.05f;
+  std::vector<int32_t> rows(size_t(n_past + t));
+  for (size_t p = 0; p < rows.size(); ++p) rows[p] = int32_t((p * 31 + 7) % rows.size());
+  const Tensor pool = Tensor::Of(latent.data(), DType::kF32, {n_past + t, d});
+  // A DSA selection: every third visible position.
+  std::vector<int32_t> keys(static_cast<size_t>(t * (n_past + t))), counts(static_cast<size_t>(t));
+  for (int64_t ti = 0; ti < t; ++ti) {
+    int32_t n = 0;
+    for (int32_t u = 0; u <= n_past + ti; u += 3) keys[size_t(ti * (n_past + t) + n++)] = u;
+    counts[size_t(ti)] = n;
+  }
+  for (const bool dsa : {false, true}) {
+    SCOPED_TRACE(dsa ? "selected keys" : "every key");
+    std::vector<float> batch(size_t(t * n_h * r));
+    const KeySelection all{keys, counts, n_past + t};
+    backend_.LatentAttention(Tensor::Of(q.data(), DType::kF32, {t, n_h, d}), pool, r, rows, n_past,
+                             0.06f, dsa ? &all : nullptr,
+                             Tensor::Of(batch.data(), DType::kF32, {t, n_h, r}));
+    for (int64_t ti = 0; ti < t; ++ti) {
+      std::vector<float> alone(size_t(n_h * r));
+      const KeySelection one{std::span(keys).subspan(size_t(ti * (n_past + t))),
+                             std::span(counts).subspan(size_t(ti), 1), n_past + t};
+      backend_.LatentAttention(Tensor::Of(q.data() + ti * n_h * d, DType::kF32, {1, n_h, d}), pool,
+                               r, rows, n_past + ti, 0.06f, dsa ? &one : nullptr,
+                               Tensor::Of(alone.data(), DType::kF32, {1, n_h, r}));
+      ASSERT_TRUE(std::equal(alone.begin(), alone.end(), batch.begin() + ti * n_h * r))
+          << "token " << ti;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace anymoe
