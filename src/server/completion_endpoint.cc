@@ -418,19 +418,11 @@ void CompletionEndpoint::Handle(const ServingModel& model, bool chat, const Http
   if (auto e = Prepare(engine, chat, req.body, &params, &plan)) return SendError(out, *e);
   std::vector<int32_t>& prompt = plan.prompt;
   const int64_t n_prompt = int64_t(prompt.size());
-  if (n_prompt == 0) {
-    return SendError(out, InvalidField(chat ? "messages" : "prompt", "empty prompt"));
-  }
-  if (n_prompt >= model.context) {
-    return SendError(
-        out, InvalidField(chat ? "messages" : "prompt",
-                          "the prompt has " + std::to_string(n_prompt) +
-                              " tokens but the context holds " + std::to_string(model.context) +
-                              " (prompt plus generated tokens)",
-                          "context_length_exceeded"));
-  }
-  // OpenAI defaults: 16 tokens for completions, the rest of the context for chat.
-  // A budget past the context is cut to fit and ends with finish_reason "length".
+  // The prompt (empty, longer than the context, ids outside the vocabulary)
+  // is validated once, by Scheduler::Submit, whose typed error becomes the
+  // 400 (param "messages" for chat). OpenAI defaults: 16 tokens for
+  // completions, the rest of the context for chat. A budget past the context
+  // is cut to fit and ends with finish_reason "length".
   const int64_t room = model.context - n_prompt;
   const int64_t budget = std::min(params.max_tokens.value_or(chat ? room : 16), room);
   const size_t n = size_t(params.n);
