@@ -17,31 +17,19 @@ Usage: python3 tools/bench_json_mask.py [-m MODEL] [--binary B] [--rounds R]
 import argparse
 import json
 import os
-import re
 import statistics
-import subprocess
+import sys
 import threading
 import time
 import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_prefix_cache import serve  # noqa: E402  (starts anymoe serve, waits until ready)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROMPT = ("Write a JSON object describing twenty European countries: for each its "
           "name, capital, population, area, currency, languages and three famous "
           "landmarks. Output only the JSON.")
-
-
-def serve(binary, model, threads, parallel):
-    p = subprocess.Popen([binary, "serve", "-m", model, "--port", "0", "--no-request-log",
-                          "-t", str(threads), "--parallel", str(parallel)],
-                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    url = None
-    for line in p.stdout:
-        m = re.search(r"listening on (http://\S+)", line)
-        if m:
-            url = m.group(1)
-        if "ready:" in line:
-            return p, url
-    raise RuntimeError("anymoe serve did not start")
 
 
 def one_request(url, constrained, max_tokens, out):
@@ -88,7 +76,7 @@ def main():
     ap.add_argument("--max-tokens", type=int, default=128)
     ap.add_argument("-t", "--threads", type=int, default=2)
     a = ap.parse_args()
-    proc, url = serve(a.binary, a.model, a.threads, 8)
+    proc, url = serve(a.binary, a.model, ["-t", str(a.threads), "--parallel", "8"])
     try:
         round_rate(url, False, 1, 16)  # warm-up
         for batch in (1, 8):
