@@ -126,6 +126,12 @@ class HeadlessChromium {
     return value.contains("value") ? value["value"] : json();
   }
 
+  // The value of `expression` as a string ("" when it is not one).
+  std::string Text(const std::string& session, const std::string& expression) {
+    const auto v = Evaluate(session, expression);
+    return v && v->is_string() ? v->get<std::string>() : "";
+  }
+
   // Polls until `expression` is true in the tab.
   bool WaitFor(const std::string& session, const std::string& expression,
                std::chrono::milliseconds timeout) {

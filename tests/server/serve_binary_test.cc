@@ -464,10 +464,7 @@ TEST_F(ServeBinary, ChatPageStreamsAReplyInHeadlessChromium) {
   const std::string tab = browser.Open("http://127.0.0.1:" + std::to_string(port_) +
                                        "/?q=hello&autosend=1&max_tokens=12&temperature=0");
   ASSERT_FALSE(tab.empty());
-  const auto text = [&](const std::string& expression) {
-    const auto v = browser.Evaluate(tab, expression);
-    return v && v->is_string() ? v->get<std::string>() : std::string();
-  };
+  const auto text = [&](const std::string& expression) { return browser.Text(tab, expression); };
   ASSERT_TRUE(
       browser.WaitFor(tab, "document.body.dataset.state === 'done'", std::chrono::seconds(60)))
       << text("document.body.outerHTML");

@@ -47,13 +47,6 @@ class WebChat : public ServerTest {
   std::string Url(const std::string& query = "") const {
     return "http://127.0.0.1:" + std::to_string(server_->port()) + "/" + query;
   }
-  // The value of `expression` as a string ("" when it is not one).
-  static std::string Text(HeadlessChromium& browser, const std::string& tab,
-                          const std::string& expression) {
-    const auto v = browser.Evaluate(tab, expression);
-    return v && v->is_string() ? v->get<std::string>() : "";
-  }
-
   std::string chromium_;
   std::filesystem::path dir_;
 };
@@ -69,27 +62,26 @@ TEST_F(WebChat, MarkdownReasoningToolCallsAndKeptConversationsInHeadlessChromium
     const std::string tab = browser.Open(Url("?q=hello&autosend=1&temperature=0"));
     ASSERT_FALSE(tab.empty());
     ASSERT_TRUE(browser.WaitFor(tab, done, std::chrono::seconds(30)));
-    EXPECT_EQ(Text(browser, tab, "document.body.dataset.markdown"), "on");
+    EXPECT_EQ(browser.Text(tab, "document.body.dataset.markdown"), "on");
     // Reasoning: folded, and shown as text (its "<b>" is not an element).
-    EXPECT_EQ(
-        Text(browser, tab, "document.querySelector('.assistant details summary').textContent"),
-        "reasoning");
-    EXPECT_EQ(Text(browser, tab, "document.querySelector('.assistant details div').textContent"),
+    EXPECT_EQ(browser.Text(tab, "document.querySelector('.assistant details summary').textContent"),
+              "reasoning");
+    EXPECT_EQ(browser.Text(tab, "document.querySelector('.assistant details div').textContent"),
               "Thinking about <b>markup</b>.");
     EXPECT_EQ(browser.Evaluate(tab, "document.querySelectorAll('.assistant details b').length"), 0);
     // Markdown rendered; the HTML it carried made harmless.
-    EXPECT_EQ(Text(browser, tab, "document.querySelector('.assistant .md strong').textContent"),
+    EXPECT_EQ(browser.Text(tab, "document.querySelector('.assistant .md strong').textContent"),
               "bold");
-    EXPECT_EQ(Text(browser, tab, "document.querySelector('.assistant .md pre code').textContent"),
+    EXPECT_EQ(browser.Text(tab, "document.querySelector('.assistant .md pre code').textContent"),
               "print(1)\n");
     EXPECT_EQ(browser.Evaluate(tab, "document.querySelectorAll('[onerror]').length"), 0);
     EXPECT_EQ(browser.Evaluate(tab, "document.querySelectorAll('#log script').length"), 0);
-    EXPECT_EQ(Text(browser, tab, "document.title").find("pwned"), std::string::npos);
-    EXPECT_NE(Text(browser, tab, "document.querySelector('.stats').textContent")
-                  .find("first token after"),
-              std::string::npos);
+    EXPECT_EQ(browser.Text(tab, "document.title").find("pwned"), std::string::npos);
     EXPECT_NE(
-        Text(browser, tab, "document.getElementById('model-name').textContent").find("llama_tiny"),
+        browser.Text(tab, "document.querySelector('.stats').textContent").find("first token after"),
+        std::string::npos);
+    EXPECT_NE(
+        browser.Text(tab, "document.getElementById('model-name').textContent").find("llama_tiny"),
         std::string::npos);
 
     // A reply that calls a tool: shown, and the next input is its result.
@@ -98,24 +90,24 @@ TEST_F(WebChat, MarkdownReasoningToolCallsAndKeptConversationsInHeadlessChromium
                                  "submit('Weather in Paris?'); true"));
     ASSERT_TRUE(browser.WaitFor(tab, done + " && document.querySelector('.tool-call') !== null",
                                 std::chrono::seconds(30)));
-    EXPECT_EQ(Text(browser, tab, "document.querySelector('.tool-call').textContent"),
+    EXPECT_EQ(browser.Text(tab, "document.querySelector('.tool-call').textContent"),
               R"(get_weather({"city": "Paris", "days": 3}))");
     const json calls =
-        json::parse(Text(browser, tab, "document.getElementById('last-tool-calls').textContent"));
+        json::parse(browser.Text(tab, "document.getElementById('last-tool-calls').textContent"));
     ASSERT_EQ(calls.size(), 1u);
     EXPECT_EQ(calls[0]["function"]["name"], "get_weather");
-    EXPECT_NE(Text(browser, tab, "document.getElementById('input').placeholder")
+    EXPECT_NE(browser.Text(tab, "document.getElementById('input').placeholder")
                   .find("Result of get_weather"),
               std::string::npos);
     ASSERT_TRUE(browser.Evaluate(tab, "submit('18 C, clear sky'); true"));
     ASSERT_TRUE(browser.WaitFor(tab,
                                 done + " && document.querySelectorAll('.assistant').length === 3",
                                 std::chrono::seconds(30)));
-    EXPECT_EQ(Text(browser, tab, "JSON.stringify(chat.messages.map((m) => m.role))"),
+    EXPECT_EQ(browser.Text(tab, "JSON.stringify(chat.messages.map((m) => m.role))"),
               R"(["user","assistant","user","assistant","tool","assistant"])");
-    EXPECT_EQ(Text(browser, tab, "chat.messages[4].tool_call_id"), calls[0]["id"]);
+    EXPECT_EQ(browser.Text(tab, "chat.messages[4].tool_call_id"), calls[0]["id"]);
     EXPECT_EQ(
-        Text(browser, tab, "document.querySelectorAll('.assistant .md strong')[1].textContent"),
+        browser.Text(tab, "document.querySelectorAll('.assistant .md strong')[1].textContent"),
         "sunny");
     if (const char* png = std::getenv("ANYMOE_WEB_SCREENSHOT")) {
       std::ofstream(png, std::ios::binary) << browser.Screenshot(tab);
@@ -133,9 +125,9 @@ TEST_F(WebChat, MarkdownReasoningToolCallsAndKeptConversationsInHeadlessChromium
   ASSERT_FALSE(tab.empty());
   ASSERT_TRUE(browser.WaitFor(tab, "document.querySelectorAll('#log .msg').length === 6",
                               std::chrono::seconds(30)));
-  EXPECT_EQ(Text(browser, tab, "document.querySelector('#conversations .chat span').textContent"),
+  EXPECT_EQ(browser.Text(tab, "document.querySelector('#conversations .chat span').textContent"),
             "hello");
-  EXPECT_EQ(Text(browser, tab, "document.querySelector('.tool-call').textContent"),
+  EXPECT_EQ(browser.Text(tab, "document.querySelector('.tool-call').textContent"),
             R"(get_weather({"city": "Paris", "days": 3}))");
 }
 
