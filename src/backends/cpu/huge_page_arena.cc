@@ -37,6 +37,15 @@ void UnmapHugePages(uint8_t* base, uint64_t bytes) {
   munmap(base, RoundUp(std::max<uint64_t>(bytes, 1), HugePageArena::kHugePage));
 }
 
+void PopulatePages(uint8_t* base, uint64_t bytes) {
+#ifdef MADV_POPULATE_WRITE
+  if (madvise(base, bytes, MADV_POPULATE_WRITE) == 0) return;
+#endif
+  // Kernels before 5.14: one write per 4 KiB page (the memory is fresh and
+  // zero, so writing zero changes nothing but the mapping).
+  for (uint64_t i = 0; i < bytes; i += 4096) base[i] = 0;
+}
+
 HugePageArena::~HugePageArena() {
   for (const Chunk& c : chunks_) UnmapHugePages(c.base, c.size);
 }

@@ -23,6 +23,9 @@ namespace anymoe::cpu {
 // 4 KiB pages); null when the system refuses. Free with UnmapHugePages.
 uint8_t* MapHugePages(uint64_t bytes);
 void UnmapHugePages(uint8_t* base, uint64_t bytes);
+// Backs [base, base + bytes) with memory now (zero-filled), as a first write
+// would, so that later accesses do not fault.
+void PopulatePages(uint8_t* base, uint64_t bytes);
 
 class HugePageArena {
  public:
