@@ -16,12 +16,16 @@ sizes and the rest scaled down so that a 32K-token prefill runs on a small machi
     absorbed attn_k_b / attn_v_b split of kv_b_proj
 
 `--index-topk N` writes the same weights (same seed) with another top-k: N >= the context turns
-DSA into dense MLA (every key selected), the baseline DSA is measured against. Weights are
+DSA into dense MLA (every key selected), the baseline DSA is measured against. `--mtp` adds
+GLM-5's MTP (NextN) layer after the trunk, as the converter stores it (one more block: a MoE
+layer with its own indexer plus nextn.eh_proj and the enorm / hnorm / shared_head_norm
+weights), for the cost of a draft step against a trunk step (docs/speculative.md). Weights are
 N(0, 0.02) from a fixed seed (norm weights 1); only for speed measurements. Run from the repo
 root (docs/benchmarks.md, DSA scaling):
 
     tools/.venv/bin/python tools/gen_glm5_bench_gguf.py                      # -> models/bench/glm5-mini-q8_0.gguf
     tools/.venv/bin/python tools/gen_glm5_bench_gguf.py --index-topk 65536   # -> models/bench/glm5-mini-dense-q8_0.gguf
+    tools/.venv/bin/python tools/gen_glm5_bench_gguf.py --mtp                # -> models/bench/glm5-mini-mtp-q8_0.gguf
 """
 
 from __future__ import annotations
@@ -65,10 +69,10 @@ RMS_EPS = 1e-5
 ROUTED_SCALE = 2.5
 
 
-def tensor_specs() -> list[tuple[str, tuple[int, ...], bool]]:
-    """(name, outer-first shape, quantised?) in the converter's order."""
+def tensor_specs(mtp: bool = False) -> list[tuple[str, tuple[int, ...], bool]]:
+    """(name, outer-first shape, quantised?) in the converter's order; `mtp`: the NextN block."""
     specs = [("output.weight", (VOCAB, HIDDEN), True), ("token_embd.weight", (VOCAB, HIDDEN), True)]
-    for b in range(LAYERS):
+    for b in range(LAYERS + int(mtp)):
         p = f"blk.{b}."
         specs.append((p + "attn_norm.weight", (HIDDEN,), False))
         if b < DENSE_LAYERS:
@@ -100,6 +104,11 @@ def tensor_specs() -> list[tuple[str, tuple[int, ...], bool]]:
             (p + "attn_q_a.weight", (Q_LORA, HIDDEN), True),
             (p + "attn_q_b.weight", (HEADS * (QK_NOPE + QK_ROPE), Q_LORA), True),
         ]
+        if b == LAYERS:  # the MTP layer: [enorm(embedding) | hnorm(hidden)] -> eh_proj -> block
+            specs += [(p + "nextn.eh_proj.weight", (HIDDEN, 2 * HIDDEN), True),
+                      (p + "nextn.enorm.weight", (HIDDEN,), False),
+                      (p + "nextn.hnorm.weight", (HIDDEN,), False),
+                      (p + "nextn.shared_head_norm.weight", (HIDDEN,), False)]
     specs.append(("output_norm.weight", (HIDDEN,), False))
     return specs
 
@@ -122,17 +131,19 @@ def main() -> None:
     ap.add_argument("--type", choices=["q8_0", "f16"], default="q8_0", help="matrix type")
     ap.add_argument("--index-topk", type=int, default=INDEX_TOPK,
                     help="keys kept per query (>= the context: dense MLA)")
-    ap.add_argument("--out", help="default models/bench/glm5-mini[-dense]-TYPE.gguf")
+    ap.add_argument("--mtp", action="store_true", help="add the MTP (NextN) layer after the trunk")
+    ap.add_argument("--out", help="default models/bench/glm5-mini[-dense][-mtp]-TYPE.gguf")
     args = ap.parse_args()
     if args.index_topk < 1:
         raise SystemExit("--index-topk must be at least 1")
     suffix = "" if args.index_topk == INDEX_TOPK else ("-dense" if args.index_topk >= CONTEXT
                                                       else f"-topk{args.index_topk}")
+    suffix += "-mtp" if args.mtp else ""
     out = Path(args.out or REPO_ROOT / "models" / "bench" / f"glm5-mini{suffix}-{args.type}.gguf")
     qtype = {"q8_0": gguf.GGMLQuantizationType.Q8_0, "f16": gguf.GGMLQuantizationType.F16}[args.type]
     file_type = {"q8_0": gguf.LlamaFileType.MOSTLY_Q8_0, "f16": gguf.LlamaFileType.MOSTLY_F16}[args.type]
 
-    specs = tensor_specs()
+    specs = tensor_specs(args.mtp)
     total, active = parameter_counts(specs)
     print(f"parameters: {total:,} total ({total / 1e6:.1f}M), {active:,} active per token "
           f"({active / 1e6:.1f}M)")
@@ -150,13 +161,13 @@ def main() -> None:
         {"STRING": w.add_string, "UINT32": w.add_uint32, "FLOAT32": w.add_float32,
          "BOOL": w.add_bool}[kind](key, value)
 
-    moe_layers = LAYERS - DENSE_LAYERS
+    moe_layers = LAYERS + int(args.mtp) - DENSE_LAYERS
     put("general.type", "STRING", "model")
     put("general.name", "STRING", "GLM-5-mini (random weights, benchmark only)")
     put("general.size_label", "STRING",
         gguf.size_label(total, total - EXPERTS * moe_layers * expert_params,
                         expert_params * moe_layers, EXPERTS))
-    put(k + "block_count", "UINT32", LAYERS)
+    put(k + "block_count", "UINT32", LAYERS + int(args.mtp))  # the converter counts the MTP layer
     put(k + "context_length", "UINT32", CONTEXT)
     put(k + "embedding_length", "UINT32", HIDDEN)
     put(k + "feed_forward_length", "UINT32", DENSE_FFN)
@@ -183,7 +194,7 @@ def main() -> None:
     put(k + "expert_weights_scale", "FLOAT32", ROUTED_SCALE)
     put(k + "expert_weights_norm", "BOOL", True)
     put(k + "rope.dimension_count", "UINT32", QK_ROPE)
-    put(k + "nextn_predict_layers", "UINT32", 0)
+    put(k + "nextn_predict_layers", "UINT32", int(args.mtp))
     put(k + "attention.indexer.head_count", "UINT32", INDEX_HEADS)
     put(k + "attention.indexer.key_length", "UINT32", INDEX_DIM)
     put(k + "attention.indexer.top_k", "UINT32", args.index_topk)

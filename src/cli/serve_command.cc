@@ -168,6 +168,7 @@ int Serve(ServeFlags& f) {
   // Device backends reserve the whole KV pool at load, as the scheduler sizes it.
   f.engine.kv_cache_tokens = f.kv_tokens;
   f.engine.sequences = f.parallel;
+  if (f.spec.kind == SpecKind::kMtp) f.engine.load_mtp = true;
   auto engine = LoadEngineOrReport(f.engine);
   if (!engine) return 1;
   if (f.kv_tokens > 0 && f.kv_tokens < engine->context()) {
@@ -217,7 +218,7 @@ CommandFn RegisterServe(CLI::App& cmd) {
   AddEngineOptions(cmd, f->engine);
   ServerOptions& so = f->server;
   f->spec.min_acceptance = 0.3f;  // the server drafts only while it pays
-  AddSpecOptions(cmd, f->spec, /*allow_mtp=*/false);
+  AddSpecOptions(cmd, f->spec, /*allow_mtp=*/true);
   cmd.add_option("--host", so.host, "address to listen on (default 127.0.0.1: this machine only)");
   cmd.add_option("--port", so.port, "TCP port (0: any free port, printed at start)")
       ->check(CLI::Range(0, 65535));

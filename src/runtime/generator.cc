@@ -75,8 +75,9 @@ Expected<Tensor> Generator::Prefill(Sequence& seq, std::span<const int32_t> toke
     seq.tokens.insert(seq.tokens.end(), chunk.begin(), chunk.end());
     fed_.assign(chunk.begin(), chunk.end());
     if (mtp && i + chunk.size() < tokens.size()) {  // the last chunk waits for its next token
-      RETURN_IF_ERROR(mtp_->Step(*seq.mtp_cache, first, tokens.subspan(i + 1, chunk.size()), 0,
-                                 draft_));
+      RETURN_IF_ERROR(mtp_->Step(*seq.mtp_cache, first,
+                                 model_.last_hidden().RowSlice(0, int64_t(chunk.size())),
+                                 tokens.subspan(i + 1, chunk.size()), 0, draft_));
     }
   }
   return logits;
@@ -86,7 +87,9 @@ Status Generator::SettleMtp(Sequence& seq, int64_t first, size_t row, int32_t ne
                             int64_t max_draft) {
   mtp_next_.assign(fed_.begin() + 1, fed_.begin() + int64_t(row) + 1);
   mtp_next_.push_back(next);
-  return mtp_->Step(*seq.mtp_cache, first, mtp_next_, max_draft, draft_);
+  return mtp_->Step(*seq.mtp_cache, first,
+                    model_.last_hidden().RowSlice(0, int64_t(mtp_next_.size())), mtp_next_,
+                    max_draft, draft_);
 }
 
 void Generator::Propose(const Sequence& seq, const SpeculativeOptions& spec, int64_t budget) {

@@ -8,14 +8,14 @@ MtpDrafter::MtpDrafter(Model& model) : model_(model) {
   logits_.resize(size_t(model.config().vocab_size));
 }
 
-Status MtpDrafter::Step(KvCache& cache, int64_t first, std::span<const int32_t> next,
-                        int64_t max_draft, std::vector<int32_t>& draft) {
+Status MtpDrafter::Step(KvCache& cache, int64_t first, const Tensor& hidden,
+                        std::span<const int32_t> next, int64_t max_draft,
+                        std::vector<int32_t>& draft) {
   draft.clear();
   if (cache.length() != first) {
     return Status::Error("MTP cache out of step: " + std::to_string(cache.length()) +
                          " rows, the trunk's step starts at " + std::to_string(first));
   }
-  const Tensor hidden = model_.last_hidden().RowSlice(0, int64_t(next.size()));
   ASSIGN_OR_RETURN(Tensor logits, model_.ForwardMtp(next, hidden, cache, /*all_logits=*/false));
   const int64_t settled = cache.length();
   for (int64_t i = 0; i < max_draft; ++i) {

@@ -19,12 +19,13 @@ class MtpDrafter {
  public:
   explicit MtpDrafter(Model& model);
 
-  // The trunk's last step left hidden states (Model::last_hidden()) whose rows
-  // [0, next.size()) stand at positions [first, first + next.size()), each
-  // followed by `next[i]`. Appends them to `cache` (which must hold exactly
-  // `first` rows), then drafts up to `max_draft` tokens into `draft`.
-  Status Step(KvCache& cache, int64_t first, std::span<const int32_t> next, int64_t max_draft,
-              std::vector<int32_t>& draft);
+  // `hidden`: the trunk's hidden states (rows of Model::last_hidden(), or a
+  // copy of them) at positions [first, first + next.size()), row i followed
+  // by `next[i]`. Appends them to `cache` (which must hold exactly `first`
+  // rows), then drafts up to `max_draft` tokens into `draft`. Overwrites
+  // Model::last_hidden().
+  Status Step(KvCache& cache, int64_t first, const Tensor& hidden, std::span<const int32_t> next,
+              int64_t max_draft, std::vector<int32_t>& draft);
 
  private:
   Model& model_;

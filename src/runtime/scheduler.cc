@@ -8,7 +8,9 @@
 #include <mutex>
 #include <thread>
 
+#include "models/workspace.h"
 #include "runtime/engine.h"
+#include "runtime/mtp_drafter.h"
 #include "runtime/ngram_drafter.h"
 #include "runtime/token_decoder.h"
 
@@ -49,6 +51,13 @@ struct Active {
   DraftGovernor governor;
   std::vector<int32_t> draft;    // this step's drafts
   std::vector<int32_t> fed;      // this step's decode tokens: the last one and the drafts
+  bool mtp() const { return spec.kind == SpecKind::kMtp; }
+  // --spec mtp: the MTP layer's own cache, as long as `cache` once a step's
+  // rows are settled (made at the first step), and the drafts it made then.
+  std::unique_ptr<KvCache> mtp_cache;
+  std::vector<int32_t> mtp_draft;
+  std::vector<int32_t> mtp_next;  // the token that follows each settled row
+  int64_t step_first = 0;         // position of this step's first row
   int64_t drafted = 0, accepted = 0;
   int64_t prefilled = 0;
   int64_t generated() const { return decoder.generated(); }
@@ -116,9 +125,12 @@ class Scheduler::Impl {
       return Status::Error("max_tokens must be at least 1", ErrorKind::kInvalidArgument, "",
                            "max_tokens");
     }
-    if (request.options.spec.kind == SpecKind::kMtp) {
-      return Status::Error("speculative decoding with mtp drafts is not served (use ngram)",
-                           ErrorKind::kInvalidArgument);
+    const SpecKind spec = request.options.spec.kind == SpecKind::kNone ? opt_.spec.kind
+                                                                         : request.options.spec.kind;
+    if (spec == SpecKind::kMtp && model_.mtp() == nullptr) {
+      return Status::Error("speculative decoding with mtp drafts needs the model's MTP layer "
+                           "(serve --spec mtp loads it)",
+                           ErrorKind::kInvalidArgument, "mtp_unavailable");
     }
     auto a = std::make_unique<Active>(std::move(request), nullptr, opt_.spec, &engine_.tokenizer());
     // Admission reserves the request's whole budget at once; one that needs
@@ -216,7 +228,10 @@ class Scheduler::Impl {
       Active& a = *waiting_.front();
       if (!a.handle->cancelled()) {
         auto cache = std::make_unique<KvCache>(pool_.get(), opt_.context);
-        if (opt_.prefix_cache) AdoptCachedPrefix(a, *cache);
+        // The MTP layer needs the trunk's hidden state at every prompt
+        // position, which cached blocks do not keep: MTP requests run their
+        // whole prompt (they still publish their blocks for others).
+        if (opt_.prefix_cache && !a.mtp()) AdoptCachedPrefix(a, *cache);
         if (!cache->Reserve(a.budget(opt_.context)).ok()) {
           a.hashes.clear();  // the cache's destructor drops the adopted blocks
           break;             // wait for blocks
@@ -276,6 +291,7 @@ class Scheduler::Impl {
   // what remains of the step's token budget, at most opt_.prefill_chunk,
   // shortest prompt first.
   void Step() {
+    if (!MakeMtpCaches()) return;
     steps_.clear();
     members_.clear();
     int64_t budget = model_.max_step_tokens();
@@ -285,6 +301,8 @@ class Scheduler::Impl {
       if (a->prompt_left() > 0 || budget == 0) continue;
       --decoding;
       Propose(*a, budget - 1 - std::max<int64_t>(decoding, 0));
+      if (a->spec.on_draft && !a->draft.empty()) a->spec.on_draft(a->history, a->draft);
+      a->step_first = a->cache->length();
       a->fed.assign(1, a->history.back());
       a->fed.insert(a->fed.end(), a->draft.begin(), a->draft.end());
       steps_.push_back({a->fed, a->cache.get(), /*all_logits=*/!a->draft.empty()});
@@ -305,8 +323,10 @@ class Scheduler::Impl {
     for (Active* a : prefilling_) {
       if (prefill == 0) break;
       const int64_t n = std::min(a->prompt_left(), prefill);
+      a->step_first = a->prefilled;
+      // The MTP layer reads the trunk's hidden state of every prompt row.
       steps_.push_back({std::span(a->request.prompt).subspan(size_t(a->prefilled), size_t(n)),
-                        a->cache.get(), false});
+                        a->cache.get(), /*all_logits=*/a->mtp()});
       members_.push_back(a);
       prefill -= n;
     }
@@ -320,6 +340,7 @@ class Scheduler::Impl {
       std::erase(running_, nullptr);
       return;
     }
+    const Tensor hidden = KeepHiddenForMtp(logits->dim(0));
     int64_t row = 0;  // of this member's first logits row
     for (size_t i = 0; i < members_.size(); ++i) {
       Active& a = *members_[i];
@@ -330,11 +351,19 @@ class Scheduler::Impl {
       if (was_prefill) {
         a.prefilled += int64_t(step.tokens.size());
         prompt_tokens_ += step.tokens.size();
-        if (a.prompt_left() > 0) continue;  // more prompt chunks to go
+        if (a.prompt_left() > 0) {  // more prompt chunks to go
+          if (a.mtp()) {
+            a.mtp_next.assign(a.request.prompt.begin() + a.step_first + 1,
+                              a.request.prompt.begin() + a.prefilled + 1);
+            SettleMtp(a, hidden, row - rows, 0);
+          }
+          continue;
+        }
       }
-      // Row r verifies draft r; the next row only after an accepted draft.
+      // A prompt's token comes from its last row. Row r of a decode step
+      // verifies draft r; the next row only after an accepted draft.
       int64_t accepted = 0;
-      for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t r = was_prefill ? rows - 1 : 0; r < rows; ++r) {
         model_.backend().ReadF32(logits->RowSlice(row - rows + r, 1), logits_);
         const int32_t draft = was_prefill || size_t(r) >= a.draft.size() ? -1 : a.draft[size_t(r)];
         const bool agreed = Sample(a, draft);
@@ -349,6 +378,19 @@ class Scheduler::Impl {
         drafted_tokens_ += a.draft.size();
         accepted_tokens_ += uint64_t(accepted);
         a.governor.Record(int64_t(a.draft.size()), accepted);
+      }
+      if (a.mtp() && !done_.count(&a) && !failed_.count(&a)) {
+        // Settled: the prompt's rows, or the fed token's and the accepted
+        // drafts' rows, each followed by the next token; the last by the
+        // token just sampled.
+        const int64_t settled = was_prefill ? rows : accepted + 1;
+        if (was_prefill) {
+          a.mtp_next.assign(a.request.prompt.begin() + a.step_first + 1, a.request.prompt.end());
+        } else {
+          a.mtp_next.assign(a.fed.begin() + 1, a.fed.begin() + settled);
+        }
+        a.mtp_next.push_back(a.history.back());
+        SettleMtp(a, hidden, row - rows, MtpDraftLength(a));
       }
     }
     // Published only now, after the rejected drafts' rows were dropped: a
@@ -369,6 +411,12 @@ class Scheduler::Impl {
   // its KV reservation (its prompt and token budget) and context.
   void Propose(Active& a, int64_t room) {
     a.draft.clear();
+    if (a.mtp()) {  // drafted when the last step settled (MtpDraftLength)
+      a.draft.assign(a.mtp_draft.begin(),
+                     a.mtp_draft.begin() + std::min<int64_t>(std::max<int64_t>(room, 0),
+                                                             int64_t(a.mtp_draft.size())));
+      return;
+    }
     if (a.spec.kind != SpecKind::kNgram && a.spec.kind != SpecKind::kCallback) return;
     const int64_t want = std::min({a.spec.max_draft, room,
                                    a.request.options.max_new_tokens - a.generated() - 1,
@@ -381,6 +429,65 @@ class Scheduler::Impl {
       a.spec.drafter(a.history, n, a.draft);
       if (int64_t(a.draft.size()) > n) a.draft.resize(size_t(n));
     }
+  }
+
+  // Drafts the MTP layer makes for the next step: as `Propose` limits them,
+  // but before the next step's room is known (that cuts them again).
+  int64_t MtpDraftLength(Active& a) {
+    const int64_t want = std::min({a.spec.max_draft, model_.max_step_tokens() - 1,
+                                   a.request.options.max_new_tokens - a.generated() - 1,
+                                   opt_.context - int64_t(a.history.size())});
+    return std::max<int64_t>(a.governor.Allowed(want), 0);
+  }
+
+  // Each MTP request's layer cache, made before its first step; a request
+  // whose cache cannot be made fails alone. False when nothing is left to run.
+  bool MakeMtpCaches() {
+    for (auto& a : running_) {
+      if (!a->mtp() || a->mtp_cache) continue;
+      auto cache = model_.NewMtpCache(opt_.context);
+      if (!cache.ok()) {
+        Fail(a, cache.status());
+        continue;
+      }
+      a->mtp_cache = std::move(*cache);
+      if (!mtp_) mtp_ = std::make_unique<MtpDrafter>(model_);
+    }
+    std::erase(running_, nullptr);
+    return !running_.empty();
+  }
+
+  // The trunk's hidden rows of this step, copied when an MTP request needs
+  // them: each MTP step overwrites Model::last_hidden().
+  Tensor KeepHiddenForMtp(int64_t rows) {
+    const bool any = std::any_of(members_.begin(), members_.end(),
+                                 [](const Active* a) { return a->mtp(); });
+    if (!any) return Tensor();
+    if (mtp_hidden_.bytes() == 0) {
+      const int64_t h = model_.config().hidden_size;
+      if (Status s = mtp_hidden_.Allocate(model_.backend(),
+                                          Workspace::Footprint(model_.max_step_tokens(), h));
+          !s.ok()) {
+        for (Active* a : members_) {
+          if (a->mtp()) failed_[a] = s;
+        }
+        return Tensor();
+      }
+    }
+    mtp_hidden_.Reset();
+    const Tensor copy = mtp_hidden_.Take(rows, model_.config().hidden_size);
+    model_.backend().Copy(model_.last_hidden(), copy);
+    return copy;
+  }
+
+  // Appends the settled rows (those of `hidden` from `first_row` on, each
+  // followed by its token in a.mtp_next) to the MTP cache and drafts up to
+  // `max_draft` tokens for the next step.
+  void SettleMtp(Active& a, const Tensor& hidden, int64_t first_row, int64_t max_draft) {
+    if (failed_.count(&a)) return;  // also when the hidden rows could not be kept
+    const Tensor rows = hidden.RowSlice(first_row, int64_t(a.mtp_next.size()));
+    Status s = mtp_->Step(*a.mtp_cache, a.step_first, rows, a.mtp_next, max_draft, a.mtp_draft);
+    if (!s.ok()) failed_[&a] = s;
   }
 
   // Samples one token from logits_ and hands it out; true when it is `draft`.
@@ -517,6 +624,9 @@ class Scheduler::Impl {
   std::map<Active*, StopReason> done_;
   std::map<Active*, Status> failed_;  // this step (non-finite logits, a constraint)
   std::vector<float> logits_, raw_logits_;
+  std::unique_ptr<MtpDrafter> mtp_;  // made for the first --spec mtp request
+  Workspace mtp_hidden_;             // the trunk's hidden rows of a step, for MTP
+
   std::vector<int32_t> order_;
   double log_sum_exp_ = 0;
   uint64_t prompt_tokens_ = 0, generated_tokens_ = 0;

@@ -24,6 +24,7 @@ struct Collected {
   std::vector<int32_t> tokens;
   std::string text;
   StopReason reason = StopReason::kMaxTokens;
+  GenerateStats stats;
   std::string error;
   std::promise<void> done;
 };
@@ -52,7 +53,7 @@ class SchedulerTest : public ::testing::TestWithParam<std::string> {
     r.on_event = [out](const RequestEvent& ev) {
       if (ev.kind == RequestEvent::Kind::kToken) out->tokens.push_back(ev.token);
       out->text += ev.text;
-      if (ev.kind == RequestEvent::Kind::kDone) out->reason = ev.reason;
+      if (ev.kind == RequestEvent::Kind::kDone) out->reason = ev.reason, out->stats = ev.stats;
       if (ev.kind == RequestEvent::Kind::kError) out->error = ev.error;
       if (ev.kind != RequestEvent::Kind::kToken) out->done.set_value();
     };
@@ -181,14 +182,16 @@ TEST_P(SchedulerTest, SpeculativeRequestsEqualLoneGeneration) {
   EXPECT_LT(st.accepted_tokens, st.drafted_tokens);
 }
 
-TEST_P(SchedulerTest, MtpDraftsAreRefused) {
+// These models are loaded without an MTP layer (SchedulerMtpTest has one).
+TEST_P(SchedulerTest, MtpDraftsNeedTheMtpLayer) {
   auto sched = std::move(Scheduler::Create(*engine_, SchedulerOptions{.context = 64})).value();
   Collected c;
   Request r = MakeRequest({5, 6, 7}, 4, &c);
   r.options.spec.kind = SpecKind::kMtp;
   auto h = sched->Submit(std::move(r));
   ASSERT_FALSE(h.ok());
-  EXPECT_NE(h.status().message().find("not served"), std::string::npos);
+  EXPECT_EQ(h.status().code(), "mtp_unavailable");
+  EXPECT_NE(h.status().message().find("MTP layer"), std::string::npos);
 }
 
 // The between-steps hook runs on the scheduler thread after each step's
@@ -356,6 +359,105 @@ TEST_P(SchedulerTest, RefusalsCarryAKindACodeAndAField) {
   EXPECT_EQ(late.status().kind(), ErrorKind::kUnavailable);
   EXPECT_EQ(late.status().code(), "shutting_down");
 }
+
+// MTP drafts inside continuous batching, on the goldens with an MTP layer:
+// MTP requests beside plain ones, long prompts in chunks (each chunk's rows go
+// into the MTP cache), and every request gets exactly a lone plain
+// generation's tokens; each MTP request drafts and accepts exactly as a lone
+// Generator with MTP does: the same drafts after the same contexts (on
+// random weights nearly all are rejected, so the rollbacks are exercised;
+// equal drafts mean the MTP cache followed every chunk and every rollback),
+// and every block comes back.
+class SchedulerMtpTest : public SchedulerTest {
+ protected:
+  void SetUp() override {
+    EngineOptions o;
+    o.model_path = std::string(ANYMOE_GOLDEN_DIR) + "/" + GetParam();
+    o.threads = 2;
+    o.max_step_tokens = 64;
+    o.load_mtp = true;
+    auto e = Engine::Load(o);
+    ASSERT_TRUE(e.ok()) << e.status().message();
+    engine_ = std::move(e).value();
+  }
+
+  // Each step's drafts after the context length they follow.
+  using Drafts = std::vector<std::pair<size_t, std::vector<int32_t>>>;
+  static void RecordDrafts(SpeculativeOptions& spec, Drafts* out) {
+    spec.on_draft = [out](std::span<const int32_t> context, std::span<const int32_t> draft) {
+      out->push_back({context.size(), std::vector<int32_t>(draft.begin(), draft.end())});
+    };
+  }
+
+  GenerateResult AloneWithMtp(const std::vector<int32_t>& prompt, int64_t n, Drafts* drafts) {
+    Generator gen(engine_->model(), &engine_->tokenizer());
+    auto seq = std::move(gen.NewSequence(256)).value();
+    GenerateOptions o = Greedy(n);
+    o.spec.kind = SpecKind::kMtp;
+    o.spec.max_draft = 3;
+    RecordDrafts(o.spec, drafts);
+    return *gen.Generate(seq, prompt, o, nullptr);
+  }
+};
+
+TEST_P(SchedulerMtpTest, MtpRequestsEqualLoneGenerationAndDraftAlike) {
+  std::vector<std::vector<int32_t>> prompts;
+  for (int i = 0; i < 6; ++i) {
+    std::vector<int32_t> p = Prompt(i);
+    if (i % 3 == 0) {  // long prompts: several chunks
+      for (int j = 0; j < 40; ++j) p.push_back(3 + (i * 13 + j * 7) % 500);
+    }
+    prompts.push_back(p);
+  }
+  std::vector<std::vector<int32_t>> expected;
+  std::vector<GenerateResult> lone_mtp;
+  std::vector<Drafts> lone_drafts(prompts.size()), served_drafts(prompts.size());
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    expected.push_back(Alone(prompts[i], 14));
+    if (i % 2 == 0) lone_mtp.push_back(AloneWithMtp(prompts[i], 14, &lone_drafts[i]));
+  }
+  SchedulerOptions so{.max_parallel = 6, .context = 256, .prefill_chunk = 7};
+  so.spec.kind = SpecKind::kMtp;  // for requests that name no drafter
+  so.spec.max_draft = 3;
+  auto sched = std::move(Scheduler::Create(*engine_, so)).value();
+  std::vector<std::unique_ptr<Collected>> results;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    results.push_back(std::make_unique<Collected>());
+    Request r = MakeRequest(prompts[i], 14, results.back().get());
+    if (i % 2 == 1) {
+      r.options.spec.kind = SpecKind::kNgram;  // MTP beside other drafters
+    } else {
+      r.options.spec = so.spec;
+      RecordDrafts(r.options.spec, &served_drafts[i]);
+    }
+    ASSERT_TRUE(sched->Submit(std::move(r)).ok());
+  }
+  int64_t drafted = 0;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    ASSERT_EQ(results[i]->done.get_future().wait_for(60s), std::future_status::ready);
+    ASSERT_EQ(results[i]->error, "");
+    EXPECT_EQ(results[i]->tokens, expected[i]) << "request " << i;
+    if (i % 2 == 0) {
+      const GenerateStats& lone = lone_mtp[i / 2].stats;
+      EXPECT_EQ(lone_mtp[i / 2].tokens, expected[i]) << "request " << i;
+      EXPECT_EQ(results[i]->stats.drafted_tokens, lone.drafted_tokens) << "request " << i;
+      EXPECT_EQ(results[i]->stats.accepted_tokens, lone.accepted_tokens) << "request " << i;
+      EXPECT_EQ(served_drafts[i], lone_drafts[i]) << "request " << i;
+      drafted += results[i]->stats.drafted_tokens;
+    }
+  }
+  EXPECT_GT(drafted, 0);
+  EXPECT_EQ(BlocksUsedOnceIdle(*sched), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(MtpModels, SchedulerMtpTest,
+                         ::testing::Values("fp8/glm_moe_dsa", "fp8/deepseek_v3",
+                                           "mtp/glm_moe_dsa_mtp.gguf"),
+                         [](const auto& info) {
+                           std::string n = info.param;
+                           for (char& ch : n) ch = std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
+                           return n;
+                         });
 
 INSTANTIATE_TEST_SUITE_P(Models, SchedulerTest,
                          ::testing::Values("llama_tiny", "moe/glm_moe_dsa"),

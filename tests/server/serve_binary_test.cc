@@ -198,6 +198,49 @@ TEST_F(ServeBinary, GreedyOutputEqualsAnymoeRun) {
   for (auto& f : others) EXPECT_TRUE(f.get().done);
 }
 
+// serve --spec mtp loads the model's MTP layer and drafts with it: the
+// replies are `anymoe run --temp 0`'s, also while other requests run, and the
+// drafts are counted on /metrics.
+TEST_F(ServeBinary, MtpSpeculationKeepsAnymoeRunsOutput) {
+  const std::string model = GoldenPath("mtp/glm_moe_dsa_mtp.gguf");
+  const std::string prompt = "Hello, my name is";
+  Process run({ANYMOE_BINARY, "run", "-m", model, "-p", prompt, "--temp", "0", "-n", "24", "-t",
+               "1", "--ignore-eos"},
+              Path("run.out"), Path("run.err"));
+  ASSERT_EQ(run.Wait(std::chrono::seconds(20)), 0) << run.err();
+  std::string printed = run.out();
+  ASSERT_FALSE(printed.empty());
+  printed.pop_back();  // run ends its text with a newline
+  const std::string expected = json::parse(DumpJson(json(printed))).get<std::string>();
+
+  StartServe({"--spec", "mtp", "--draft", "2", "--draft-min-accept", "0", "--parallel", "4"},
+             model);
+  EXPECT_NE(serve_->err().find("MTP layer"), std::string::npos) << serve_->err();
+  const json request = {
+      {"prompt", prompt}, {"max_tokens", 24}, {"temperature", 0}, {"ignore_eos", true}};
+  std::vector<std::future<StreamResult>> others;
+  for (int i = 0; i < 3; ++i) {
+    others.push_back(std::async(std::launch::async, [this, i] {
+      return StreamFrom({{"prompt", "another prompt " + std::to_string(i)},
+                         {"max_tokens", 30},
+                         {"temperature", 0.8},
+                         {"seed", i},
+                         {"ignore_eos", true}});
+    }));
+  }
+  EXPECT_EQ(StreamFrom(request).text, expected);
+  for (auto& f : others) EXPECT_TRUE(f.get().done);
+  // The scheduler publishes its counters after the step: they may trail the reply.
+  std::string metrics;
+  EXPECT_TRUE(Eventually([&] {
+    auto res = Http()->Get("/metrics");
+    metrics = res ? res->body : "";
+    std::smatch m;
+    return std::regex_search(metrics, m, std::regex("anymoe_spec_draft_tokens_total ([0-9]+)")) &&
+           std::stoll(m[1]) > 0;
+  })) << metrics;
+}
+
 TEST_F(ServeBinary, SigtermDrainsRunningStreamsAndExitsZero) {
   StartServe({"--debug-token-delay-ms", "10", "--shutdown-timeout", "10"});
   std::vector<std::future<StreamResult>> streams;
