@@ -13,6 +13,23 @@
 #define DT_Q8_0 3
 #define DT_Q4_0 4
 #define DT_Q4_1 5
+#define DT_Q4_K 6
+#define DT_Q5_K 7
+#define DT_Q6_K 8
+#define DT_Q2_K 10
+#define DT_Q3_K 11
+#define DT_Q5_0 12
+#define DT_Q5_1 13
+#define DT_IQ2_XXS 16
+#define DT_IQ4_XS 21
+#define DT_IQ4_NL 22
+
+// Codebook rows of the i-quants (iq_grids.cl, generated).
+ulong grid_row_iq2xxs(uint i);
+
+// The 16 levels of IQ4_NL / IQ4_XS (core/iquant_blocks.cc).
+constant char kIq4Levels[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                1,    13,   25,  38,  53,  69,  89,  113};
 
 float half_at(global const uchar* p) { return vload_half(0, (global const half*)p); }
 
@@ -21,9 +38,135 @@ float bf16_at(global const uchar* p) {
   return as_float(bits << 16);
 }
 
+uint u32_at(global const uchar* p) {
+  return (uint)p[0] | ((uint)p[1] << 8) | ((uint)p[2] << 16) | ((uint)p[3] << 24);
+}
+
+// Value i of a q5_0 / q5_1 block: nibble i % 16 of qs (low for i < 16), fifth
+// bit i of the word qh.
+int q5_value(global const uchar* qs, uint qh, int i) {
+  const int nibble = i < 16 ? qs[i] & 15 : qs[i - 16] >> 4;
+  return nibble | (int)((qh >> i) & 1) << 4;
+}
+
+// Scale and min of sub-block j (of 8) from the 12 packed bytes of q4_k / q5_k.
+void k_scale_min(global const uchar* s, int j, int* sc, int* m) {
+  if (j < 4) {
+    *sc = s[j] & 63;
+    *m = s[j + 4] & 63;
+  } else {
+    *sc = (s[j + 4] & 15) | ((s[j - 4] >> 2) & 48);
+    *m = (s[j + 4] >> 4) | ((s[j] >> 2) & 48);
+  }
+}
+
+// Element e (of 256) of a super-block of the k-quants and 256-element
+// i-quants, with the CPU dequantisers' operations in their order
+// (core/quant_blocks.cc, core/iquant_blocks.cc), so values match bit for bit.
+float super_block_at(global const uchar* b, int dtype, int e) {
+  switch (dtype) {
+    case DT_Q2_K: {
+      const int h = e / 128, s = (e % 128) / 32, l = e % 32;
+      const float dl = half_at(b + 80) * (float)(b[e / 16] & 15);
+      const float ml = half_at(b + 82) * (float)(b[e / 16] >> 4);
+      return dl * (float)((b[16 + 32 * h + l] >> (2 * s)) & 3) - ml;
+    }
+    case DT_Q3_K: {
+      global const uchar* sc = b + 96;
+      const int j = e / 16;
+      const int low = j < 8 ? sc[j] & 15 : sc[j - 8] >> 4;
+      const int high = (sc[8 + j % 4] >> (2 * (j / 4))) & 3;
+      const float dl = half_at(b + 108) * (float)((char)(low | high << 4) - 32);
+      const int h = e / 128, s = (e % 128) / 32, l = e % 32;
+      const int q2 = (b[32 + 32 * h + l] >> (2 * s)) & 3;
+      const int hbit = (b[e % 32] >> (e / 32)) & 1;
+      return dl * (float)(q2 - ((hbit ^ 1) << 2));
+    }
+    case DT_Q4_K:
+    case DT_Q5_K: {
+      const int j = e / 32, l = e % 32;
+      int sc, m;
+      k_scale_min(b + 4, j, &sc, &m);
+      const float dl = half_at(b) * (float)sc;
+      const float ml = half_at(b + 2) * (float)m;
+      global const uchar* qs = b + (dtype == DT_Q4_K ? 16 : 48);
+      int v = (qs[32 * (j / 2) + l] >> (4 * (j % 2))) & 15;
+      if (dtype == DT_Q5_K) v |= ((b[16 + l] >> j) & 1) << 4;
+      return dl * (float)v - ml;
+    }
+    case DT_Q6_K: {
+      const int hb = e / 128, in_half = e % 128;
+      const int lo = (b[64 * hb + in_half % 64] >> (4 * (in_half / 64))) & 15;
+      const int hi = (b[128 + 32 * hb + in_half % 32] >> (2 * (in_half / 32))) & 3;
+      const float dl = half_at(b + 208) * (float)((char)b[192 + e / 16]);
+      return dl * (float)((lo | (hi << 4)) - 32);
+    }
+    case DT_IQ4_XS: {
+      const int ib = e / 32, i = e % 32;
+      const uint scales_h = (uint)b[2] | ((uint)b[3] << 8);
+      const int ls = ((b[4 + ib / 2] >> (4 * (ib % 2))) & 15) | ((scales_h >> (2 * ib)) & 3) << 4;
+      const float dl = half_at(b) * (float)(ls - 32);
+      global const uchar* qs = b + 8 + 16 * ib;
+      return dl * (float)kIq4Levels[i < 16 ? qs[i] & 15 : qs[i - 16] >> 4];
+    }
+    case DT_IQ2_XXS: {
+      global const uchar* q = b + 2 + 8 * (e / 32);
+      const uint aux = u32_at(q + 4);
+      const float db = half_at(b) * (0.5f + (float)(aux >> 28)) * 0.25f;
+      const int l = (e % 32) / 8, jj = e % 8;
+      const uint pattern = (aux >> (7 * l)) & 127;
+      const uint signs = pattern | (popcount(pattern) & 1) << 7;
+      const float v = db * (float)((grid_row_iq2xxs(q[l]) >> (8 * jj)) & 255);
+      return (signs >> jj) & 1 ? -v : v;
+    }
+  }
+  return NAN;
+}
+
+// Bytes of one block of a quantised dtype (of 32 or 256 elements).
+int block_bytes(int dtype) {
+  switch (dtype) {
+    case DT_Q8_0: return 34;
+    case DT_Q4_0: return 18;
+    case DT_Q4_1: return 20;
+    case DT_Q5_0: return 22;
+    case DT_Q5_1: return 24;
+    case DT_IQ4_NL: return 18;
+    case DT_Q2_K: return 84;
+    case DT_Q3_K: return 110;
+    case DT_Q4_K: return 144;
+    case DT_Q5_K: return 176;
+    case DT_Q6_K: return 210;
+    case DT_IQ2_XXS: return 66;
+    case DT_IQ4_XS: return 136;
+  }
+  return 0;
+}
+
 // Element j of a weight row of the given dtype.
 float weight_at(global const uchar* row, int dtype, int j) {
   switch (dtype) {
+    case DT_Q2_K:
+    case DT_Q3_K:
+    case DT_Q4_K:
+    case DT_Q5_K:
+    case DT_Q6_K:
+    case DT_IQ2_XXS:
+    case DT_IQ4_XS:
+      return super_block_at(row + block_bytes(dtype) * (j / 256), dtype, j % 256);
+    case DT_Q5_0: {
+      global const uchar* b = row + 22 * (j / 32);
+      return half_at(b) * (float)(q5_value(b + 6, u32_at(b + 2), j % 32) - 16);
+    }
+    case DT_Q5_1: {
+      global const uchar* b = row + 24 * (j / 32);
+      return half_at(b) * (float)q5_value(b + 8, u32_at(b + 4), j % 32) + half_at(b + 2);
+    }
+    case DT_IQ4_NL: {
+      global const uchar* b = row + 18 * (j / 32);
+      const int i = j % 32;
+      return half_at(b) * (float)kIq4Levels[i < 16 ? b[2 + i] & 15 : b[2 + i - 16] >> 4];
+    }
     case DT_F32: return *(global const float*)(row + 4 * j);
     case DT_F16: return half_at(row + 2 * j);
     case DT_BF16: return bf16_at(row + 2 * j);
