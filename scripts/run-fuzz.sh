@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 build=$1 seconds=$2
 shift 2
 targets=("$@")
-[[ ${#targets[@]} -gt 0 ]] || targets=(gguf safetensors hf_config tokenizer tokenizer_json chat_template request)
+[[ ${#targets[@]} -gt 0 ]] || targets=(gguf safetensors hf_config tokenizer tokenizer_json chat_template request jinja)
 jobs=${FUZZ_JOBS:-1}
 mkdir -p "$build/artifacts" "$build/logs"
 
@@ -22,11 +22,14 @@ run_one() {
   mkdir -p "$build/corpus/$t"
   # Limits from reliability.md A1: allocations over 256 MiB, RSS over 2 GiB and
   # inputs over 1 s of CPU time (CpuBudget) are all failures.
-  if "$build/fuzz_$t" "$build/corpus/$t" "tests/fuzz/corpus/$t" \
+  # /usr/bin/time: the CPU time each target really got (on a shared machine
+  # it is less than the wall time libFuzzer counts).
+  if /usr/bin/time -o "$build/logs/$t.time" -f '%e s wall, %U s user + %S s sys CPU, %M KiB peak RSS' \
+      "$build/fuzz_$t" "$build/corpus/$t" "tests/fuzz/corpus/$t" \
       -max_total_time="$seconds" -rss_limit_mb=2048 -malloc_limit_mb=256 -timeout=30 \
       -max_len=65536 -print_final_stats=1 -artifact_prefix="$build/artifacts/$t-" \
       >"$build/logs/$t.log" 2>&1; then
-    echo "fuzz $t: $(grep -E '^stat::number_of_executed_units' "$build/logs/$t.log" | awk '{print $2}') runs in ${seconds} s, no crash; $(grep -E '^#[0-9]+.*(DONE|pulse)' "$build/logs/$t.log" | tail -1)"
+    echo "fuzz $t: $(grep -E '^stat::number_of_executed_units' "$build/logs/$t.log" | awk '{print $2}') runs in ${seconds} s ($(cat "$build/logs/$t.time")), no crash; $(grep -E '^#[0-9]+.*(DONE|pulse)' "$build/logs/$t.log" | tail -1)"
   else
     echo "fuzz $t: FAILED, see $build/logs/$t.log and $build/artifacts/"
     tail -n 30 "$build/logs/$t.log"
