@@ -62,8 +62,27 @@ int I(int64_t v) {
 
 // The weight dtypes the kernels decode (kernels/common.cuh).
 bool RunsWeightType(DType d) {
-  return d == DType::kF32 || d == DType::kF16 || d == DType::kBF16 || d == DType::kQ8_0 ||
-         d == DType::kQ4_0 || d == DType::kQ4_1;
+  switch (d) {
+    case DType::kF32:
+    case DType::kF16:
+    case DType::kBF16:
+    case DType::kQ8_0:
+    case DType::kQ4_0:
+    case DType::kQ4_1:
+    case DType::kQ5_0:
+    case DType::kQ5_1:
+    case DType::kIQ4_NL:
+    case DType::kQ2_K:
+    case DType::kQ3_K:
+    case DType::kQ4_K:
+    case DType::kQ5_K:
+    case DType::kQ6_K:
+    case DType::kIQ2_XXS:
+    case DType::kIQ4_XS:
+      return true;
+    default:
+      return false;
+  }
 }
 
 class CudaBackend final : public device::DeviceBackend {

@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/kernels/iq_grids.cuh"
 #include "backends/cuda/kernels/kernels.h"
 
 namespace anymoe::cuda::kernels {
@@ -29,9 +30,128 @@ __device__ __forceinline__ int BlockBytes(int dtype) {
   return dtype == kQ8_0 ? 34 : (dtype == kQ4_0 ? 18 : 20);
 }
 
+// The 16 levels of IQ4_NL / IQ4_XS (core/iquant_blocks.cc).
+__constant__ const int8_t kIq4Levels[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                            1,    13,   25,  38,  53,  69,  89,  113};
+
+__device__ __forceinline__ uint32_t U32At(const uint8_t* p) {  // any alignment
+  return uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16 | uint32_t(p[3]) << 24;
+}
+
+__device__ __forceinline__ float HalfAtU(const uint8_t* p) {
+  return HalfAt(reinterpret_cast<const char*>(p));
+}
+
+// Value i of a q5_0 / q5_1 block: nibble i % 16 of qs, fifth bit i of qh.
+__device__ __forceinline__ int Q5Value(const uint8_t* qs, uint32_t qh, int i) {
+  const int nibble = i < 16 ? qs[i] & 15 : qs[i - 16] >> 4;
+  return nibble | int((qh >> i) & 1) << 4;
+}
+
+// Element e (of 256) of a k-quant / 256-element i-quant super-block, with the
+// CPU dequantisers' operations in their order (core/quant_blocks.cc,
+// core/iquant_blocks.cc; the OpenCL kernels' super_block_at is the same).
+__device__ __forceinline__ float SuperBlockAt(const uint8_t* b, int dtype, int e) {
+  switch (dtype) {
+    case kQ2_K: {
+      const int h = e / 128, s = (e % 128) / 32, l = e % 32;
+      const float dl = __fmul_rn(HalfAtU(b + 80), float(b[e / 16] & 15));
+      const float ml = __fmul_rn(HalfAtU(b + 82), float(b[e / 16] >> 4));
+      return __fsub_rn(__fmul_rn(dl, float((b[16 + 32 * h + l] >> (2 * s)) & 3)), ml);
+    }
+    case kQ3_K: {
+      const uint8_t* sc = b + 96;
+      const int j = e / 16;
+      const int low = j < 8 ? sc[j] & 15 : sc[j - 8] >> 4;
+      const int high = (sc[8 + j % 4] >> (2 * (j / 4))) & 3;
+      const float dl = __fmul_rn(HalfAtU(b + 108), float(int(int8_t(low | high << 4)) - 32));
+      const int h = e / 128, s = (e % 128) / 32, l = e % 32;
+      const int q2 = (b[32 + 32 * h + l] >> (2 * s)) & 3;
+      const int hbit = (b[e % 32] >> (e / 32)) & 1;
+      return __fmul_rn(dl, float(q2 - ((hbit ^ 1) << 2)));
+    }
+    case kQ4_K:
+    case kQ5_K: {
+      const int j = e / 32, l = e % 32;
+      const uint8_t* s = b + 4;
+      const int sc = j < 4 ? s[j] & 63 : (s[j + 4] & 15) | ((s[j - 4] >> 2) & 48);
+      const int m = j < 4 ? s[j + 4] & 63 : (s[j + 4] >> 4) | ((s[j] >> 2) & 48);
+      const float dl = __fmul_rn(HalfAtU(b), float(sc));
+      const float ml = __fmul_rn(HalfAtU(b + 2), float(m));
+      const uint8_t* qs = b + (dtype == kQ4_K ? 16 : 48);
+      int v = (qs[32 * (j / 2) + l] >> (4 * (j % 2))) & 15;
+      if (dtype == kQ5_K) v |= ((b[16 + l] >> j) & 1) << 4;
+      return __fsub_rn(__fmul_rn(dl, float(v)), ml);
+    }
+    case kQ6_K: {
+      const int hb = e / 128, in_half = e % 128;
+      const int lo = (b[64 * hb + in_half % 64] >> (4 * (in_half / 64))) & 15;
+      const int hi = (b[128 + 32 * hb + in_half % 32] >> (2 * (in_half / 32))) & 3;
+      const float dl = __fmul_rn(HalfAtU(b + 208), float(int8_t(b[192 + e / 16])));
+      return __fmul_rn(dl, float((lo | (hi << 4)) - 32));
+    }
+    case kIQ4_XS: {
+      const int ib = e / 32, i = e % 32;
+      const uint32_t scales_h = uint32_t(b[2]) | uint32_t(b[3]) << 8;
+      const int ls = ((b[4 + ib / 2] >> (4 * (ib % 2))) & 15) | ((scales_h >> (2 * ib)) & 3) << 4;
+      const float dl = __fmul_rn(HalfAtU(b), float(ls - 32));
+      const uint8_t* qs = b + 8 + 16 * ib;
+      return __fmul_rn(dl, float(kIq4Levels[i < 16 ? qs[i] & 15 : qs[i - 16] >> 4]));
+    }
+    case kIQ2_XXS: {
+      const uint8_t* q = b + 2 + 8 * (e / 32);
+      const uint32_t aux = U32At(q + 4);
+      const float db = __fmul_rn(__fmul_rn(HalfAtU(b), __fadd_rn(0.5f, float(aux >> 28))), 0.25f);
+      const int l = (e % 32) / 8, jj = e % 8;
+      const uint32_t pattern = (aux >> (7 * l)) & 127;
+      const uint32_t signs = pattern | uint32_t(__popc(pattern) & 1) << 7;
+      const float v = __fmul_rn(db, float((kIq2xxsGrid[q[l]] >> (8 * jj)) & 255));
+      return (signs >> jj) & 1 ? -v : v;
+    }
+  }
+  return __int_as_float(0x7fc00000);
+}
+
+// Bytes of one super-block (256 weights) of the types SuperBlockAt decodes.
+__device__ __forceinline__ int SuperBlockBytes(int dtype) {
+  switch (dtype) {
+    case kQ2_K: return 84;
+    case kQ3_K: return 110;
+    case kQ4_K: return 144;
+    case kQ5_K: return 176;
+    case kQ6_K: return 210;
+    case kIQ2_XXS: return 66;
+    case kIQ4_XS: return 136;
+  }
+  return 0;
+}
+
 // Element j of a weight row of the given dtype.
 __device__ __forceinline__ float WeightAt(const char* row, int dtype, int j) {
+  const uint8_t* u = reinterpret_cast<const uint8_t*>(row);
   switch (dtype) {
+    case kQ2_K:
+    case kQ3_K:
+    case kQ4_K:
+    case kQ5_K:
+    case kQ6_K:
+    case kIQ2_XXS:
+    case kIQ4_XS:
+      return SuperBlockAt(u + SuperBlockBytes(dtype) * (j / 256), dtype, j % 256);
+    case kQ5_0: {
+      const uint8_t* b = u + 22 * (j / 32);
+      return __fmul_rn(HalfAtU(b), float(Q5Value(b + 6, U32At(b + 2), j % 32) - 16));
+    }
+    case kQ5_1: {
+      const uint8_t* b = u + 24 * (j / 32);
+      return __fadd_rn(__fmul_rn(HalfAtU(b), float(Q5Value(b + 8, U32At(b + 4), j % 32))),
+                       HalfAtU(b + 2));
+    }
+    case kIQ4_NL: {
+      const uint8_t* b = u + 18 * (j / 32);
+      const int i = j % 32;
+      return __fmul_rn(HalfAtU(b), float(kIq4Levels[i < 16 ? b[2 + i] & 15 : b[2 + i - 16] >> 4]));
+    }
     case kF32: return reinterpret_cast<const float*>(row)[j];
     case kF16: return HalfAt(row + 2 * j);
     case kBF16: return Bf16At(row + 2 * j);

@@ -27,7 +27,10 @@ void CheckLaunch(const Stream& s, const char* kernel);
 
 // Weight element types the kernels decode: the values of anymoe::DType
 // (core/dtype.h; checked by static_assert in cuda_backend.cc).
-enum WeightType : int { kF32 = 0, kF16 = 1, kBF16 = 2, kQ8_0 = 3, kQ4_0 = 4, kQ4_1 = 5 };
+enum WeightType : int {
+  kF32 = 0, kF16 = 1, kBF16 = 2, kQ8_0 = 3, kQ4_0 = 4, kQ4_1 = 5, kQ4_K = 6, kQ5_K = 7, kQ6_K = 8,
+  kQ2_K = 10, kQ3_K = 11, kQ5_0 = 12, kQ5_1 = 13, kIQ2_XXS = 16, kIQ4_XS = 21, kIQ4_NL = 22
+};
 
 // Token rows one matvec block keeps in registers (each weight row read once per group).
 inline constexpr int kMatvecTokens = 8;
