@@ -6,7 +6,8 @@
 # and over-limit mallocs are written to BUILD_DIR/artifacts/ and fail the run.
 # A timeout is an input over 1 s of CPU time, checked by each target
 # (CpuBudget in tests/fuzz/fuzz_input.h); -timeout (wall clock) only catches
-# hangs, since a shared machine can stall any input for seconds.
+# hangs (FUZZ_HANG_SECONDS, default 300), since a shared machine can stall any
+# input for a long time (under SCHED_IDLE next to builds, 30 s was not enough).
 # FUZZ_JOBS=N runs N targets at once (default 1).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,7 +27,7 @@ run_one() {
   # it is less than the wall time libFuzzer counts).
   if /usr/bin/time -o "$build/logs/$t.time" -f '%e s wall, %U s user + %S s sys CPU, %M KiB peak RSS' \
       "$build/fuzz_$t" "$build/corpus/$t" "tests/fuzz/corpus/$t" \
-      -max_total_time="$seconds" -rss_limit_mb=2048 -malloc_limit_mb=256 -timeout=30 \
+      -max_total_time="$seconds" -rss_limit_mb=2048 -malloc_limit_mb=256 -timeout="${FUZZ_HANG_SECONDS:-300}" \
       -max_len=65536 -print_final_stats=1 -artifact_prefix="$build/artifacts/$t-" \
       >"$build/logs/$t.log" 2>&1; then
     echo "fuzz $t: $(grep -E '^stat::number_of_executed_units' "$build/logs/$t.log" | awk '{print $2}') runs in ${seconds} s ($(cat "$build/logs/$t.time")), no crash; $(grep -E '^#[0-9]+.*(DONE|pulse)' "$build/logs/$t.log" | tail -1)"
