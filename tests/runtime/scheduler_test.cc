@@ -31,12 +31,17 @@ struct Collected {
 
 class SchedulerTest : public ::testing::TestWithParam<std::string> {
  protected:
-  void SetUp() override {
+  void SetUp() override { Load(/*mtp=*/false); }
+
+  void Load(bool mtp) {
     EngineOptions o;
     o.model_path = std::string(ANYMOE_GOLDEN_DIR) + "/" + GetParam();
     o.threads = 2;
     o.max_step_tokens = 64;
-    engine_ = std::move(Engine::Load(o)).value();
+    o.load_mtp = mtp;
+    auto e = Engine::Load(o);
+    ASSERT_TRUE(e.ok()) << e.status().message();
+    engine_ = std::move(e).value();
   }
 
   static GenerateOptions Greedy(int64_t n) {
@@ -370,16 +375,7 @@ TEST_P(SchedulerTest, RefusalsCarryAKindACodeAndAField) {
 // and every block comes back.
 class SchedulerMtpTest : public SchedulerTest {
  protected:
-  void SetUp() override {
-    EngineOptions o;
-    o.model_path = std::string(ANYMOE_GOLDEN_DIR) + "/" + GetParam();
-    o.threads = 2;
-    o.max_step_tokens = 64;
-    o.load_mtp = true;
-    auto e = Engine::Load(o);
-    ASSERT_TRUE(e.ok()) << e.status().message();
-    engine_ = std::move(e).value();
-  }
+  void SetUp() override { Load(/*mtp=*/true); }
 
   // Each step's drafts after the context length they follow.
   using Drafts = std::vector<std::pair<size_t, std::vector<int32_t>>>;

@@ -60,31 +60,6 @@ int I(int64_t v) {
   return int(v);
 }
 
-// The weight dtypes the kernels decode (kernels/common.cuh).
-bool RunsWeightType(DType d) {
-  switch (d) {
-    case DType::kF32:
-    case DType::kF16:
-    case DType::kBF16:
-    case DType::kQ8_0:
-    case DType::kQ4_0:
-    case DType::kQ4_1:
-    case DType::kQ5_0:
-    case DType::kQ5_1:
-    case DType::kIQ4_NL:
-    case DType::kQ2_K:
-    case DType::kQ3_K:
-    case DType::kQ4_K:
-    case DType::kQ5_K:
-    case DType::kQ6_K:
-    case DType::kIQ2_XXS:
-    case DType::kIQ4_XS:
-      return true;
-    default:
-      return false;
-  }
-}
-
 class CudaBackend final : public device::DeviceBackend {
  public:
   CudaBackend(std::unique_ptr<CudaDevice> dev, const BackendOptions& options)
@@ -93,7 +68,7 @@ class CudaBackend final : public device::DeviceBackend {
 
  private:
   kernels::Stream stream() const { return kernels::Stream{dev_.compute(), &dev_}; }
-  bool RunsWeight(DType dtype) const override { return RunsWeightType(dtype); }
+  bool RunsWeight(DType dtype) const override { return device::KernelsDecodeWeight(dtype); }
 
   uint64_t ExpertLocation(const Tensor& w) const override {
     return reinterpret_cast<uint64_t>(At<const char>(w));
@@ -229,7 +204,7 @@ class CudaBackend final : public device::DeviceBackend {
 
 // Called by the plugin's entry point (generated, backends/backend_plugin.h).
 BackendEntry CudaBackendEntry() {
-  return device::DeviceBackendEntry<CudaDevice, CudaBackend, RunsWeightType>("cuda");
+  return device::DeviceBackendEntry<CudaDevice, CudaBackend, device::KernelsDecodeWeight>("cuda");
 }
 
 }  // namespace anymoe::cuda

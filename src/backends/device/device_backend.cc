@@ -35,6 +35,30 @@ bool DeviceSupports(Op op, DType dtype, bool runs_weight) {
   }
 }
 
+bool KernelsDecodeWeight(DType d) {
+  switch (d) {
+    case DType::kF32:
+    case DType::kF16:
+    case DType::kBF16:
+    case DType::kQ8_0:
+    case DType::kQ4_0:
+    case DType::kQ4_1:
+    case DType::kQ5_0:
+    case DType::kQ5_1:
+    case DType::kIQ4_NL:
+    case DType::kQ2_K:
+    case DType::kQ3_K:
+    case DType::kQ4_K:
+    case DType::kQ5_K:
+    case DType::kQ6_K:
+    case DType::kIQ2_XXS:
+    case DType::kIQ4_XS:
+      return true;
+    default:
+      return false;
+  }
+}
+
 DeviceBackend::DeviceBackend(std::unique_ptr<DeviceRuntime> rt, DeviceTraits traits,
                              const BackendOptions& options)
     : rt_(std::move(rt)),

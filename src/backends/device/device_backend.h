@@ -51,6 +51,11 @@ struct DeviceTraits {
 // what a backend's registry entry answers without a device.
 bool DeviceSupports(Op op, DType dtype, bool runs_weight);
 
+// The weight dtypes the OpenCL and CUDA kernels decode themselves (OpenCL's
+// kernels/common.cl, CUDA's kernels/common.cuh decode the same list with the
+// CPU dequantisers' operations); the others take the CPU fallback.
+bool KernelsDecodeWeight(DType dtype);
+
 class DeviceBackend : public Backend {
  public:
   ~DeviceBackend() override;

@@ -12,31 +12,6 @@
 namespace anymoe::opencl {
 namespace {
 
-// The weight dtypes the kernels decode (kernels/common.cl).
-bool RunsWeightType(DType d) {
-  switch (d) {
-    case DType::kF32:
-    case DType::kF16:
-    case DType::kBF16:
-    case DType::kQ8_0:
-    case DType::kQ4_0:
-    case DType::kQ4_1:
-    case DType::kQ5_0:
-    case DType::kQ5_1:
-    case DType::kIQ4_NL:
-    case DType::kQ2_K:
-    case DType::kQ3_K:
-    case DType::kQ4_K:
-    case DType::kQ5_K:
-    case DType::kQ6_K:
-    case DType::kIQ2_XXS:
-    case DType::kIQ4_XS:
-      return true;
-    default:
-      return false;
-  }
-}
-
 device::DeviceTraits Traits() {
   device::DeviceTraits t;
   t.name = "opencl";
@@ -57,7 +32,7 @@ class OpenClBackend final : public device::DeviceBackend {
       : DeviceBackend(std::move(rt), Traits(), options), rt_(static_cast<ClRuntime&>(runtime())) {}
 
  private:
-  bool RunsWeight(DType dtype) const override { return RunsWeightType(dtype); }
+  bool RunsWeight(DType dtype) const override { return device::KernelsDecodeWeight(dtype); }
 
   void RunEmbedding(const Tensor& table, const Tensor& ids, const Tensor& out) override {
     const int64_t h = table.cols();
@@ -331,7 +306,7 @@ class OpenClBackend final : public device::DeviceBackend {
 
 // Called by the plugin's entry point (generated, backends/backend_plugin.h).
 BackendEntry OpenClBackendEntry() {
-  return device::DeviceBackendEntry<ClRuntime, OpenClBackend, RunsWeightType>("opencl");
+  return device::DeviceBackendEntry<ClRuntime, OpenClBackend, device::KernelsDecodeWeight>("opencl");
 }
 
 }  // namespace anymoe::opencl
