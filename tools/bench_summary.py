@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Summarises tools/bench_side_by_side.sh output: per file, test and anymoe
-variant (anymoe, or anymoe_<cpu target>), the median and spread (min-max) of
+variant (anymoe, or anymoe_<cpu target>) and reference engine (llama.cpp, and
+ik_llama.cpp where the runs include it), the median and spread (min-max) of
 the per-run mean t/s of each engine and the ratio of medians; where the anymoe
 runs measured the decode roofline (--membw), each engine's tg64 as % of it
 (the median roofline over those runs). Standard library only.
@@ -25,26 +26,29 @@ def main(out_dir: str) -> None:
             if "roofline_ts" in test:
                 roofline[(name, engine)].append(test["roofline_ts"])
     files = sorted({k[0] for k in runs})
+    kinds = sorted({k[1] for k in runs}, key=lambda k: (k[:2] != "pp", int(k[2:])))
     variants = sorted({k[2] for k in runs if k[2].startswith("anymoe")})
     label = {v: "anymoe" if v == "anymoe" else f"anymoe `{v.split('_', 1)[1]}`" for v in variants}
-    print("| file | test | llama.cpp t/s median (min-max) | anymoe t/s median (min-max) | ratio "
-          "| llama.cpp % roofline | anymoe % roofline |")
-    print("|---|---|---:|---:|---:|---:|---:|")
+    references = {"llama": "llama.cpp", "ik": "ik_llama.cpp -rtr 1"}
+    print("| file | test | reference | reference t/s median (min-max) | anymoe t/s median (min-max) "
+          "| ratio | reference % roofline | anymoe % roofline |")
+    print("|---|---|---|---:|---:|---:|---:|---:|")
     for f in files:
         for v in variants:
-            for kind in ("pp128", "tg64"):
-                a, l = runs.get((f, kind, v)), runs.get((f, kind, "llama"))
-                if not a or not l:
-                    continue
-                ma, ml = statistics.median(a), statistics.median(l)
-                roof = roofline.get((f, v))
-                pct_l = pct_a = ""
-                if kind.startswith("tg") and roof:
-                    bound = statistics.median(roof)
-                    pct_l, pct_a = f"{100 * ml / bound:.0f} %", f"{100 * ma / bound:.0f} %"
-                print(f"| `{f}` | {kind} | {ml:.1f} ({min(l):.1f}-{max(l):.1f}) | {label[v]} "
-                      f"{ma:.1f} ({min(a):.1f}-{max(a):.1f}) | {ma / ml:.2f} | {pct_l} | {pct_a} |")
-
+            for kind in kinds:
+                for ref, ref_label in references.items():
+                    a, l = runs.get((f, kind, v)), runs.get((f, kind, ref))
+                    if not a or not l:
+                        continue
+                    ma, ml = statistics.median(a), statistics.median(l)
+                    roof = roofline.get((f, v))
+                    pct_l = pct_a = ""
+                    if kind.startswith("tg") and roof:
+                        bound = statistics.median(roof)
+                        pct_l, pct_a = f"{100 * ml / bound:.0f} %", f"{100 * ma / bound:.0f} %"
+                    print(f"| `{f}` | {kind} | {ref_label} | {ml:.1f} ({min(l):.1f}-{max(l):.1f}) "
+                          f"| {label[v]} {ma:.1f} ({min(a):.1f}-{max(a):.1f}) | {ma / ml:.2f} "
+                          f"| {pct_l} | {pct_a} |")
 
 if __name__ == "__main__":
     main(sys.argv[1])

@@ -237,11 +237,28 @@ void MultiGroupedMatmul(ThreadPool& pool, ScratchFn scratch, FunctionRef<float*(
   for (int64_t g = 0; g < groups; ++g) {
     const int64_t r0 = offsets[size_t(g)], n = offsets[size_t(g) + 1] - r0;
     if (n == 0) continue;
-    kernels::QuantizeActivations(dtype, x.as<const float>() + r0 * in, n, in, buffer + offset);
     active_groups[size_t(n_active)] = int32_t(g);
     group_offset[size_t(n_active)] = offset;
     ++n_active;
     offset += slice_floats(n);
+  }
+  // The groups' rows quantised on every thread when there are prefill-sized
+  // numbers of them (a pp512 step's thousands of rows, serial, left the other
+  // threads idle for ~5 % of a MoE run); a decode step's few rows stay on
+  // this thread, where another parallel region per layer would cost more.
+  auto quantise = [&](int64_t a0, int64_t a1) {
+    for (int64_t a = a0; a < a1; ++a) {
+      const int64_t g = active_groups[size_t(a)];
+      const int64_t r0 = offsets[size_t(g)], n = offsets[size_t(g) + 1] - r0;
+      kernels::QuantizeActivations(dtype, x.as<const float>() + r0 * in, n, in,
+                                   buffer + group_offset[size_t(a)]);
+    }
+  };
+  constexpr int64_t kParallelRows = 64;
+  if (x.rows() < kParallelRows) {
+    quantise(0, n_active);
+  } else {
+    QuantizeInParallel(pool, n_active, in * x.rows() / std::max<int64_t>(1, n_active), quantise);
   }
   const int64_t n_proj = int64_t(projections.size());
   const int64_t tile = TileRows(n_proj * n_active * out, 64, out, pool.num_threads());

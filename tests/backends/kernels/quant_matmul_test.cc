@@ -204,7 +204,9 @@ TEST(QuantMatmul, PanelLayoutGivesTheFileLayoutsBits) {
     std::vector<uint8_t> panels(w.size());
     PackPanels(type, w.data(), n, k, panels.data());
     EXPECT_NE(panels, w);
-    for (int64_t t : {1, 2, 3, 4, 5, 8, 9, 13}) {
+    // 40 rows: several tiles of the AVX-512 GEMM and a remainder; 200 rows:
+    // two activation slabs at this k.
+    for (int64_t t : {1, 2, 3, 4, 5, 8, 9, 13, 40, 200}) {
       const auto x = testing::UniformFloats(size_t(t * k), uint32_t(8 + t));
       std::vector<uint8_t> qx(QuantizedActivationBytes(type, t, k));
       QuantizeActivations(type, x.data(), t, k, qx.data());

@@ -7,7 +7,8 @@
 // AVX2 (with or without AVX-VNNI) take register-only x86 kernels instead
 // (quant_matmul_x86-inl.h: 8-row panels for q8_0 / q4_0 / q4_1, four weight
 // rows at a time for q6_k and the low-bit types q5_0 / q5_1 / q2_k / q3_k /
-// iq4_nl / iq4_xs / iq2_xxs / mxfp4, quant_matmul_x86_blocks-inl.h). On ARM
+// iq4_nl / iq4_xs / iq2_xxs / mxfp4, quant_matmul_x86_blocks-inl.h; prefill
+// from stored panels on AVX3_DL in 512-bit registers, quant_matmul_gemm-inl.h). On ARM
 // with dotprod (i8mm) q8_0 / q4_0 / q4_1 / q4_k / q6_k take sdot (smmla)
 // kernels, quant_matmul_arm-inl.h. Elsewhere the low-bit types are unpacked
 // to int16 per chunk (quant_matmul_unpack-inl.h) for the portable kernels.
@@ -469,6 +470,7 @@ void ChunkAllRows(const Source& src, const WeightChunk& c, const QuantizedActiva
 #include "backends/cpu/kernels/quant_matmul_vnni-inl.h"
 #include "backends/cpu/kernels/quant_matmul_x86_blocks-inl.h"
 #include "backends/cpu/kernels/quant_matmul_packed-inl.h"
+#include "backends/cpu/kernels/quant_matmul_gemm-inl.h"
 #include "backends/cpu/kernels/quant_matmul_x86-inl.h"
 #include "backends/cpu/kernels/quant_matmul_arm-inl.h"
 #include "backends/cpu/kernels/quant_matmul_unpack-inl.h"

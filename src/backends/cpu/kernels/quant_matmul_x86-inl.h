@@ -42,13 +42,27 @@ void FileRows(const uint8_t* w, size_t row_bytes, const QuantizedActivations& x,
   packed::RowMatmulRows<Format, Dot>(w, row_bytes, x, n0, n1, y, ldy);
 }
 
+// q8_0 / q4_0 / q4_1 stored as panels: on AVX3_DL the 512-bit prefill GEMM
+// (quant_matmul_gemm-inl.h) from gemm::kGemmMinRows activation rows on, the
+// 256-bit kernels below it; both compute each output the same way.
+template <class Format, class Dot>
+void StoredRows(const uint8_t* panels, size_t row_bytes, const QuantizedActivations& x,
+                int64_t n0, int64_t n1, float* y, int64_t ldy) {
+#if HWY_TARGET == HWY_AVX3_DL
+  if (x.t >= gemm::kGemmMinRows) {
+    return gemm::StoredGemmRows<Format, Dot>(panels, row_bytes, x, n0, n1, y, ldy);
+  }
+#endif
+  packed::StoredMatmulRows<Format, Dot>(panels, row_bytes, x, n0, n1, y, ldy);
+}
+
 template <class Dot>
 const TypeKernels* Lookup(DType type) {
   using packed::Q4_0Format, packed::Q4_1Format, packed::Q8_0Format;
   static constexpr TypeKernels kTable[] = {
-      {DType::kQ8_0, &FileRows<Q8_0Format, Dot>, &packed::StoredMatmulRows<Q8_0Format, Dot>, true},
-      {DType::kQ4_0, &FileRows<Q4_0Format, Dot>, &packed::StoredMatmulRows<Q4_0Format, Dot>, true},
-      {DType::kQ4_1, &FileRows<Q4_1Format, Dot>, &packed::StoredMatmulRows<Q4_1Format, Dot>, true},
+      {DType::kQ8_0, &FileRows<Q8_0Format, Dot>, &StoredRows<Q8_0Format, Dot>, true},
+      {DType::kQ4_0, &FileRows<Q4_0Format, Dot>, &StoredRows<Q4_0Format, Dot>, true},
+      {DType::kQ4_1, &FileRows<Q4_1Format, Dot>, &StoredRows<Q4_1Format, Dot>, true},
       {DType::kQ6_K, &vnni::MatmulRows<vnni::Q6_KBlock<Dot>>, nullptr, false},
       {DType::kQ5_0, &FileRows<packed::Q5_0Format, Dot>, nullptr, true},
       {DType::kQ5_1, &FileRows<packed::Q5_1Format, Dot>, nullptr, true},
