@@ -11,6 +11,8 @@
 # ANYMOE_TARGETS="avx2 avx2-vnni" runs anymoe once per CPU kernel target
 # (--cpu-target; JSON files anymoe_<target>@...), each in the same rotation;
 # ANYMOE_ARGS adds flags to every anymoe run (e.g. --membw for the roofline).
+# TESTS replaces the tests both engines run (default "-p 128 -n 64"), e.g.
+# TESTS="-p 512 -n 32 -d 4096,8192" for prefill and decode at depth.
 set -euo pipefail
 out=$1 llama_bench=$2 rounds=$3 threads=$4
 shift 4
@@ -18,11 +20,12 @@ anymoe=${ANYMOE:-build/src/anymoe}
 mkdir -p "$out"
 prefix=${RUN_PREFIX:-}
 read -r -a extra <<< "${ANYMOE_ARGS:-}"
+read -r -a tests <<< "${TESTS:--p 128 -n 64}"
 run_engine() {  # ENGINE FILE JSON; ENGINE: llama, anymoe or anymoe_<target>
   case $1 in
-    llama) $prefix "$llama_bench" -m "$2" -p 128 -n 64 -t "$threads" -r 5 -o json 2>/dev/null > "$3" ;;
-    anymoe) $prefix "$anymoe" bench -m "$2" -p 128 -n 64 -t "$threads" -r 5 -o json "${extra[@]}" > "$3" ;;
-    anymoe_*) $prefix "$anymoe" bench -m "$2" -p 128 -n 64 -t "$threads" -r 5 -o json \
+    llama) $prefix "$llama_bench" -m "$2" "${tests[@]}" -t "$threads" -r 5 -o json 2>/dev/null > "$3" ;;
+    anymoe) $prefix "$anymoe" bench -m "$2" "${tests[@]}" -t "$threads" -r 5 -o json "${extra[@]}" > "$3" ;;
+    anymoe_*) $prefix "$anymoe" bench -m "$2" "${tests[@]}" -t "$threads" -r 5 -o json \
                 --cpu-target "${1#anymoe_}" "${extra[@]}" > "$3" ;;
   esac
 }
