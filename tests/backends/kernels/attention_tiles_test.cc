@@ -133,10 +133,10 @@ void ExpectTilesMatchPerToken(DType type, int64_t kv_heads, int64_t group, int64
 TEST(AttendTokens, F32AndF16RowsGiveThePerTokenBitsOnEveryTarget) {
   testing::ForEachTarget([] {
     for (const DType type : {DType::kF32, DType::kF16}) {
-      // Across the first segment boundary, a head dim off the vector width,
-      // tiles of 1, 5 and 16 tokens.
-      for (const int64_t tile : {1, 5, 16}) {
-        ExpectTilesMatchPerToken(type, 2, 3, 36, 20, kAttentionSegmentKeys - 30, 45, tile);
+      // Across the first segment boundary, head dims off the vector width,
+      // tiles of 1 and 16 tokens (small: the test also runs under qemu).
+      for (const int64_t tile : {1, 16}) {
+        ExpectTilesMatchPerToken(type, 2, 2, 20, 12, kAttentionSegmentKeys - 12, 24, tile);
       }
       // From the first key: blocks of 1-3 keys, one query head per kv head.
       ExpectTilesMatchPerToken(type, 3, 1, 64, 64, 1, 70, 32);
@@ -147,7 +147,7 @@ TEST(AttendTokens, F32AndF16RowsGiveThePerTokenBitsOnEveryTarget) {
 TEST(AttendTokens, QuantizedRowsGiveThePerTokenBitsOnEveryTarget) {
   testing::ForEachTarget([] {
     for (const DType type : {DType::kQ8_0, DType::kQ4_0}) {
-      ExpectTilesMatchPerToken(type, 2, 3, 32, 64, kAttentionSegmentKeys - 20, 40, 7);
+      ExpectTilesMatchPerToken(type, 2, 2, 32, 32, kAttentionSegmentKeys - 10, 20, 7);
     }
   });
 }
