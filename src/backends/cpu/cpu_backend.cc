@@ -475,15 +475,28 @@ void CpuBackend::MultiAttention(std::span<const AttentionJob> jobs, float scale)
   }
 }
 
+namespace {
+
+// Tokens per prefill tile (kernels::AttendTokens): up to 16, fewer when the
+// outputs the tile accumulates over each block of keys would pass 256 KiB
+// (half of this machine's L2; GLM-5's MLA: 64 heads x 512 latent values, 2
+// tokens), and fewer when the tiles would not give every thread 4 tasks.
+int64_t TileTokens(int64_t tokens, int64_t threads, int64_t n_h, int64_t d_v) {
+  const int64_t fit = (int64_t(64) << 10) / std::max<int64_t>(n_h * d_v, 1);
+  return std::clamp<int64_t>(std::min(fit, tokens / (4 * threads)), 1, 16);
+}
+
+}  // namespace
+
 void CpuBackend::AttendPerToken(std::span<const AttentionJob> jobs, float scale) {
-  // A task is a tile of up to kTileTokens consecutive tokens of one job
-  // (kernels::AttendTokens: each block of keys gathered once for all of their
-  // queries), smaller when the tiles would not give every thread 4 tasks.
-  constexpr int64_t kTileTokens = 16;
-  int64_t tokens = 0;
-  for (const AttentionJob& j : jobs) tokens += j.q.dim(0);
-  const int64_t tile =
-      std::clamp<int64_t>(tokens / (4 * pool_.num_threads()), int64_t(1), kTileTokens);
+  // A task is a tile of consecutive tokens of one job: each block of keys
+  // gathered once for all of their queries.
+  int64_t tokens = 0, widest = 0;
+  for (const AttentionJob& j : jobs) {
+    tokens += j.q.dim(0);
+    widest = std::max(widest, j.q.dim(1) * j.v_pool->dim(2));
+  }
+  const int64_t tile = TileTokens(tokens, pool_.num_threads(), widest, 1);
   std::array<int64_t, kMaxAttentionJobs + 1> first_task{};
   for (size_t i = 0; i < jobs.size(); ++i) {
     first_task[i + 1] = first_task[i] + (jobs[i].q.dim(0) + tile - 1) / tile;
@@ -514,8 +527,7 @@ void CpuBackend::LatentAttention(const Tensor& q, const Tensor& pool, int64_t la
     // Prefill, dense: tiles of consecutive tokens (kernels::AttendTokens), each
     // block of latent rows gathered once for all their heads; the latent is
     // both the key and (its first latent_dim values) the value.
-    constexpr int64_t kTileTokens = 8;
-    const int64_t tile = std::min(kTileTokens, t / (4 * pool_.num_threads()));
+    const int64_t tile = TileTokens(t, pool_.num_threads(), n_h, latent_dim);
     pool_.ParallelFor((t + tile - 1) / tile, [&](int64_t task, int thread) {
       const int64_t t0 = task * tile, n = std::min(tile, t - t0);
       const int64_t floats = kernels::AttendTokensScratch(n, n_past + t0 + 1, 1, n_h, d,
