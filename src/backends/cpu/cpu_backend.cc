@@ -480,9 +480,13 @@ namespace {
 // Tokens per prefill tile (kernels::AttendTokens): up to 16, fewer when the
 // outputs the tile accumulates over each block of keys would pass 256 KiB
 // (half of this machine's L2; GLM-5's MLA: 64 heads x 512 latent values, 2
-// tokens), and fewer when the tiles would not give every thread 4 tasks.
-int64_t TileTokens(int64_t tokens, int64_t threads, int64_t n_h, int64_t d_v) {
-  const int64_t fit = (int64_t(64) << 10) / std::max<int64_t>(n_h * d_v, 1);
+// tokens) or its tokens' segment partials (`segments` per token) 16 MiB, and
+// fewer when the tiles would not give every thread 4 tasks.
+int64_t TileTokens(int64_t tokens, int64_t threads, int64_t n_h, int64_t d_v,
+                   int64_t segments = 1) {
+  const int64_t width = std::max<int64_t>(n_h * d_v, 1);
+  int64_t fit = (int64_t(64) << 10) / width;
+  if (segments > 1) fit = std::min(fit, (int64_t(4) << 20) / (segments * (width + 2 * n_h)));
   return std::clamp<int64_t>(std::min(fit, tokens / (4 * threads)), 1, 16);
 }
 
@@ -491,12 +495,15 @@ int64_t TileTokens(int64_t tokens, int64_t threads, int64_t n_h, int64_t d_v) {
 void CpuBackend::AttendPerToken(std::span<const AttentionJob> jobs, float scale) {
   // A task is a tile of consecutive tokens of one job: each block of keys
   // gathered once for all of their queries.
-  int64_t tokens = 0, widest = 0;
+  int64_t tokens = 0, widest = 0, heads = 1, keys = 1;
   for (const AttentionJob& j : jobs) {
     tokens += j.q.dim(0);
     widest = std::max(widest, j.q.dim(1) * j.v_pool->dim(2));
+    heads = std::max(heads, j.q.dim(1));
+    keys = std::max(keys, j.n_past + j.q.dim(0));
   }
-  const int64_t tile = TileTokens(tokens, pool_.num_threads(), widest, 1);
+  const int64_t tile = TileTokens(tokens, pool_.num_threads(), heads, widest / heads,
+                                  kernels::AttentionSegments(keys));
   std::array<int64_t, kMaxAttentionJobs + 1> first_task{};
   for (size_t i = 0; i < jobs.size(); ++i) {
     first_task[i + 1] = first_task[i] + (jobs[i].q.dim(0) + tile - 1) / tile;

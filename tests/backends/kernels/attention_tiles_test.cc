@@ -6,8 +6,9 @@
 // are checked against double-precision references in attention_test.cc.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
-#include <random>
+#include <cstring>
 #include <vector>
 
 #include "backends/cpu/kernels/attention.h"
@@ -15,17 +16,12 @@
 #include "core/dtype.h"
 #include "core/half.h"
 #include "core/quantize_row.h"
+#include "testing/random_data.h"
 
 namespace anymoe::kernels {
 namespace {
 
-std::vector<float> Random(size_t n, uint32_t seed, float scale) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> u(0.0f, scale);
-  std::vector<float> v(n);
-  for (float& x : v) x = u(rng);
-  return v;
-}
+using testing::UniformFloats;
 
 // A cache of `keys` rows of kv_heads * d values in `type`: the stored bytes
 // and the row stride AttendTokens takes (values for f32 / f16, bytes else).
@@ -103,11 +99,11 @@ void PerToken(DType type, const float* q, int64_t kv_heads, int64_t group, const
 void ExpectTilesMatchPerToken(DType type, int64_t kv_heads, int64_t group, int64_t d_k,
                               int64_t d_v, int64_t first_keys, int64_t n_tokens, int64_t tile) {
   const int64_t keys = first_keys + n_tokens - 1, n_q = kv_heads * group;
-  const auto q = Random(size_t(n_tokens * n_q * d_k), 41, 1.0f);
-  auto k_raw = Random(size_t(keys * kv_heads * d_k), 42, 0.5f);
+  const auto q = UniformFloats(size_t(n_tokens * n_q * d_k), 41);
+  auto k_raw = UniformFloats(size_t(keys * kv_heads * d_k), 42);
   for (size_t i = 0; i < k_raw.size(); i += 11) k_raw[i] = 3e-6f;  // subnormal in f16
   const Rows k(type, k_raw, keys, kv_heads * d_k);
-  const Rows v(type, Random(size_t(keys * kv_heads * d_v), 43, 1.0f), keys, kv_heads * d_v);
+  const Rows v(type, UniformFloats(size_t(keys * kv_heads * d_v), 43), keys, kv_heads * d_v);
   std::vector<int32_t> table(static_cast<size_t>(keys));
   for (int64_t j = 0; j < keys; ++j) table[size_t(j)] = int32_t((j * 37 + 11) % keys);
   for (const bool select : {false, true}) {
@@ -158,8 +154,8 @@ TEST(AttendTokens, SharedLatentRowsGiveThePerTokenBitsOnEveryTarget) {
   testing::ForEachTarget([] {
     const int64_t n_h = 5, d = 72, d_v = 64, first_keys = 90, n_tokens = 30, tile = 8;
     const int64_t keys = first_keys + n_tokens - 1;
-    const auto q = Random(size_t(n_tokens * n_h * d), 51, 1.0f);
-    const auto c = Random(size_t(keys * d), 52, 1.0f);
+    const auto q = UniformFloats(size_t(n_tokens * n_h * d), 51);
+    const auto c = UniformFloats(size_t(keys * d), 52);
     std::vector<int32_t> table(static_cast<size_t>(keys));
     for (int64_t j = 0; j < keys; ++j) table[size_t(j)] = int32_t((j * 13 + 4) % keys);
     for (const bool select : {false, true}) {
