@@ -3,6 +3,8 @@
 // and activation quantisation, one thread, on SmolLM2 and GLM shapes.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
+
 #include <random>
 #include <type_traits>
 #include <vector>
@@ -112,6 +114,51 @@ void BM_AttendDecodeToken(benchmark::State& state) {
 }
 BENCHMARK(BM_AttendDecodeToken<float>)->ArgsProduct({{64, 160, 512}, {0, 1}});
 BENCHMARK(BM_AttendDecodeToken<uint16_t>)->ArgsProduct({{64, 160, 512}, {1}});
+
+// A prefill tile at depth: 16 or 32 consecutive tokens of SmolLM2's attention (9
+// heads, 3 kv heads, d 64, f16 rows) over `depth` cached keys plus their own,
+// either as one AttendTokens call (arg 1) or token by token through the
+// one-query kernels as before it (arg 0: segments and their merge). Items are
+// (head, key) pairs.
+void BM_AttendPrefillTile(benchmark::State& state) {
+  const int64_t depth = state.range(0), tokens = state.range(2), kv = 3, group = 3, d = 64;
+  const int64_t n_h = kv * group, stride = kv * d, keys = depth + tokens;
+  const bool tiled = state.range(1) != 0;
+  std::vector<uint16_t> k(size_t(keys * stride)), v(k.size());
+  const auto kf = testing::UniformFloats(k.size(), 1), vf = testing::UniformFloats(v.size(), 2);
+  for (size_t i = 0; i < k.size(); ++i) {
+    k[i] = F32ToF16(kf[i]);
+    v[i] = F32ToF16(vf[i]);
+  }
+  const auto q = testing::UniformFloats(size_t(tokens * n_h * d), 3);
+  std::vector<float> out(size_t(tokens * n_h * d));
+  std::vector<float> scratch(size_t(std::max(
+      AttendTokensScratch(tokens, depth + 1, kv, group, d, d, kAttentionSegmentKeys),
+      AttentionSegments(keys) * n_h * (d + 2))));
+  for (auto _ : state) {
+    if (tiled) {
+      AttendTokens(q.data(), n_h * d, tokens, depth + 1, kv, group, DType::kF16, k.data(),
+                   v.data(), nullptr, stride, stride, d, d, 0.125f, kAttentionSegmentKeys,
+                   out.data(), n_h * d, scratch.data());
+    } else {
+      for (int64_t i = 0; i < tokens; ++i) {
+        const int64_t n = depth + 1 + i, segments = AttentionSegments(n);
+        float* parts = scratch.data();
+        float* maxes = parts + segments * n_h * d;
+        for (int64_t s = 0; s < segments; ++s) {
+          AttendSegment(q.data() + i * n_h * d, kv, group, d, k.data(), v.data(), n, nullptr, s,
+                        stride, stride, d, d, 0.125f, parts + s * n_h * d, maxes + s * n_h,
+                        maxes + segments * n_h + s * n_h);
+        }
+        MergeSegments(parts, n_h * d, maxes, maxes + segments * n_h, segments, n_h, d,
+                      out.data() + i * n_h * d, d);
+      }
+    }
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetItemsProcessed(int64_t(state.iterations()) * tokens * n_h * (depth + tokens / 2));
+}
+BENCHMARK(BM_AttendPrefillTile)->ArgsProduct({{4096}, {0, 1}, {16, 32}});
 
 void BM_SiluMul(benchmark::State& state) {
   const size_t n = size_t(state.range(0));

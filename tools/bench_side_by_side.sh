@@ -12,7 +12,8 @@
 # (--cpu-target; JSON files anymoe_<target>@...), each in the same rotation;
 # ANYMOE_ARGS adds flags to every anymoe run (e.g. --membw for the roofline).
 # TESTS replaces the tests of every engine (default "-p 128 -n 64"; e.g.
-# TESTS="-p 512 -n 0" for prefill alone). IK_BENCH=PATH adds ik_llama.cpp's
+# TESTS="-p 512 -n 0" for prefill alone, "-p 512 -n 32 -d 4096,8192" at depth).
+# IK_BENCH=PATH adds ik_llama.cpp's
 # llama-bench (built outside this repository) as engine "ik", run with its
 # run-time repacking (-rtr 1), as its users run it on CPUs.
 set -euo pipefail

@@ -38,6 +38,7 @@ struct ServeFlags {
   bool no_request_log = false;
   bool no_prefix_cache = false;
   int64_t prefill_chunk = 0;
+  int64_t prefill_depth_unit = 0;
   int debug_token_delay_ms = 0;
   double request_timeout = 10;
 };
@@ -185,6 +186,7 @@ int Serve(ServeFlags& f) {
   sched.kv_cache_tokens = f.kv_tokens;
   sched.prefix_cache = !f.no_prefix_cache;
   sched.prefill_chunk = f.prefill_chunk;
+  sched.prefill_depth_unit = f.prefill_depth_unit;
   sched.between_steps = [&server] { server.AwaitResponseWrites(); };
   sched.spec = f.spec;
   if (sched.spec.kind != SpecKind::kNone && engine->model().routing_stats().cache.enabled) {
@@ -238,6 +240,10 @@ CommandFn RegisterServe(CLI::App& cmd) {
                  "most prompt tokens prefilled per step, all requests together, between the "
                  "others' decode steps (0: what --batch leaves after the decode rows)")
       ->check(CLI::Range(int64_t(0), int64_t(1) << 20));
+  cmd.add_option("--prefill-depth-unit", f->prefill_depth_unit,
+                 "while others decode, a prompt token at depth D counts as 1 + D / N tokens of "
+                 "the prefill budget, so chunks deep in a long prompt shrink (0: off)")
+      ->check(CLI::Range(int64_t(0), int64_t(1) << 30));
   cmd.add_option("--alias", so.model_name,
                  "model id in /v1/models and responses "
                  "(default: the file name)");

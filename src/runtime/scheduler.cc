@@ -23,6 +23,13 @@ double Seconds(Clock::time_point a, Clock::time_point b) {
 }
 
 // One request's life inside the scheduler.
+// The budget n prompt tokens from position `at` take when the token at
+// position p costs 1 + p / unit (unit 0: 1 each).
+double ChunkCost(int64_t at, int64_t n, int64_t unit) {
+  if (unit <= 0) return double(n);
+  return double(n) + (double(n) * double(at) + double(n) * double(n - 1) / 2) / double(unit);
+}
+
 struct Active {
   Active(Request r, std::shared_ptr<RequestHandle> h, const SpeculativeOptions& default_spec,
          const Tokenizer* tokenizer)
@@ -320,15 +327,24 @@ class Scheduler::Impl {
       return x->prompt_left() < y->prompt_left();
     });
     int64_t prefill = opt_.prefill_chunk > 0 ? std::min(opt_.prefill_chunk, budget) : budget;
+    // Depth weighs only when others wait for this step's tokens.
+    const int64_t unit = steps_.empty() ? 0 : opt_.prefill_depth_unit;
+    double cost = double(prefill);  // what is left of the budget, in depth-0 tokens
+    bool fed = false;
     for (Active* a : prefilling_) {
       if (prefill == 0) break;
-      const int64_t n = std::min(a->prompt_left(), prefill);
+      int64_t n = PrefillChunkTokens(int64_t(cost), a->prefilled,
+                                     std::min(a->prompt_left(), prefill), unit);
+      if (n == 0 && !fed) n = 1;  // every step feeds a prompt token
+      if (n == 0) break;
       a->step_first = a->prefilled;
       // The MTP layer reads the trunk's hidden state of every prompt row.
       steps_.push_back({std::span(a->request.prompt).subspan(size_t(a->prefilled), size_t(n)),
                         a->cache.get(), /*all_logits=*/a->mtp()});
       members_.push_back(a);
       prefill -= n;
+      cost -= ChunkCost(a->prefilled, n, unit);
+      fed = true;
     }
     auto logits = model_.ForwardBatch(steps_);
     // Sampling and handing tokens to the HTTP threads run on this thread
@@ -653,6 +669,20 @@ RoutingStats Scheduler::routing_stats() const { return impl_->routing_stats(); }
 
 void Scheduler::Shutdown(std::chrono::steady_clock::time_point deadline) {
   impl_->Shutdown(deadline);
+}
+
+int64_t PrefillChunkTokens(int64_t budget, int64_t at, int64_t left, int64_t depth_unit) {
+  if (depth_unit <= 0) return std::clamp<int64_t>(budget, 0, left);
+  int64_t lo = 0, hi = std::max<int64_t>(left, 0);  // the cost grows with n: bisect
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo + 1) / 2;
+    if (ChunkCost(at, mid, depth_unit) <= double(budget)) {
+      lo = mid;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  return lo;
 }
 
 }  // namespace anymoe

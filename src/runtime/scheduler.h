@@ -48,7 +48,19 @@ struct SchedulerOptions {
   // the time of one chunk; results do not depend on it (batch-invariant
   // kernels).
   int64_t prefill_chunk = 0;
+  // With decoding requests in a step, weigh each prompt token by its depth: a
+  // token at position p costs 1 + p / prefill_depth_unit of the prompt budget
+  // above (its attention over p keys beside the rest of its work; the unit is
+  // the depth at which the two cost the same), so chunks deep in a long prompt
+  // hold fewer tokens and the step stays about as long as a chunk at depth 0.
+  // Every step with prompt tokens left feeds at least one. 0: count tokens.
+  int64_t prefill_depth_unit = 0;
 };
+
+// Prompt tokens (at most `left`) a chunk starting at position `at` may hold
+// when the token at position p costs 1 + p / depth_unit and the chunk may cost
+// `budget` (depth_unit 0: every token costs 1); 0 when not even one fits.
+int64_t PrefillChunkTokens(int64_t budget, int64_t at, int64_t left, int64_t depth_unit);
 // A request is admitted only when the KV pool can hold its prompt and all the
 // tokens it may generate (up to the context), so a running request never runs
 // out of cache; requests that do not fit wait.

@@ -3,7 +3,8 @@
 // step, in chunks of 7 tokens or token by token, and whether it runs alone or
 // batched with another sequence; a speculative-style rollback (length cut back,
 // rows rewritten) gives the bits of never having written them; memory per
-// token is ~0.53x (q8_0) and ~0.28x (q4_0) of f16's. Models whose heads do not
+// token is ~0.53x (q8_0) and ~0.28x (q4_0) of f16's; blocks shared through the
+// prefix cache give the bits of a whole prefill. Models whose heads do not
 // fit 32-value blocks are refused at load with a message naming --kv-type.
 // Needs models/ (fetched by `make test`).
 #include <gtest/gtest.h>
@@ -11,6 +12,7 @@
 #include <filesystem>
 #include <numeric>
 
+#include "models/kv_cache.h"
 #include "models/model.h"
 #include "models/model_file.h"
 
@@ -83,6 +85,42 @@ TEST_P(QuantizedKv, SameBitsWhateverTheStepsBatchOrRollback) {
   backend_->ReadF32(logits, both);
   ASSERT_EQ(both.size(), 2 * whole.size());
   EXPECT_EQ(std::vector<float>(both.begin() + int64_t(whole.size()), both.end()), whole);
+}
+
+// Prefix caching over a quantised cache: a sequence that adopts another's
+// published blocks for a shared prefix (the quantised rows as stored) and
+// prefills only the rest gets the bits of prefilling the whole prompt itself.
+TEST_P(QuantizedKv, CachedPrefixBlocksGiveTheBitsOfAWholePrefill) {
+  std::vector<int32_t> prompt(150);
+  std::iota(prompt.begin(), prompt.end(), 300);
+  for (size_t i = 0; i < prompt.size(); i += 3) prompt[i] = int32_t(900 + 13 * i);
+  auto pool = std::move(model_->NewPool(512)).value();
+  const int64_t block = pool->block_tokens(), shared = 6 * block;
+  KvCache a(pool.get(), 256);
+  Last(prompt, a, 64);
+  uint64_t hash = 0;
+  for (int64_t i = 0; i * block < shared; ++i) {
+    const auto tokens = std::span<const int32_t>(prompt).subspan(size_t(i * block), size_t(block));
+    hash = PrefixBlockHash(hash, tokens);
+    pool->Publish(a.block_ids()[size_t(i)], hash, tokens);
+  }
+  // Another prompt: the first 100 tokens in common, then its own.
+  std::vector<int32_t> other(prompt.begin(), prompt.begin() + 100);
+  for (int i = 0; i < 45; ++i) other.push_back(int32_t(2000 + 7 * i));
+  std::vector<int32_t> blocks;
+  hash = 0;
+  for (int64_t i = 0; i * block < shared; ++i) {
+    const auto tokens = std::span<const int32_t>(other).subspan(size_t(i * block), size_t(block));
+    hash = PrefixBlockHash(hash, tokens);
+    blocks.push_back(pool->AcquireCached(hash, tokens));
+    ASSERT_GE(blocks.back(), 0) << "block " << i;
+  }
+  KvCache b(pool.get(), 256);
+  b.Adopt(blocks);
+  ASSERT_EQ(b.length(), shared);
+  const std::vector<float> from_cache = Last(std::span(other).subspan(size_t(shared)), b, 64);
+  auto fresh = std::move(model_->NewCache(256)).value();
+  EXPECT_EQ(from_cache, Last(other, *fresh, 64));
 }
 
 TEST_P(QuantizedKv, StoresUnderHalfTheBytesOfF16PerToken) {

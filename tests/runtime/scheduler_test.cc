@@ -111,7 +111,8 @@ TEST_P(SchedulerTest, BatchedRequestsEqualLoneGeneration) {
 // --prefill-chunk: long prompts go in chunks of 7 tokens (all prefilling
 // requests together) between the decode steps of the others, and every
 // request still gets exactly the tokens of a lone generation (whose prefill
-// runs in steps of 64).
+// runs in steps of 64); also with --prefill-depth-unit 16, whose chunks
+// shrink to 1-2 tokens deep in the prompts.
 TEST_P(SchedulerTest, ChunkedPrefillEqualsLoneGeneration) {
   std::vector<std::vector<int32_t>> prompts;
   for (int i = 0; i < 6; ++i) {
@@ -123,23 +124,43 @@ TEST_P(SchedulerTest, ChunkedPrefillEqualsLoneGeneration) {
   }
   std::vector<std::vector<int32_t>> expected;
   for (const auto& p : prompts) expected.push_back(Alone(p, 10));
-  auto sched = std::move(Scheduler::Create(*engine_, SchedulerOptions{.max_parallel = 6,
-                                                                       .context = 256,
-                                                                       .prefill_chunk = 7}))
-                   .value();
-  std::vector<std::unique_ptr<Collected>> results;
-  for (const auto& p : prompts) {
-    results.push_back(std::make_unique<Collected>());
-    ASSERT_TRUE(sched->Submit(MakeRequest(p, 10, results.back().get())).ok());
+  for (const int64_t unit : {0, 16}) {
+    SCOPED_TRACE("prefill_depth_unit " + std::to_string(unit));
+    auto sched = std::move(Scheduler::Create(*engine_, SchedulerOptions{.max_parallel = 6,
+                                                                         .context = 256,
+                                                                         .prefill_chunk = 7,
+                                                                         .prefill_depth_unit = unit}))
+                     .value();
+    std::vector<std::unique_ptr<Collected>> results;
+    for (const auto& p : prompts) {
+      results.push_back(std::make_unique<Collected>());
+      ASSERT_TRUE(sched->Submit(MakeRequest(p, 10, results.back().get())).ok());
+    }
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      ASSERT_EQ(results[i]->done.get_future().wait_for(60s), std::future_status::ready);
+      EXPECT_EQ(results[i]->tokens, expected[i]) << "request " << i;
+    }
+    EXPECT_EQ(sched->stats().prompt_tokens,
+              std::accumulate(prompts.begin(), prompts.end(), uint64_t{0},
+                              [](uint64_t n, const auto& p) { return n + p.size(); }));
+    EXPECT_EQ(BlocksUsedOnceIdle(*sched), 0);
   }
-  for (size_t i = 0; i < prompts.size(); ++i) {
-    ASSERT_EQ(results[i]->done.get_future().wait_for(60s), std::future_status::ready);
-    EXPECT_EQ(results[i]->tokens, expected[i]) << "request " << i;
-  }
-  EXPECT_EQ(sched->stats().prompt_tokens,
-            std::accumulate(prompts.begin(), prompts.end(), uint64_t{0},
-                            [](uint64_t n, const auto& p) { return n + p.size(); }));
-  EXPECT_EQ(BlocksUsedOnceIdle(*sched), 0);
+}
+
+// Depth-weighed chunks: a token at position p costs 1 + p / unit of the
+// budget, so a chunk holds fewer tokens the deeper it starts.
+TEST(PrefillChunkTokens, ShrinkWithDepth) {
+  EXPECT_EQ(PrefillChunkTokens(512, 16384, 10000, 0), 512);  // unit 0: tokens
+  EXPECT_EQ(PrefillChunkTokens(512, 0, 100, 0), 100);        // what is left
+  // 512 tokens from 0 with unit 1024 cost 512 + 512 * 511 / 2 / 1024 = 639.75:
+  // n + n (n - 1) / 2048 <= 512 holds up to n = 424 (511.6; 425: 513.0).
+  EXPECT_EQ(PrefillChunkTokens(512, 0, 10000, 1024), 424);
+  // From 16384 each token costs ~17: 17 n + n (n - 1) / 2048 <= 512 up to 30
+  // (510.4; 31: 527.5).
+  EXPECT_EQ(PrefillChunkTokens(512, 16384, 10000, 1024), 30);
+  EXPECT_EQ(PrefillChunkTokens(512, 16384, 20, 1024), 20);  // the prompt's rest
+  EXPECT_EQ(PrefillChunkTokens(10, 1 << 20, 10000, 1024), 0);  // not one fits
+  EXPECT_EQ(PrefillChunkTokens(0, 0, 10, 1024), 0);
 }
 
 // Speculative decoding inside continuous batching: each request drafts on its

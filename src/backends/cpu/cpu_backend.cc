@@ -335,6 +335,15 @@ struct TokenHeads {
                                         v_stride, d_k, d_v, scale, out, d_v);
     });
   }
+  // Tokens ti .. ti + n - 1 (n_h query heads each), every kv head, as tiles.
+  void AttendTokens(int64_t n, int64_t n_h, float scale, float* scratch) const {
+    const bool quantized = IsRowQuantizable(k_pool->dtype);
+    kernels::AttendTokens(q, n_h * d_k, n, n_keys, heads, group, k_pool->dtype,
+                          k_pool->as<const uint8_t>(), v_pool->as<const uint8_t>(), key_rows,
+                          quantized ? RowBytes(*k_pool, k_stride) : k_stride,
+                          quantized ? RowBytes(*v_pool, v_stride) : v_stride, d_k, d_v, scale,
+                          kernels::kAttentionSegmentKeys, out, n_h * d_v, scratch);
+  }
   void Segment(int64_t s, float scale, float* part, float* maxes, float* denoms) const {
     if (IsRowQuantizable(k_pool->dtype)) {
       return kernels::AttendSegment(q, heads, group, d_k, k_pool->dtype,
@@ -466,25 +475,49 @@ void CpuBackend::MultiAttention(std::span<const AttentionJob> jobs, float scale)
   }
 }
 
+namespace {
+
+// Tokens per prefill tile (kernels::AttendTokens): up to 16, fewer when the
+// outputs the tile accumulates over each block of keys would pass 256 KiB
+// (half of this machine's L2; GLM-5's MLA: 64 heads x 512 latent values, 2
+// tokens) or its tokens' segment partials (`segments` per token) 16 MiB, and
+// fewer when the tiles would not give every thread 4 tasks.
+int64_t TileTokens(int64_t tokens, int64_t threads, int64_t n_h, int64_t d_v,
+                   int64_t segments = 1) {
+  const int64_t width = std::max<int64_t>(n_h * d_v, 1);
+  int64_t fit = (int64_t(64) << 10) / width;
+  if (segments > 1) fit = std::min(fit, (int64_t(4) << 20) / (segments * (width + 2 * n_h)));
+  return std::clamp<int64_t>(std::min(fit, tokens / (4 * threads)), 1, 16);
+}
+
+}  // namespace
+
 void CpuBackend::AttendPerToken(std::span<const AttentionJob> jobs, float scale) {
+  // A task is a tile of consecutive tokens of one job: each block of keys
+  // gathered once for all of their queries.
+  int64_t tokens = 0, widest = 0, heads = 1, keys = 1;
+  for (const AttentionJob& j : jobs) {
+    tokens += j.q.dim(0);
+    widest = std::max(widest, j.q.dim(1) * j.v_pool->dim(2));
+    heads = std::max(heads, j.q.dim(1));
+    keys = std::max(keys, j.n_past + j.q.dim(0));
+  }
+  const int64_t tile = TileTokens(tokens, pool_.num_threads(), heads, widest / heads,
+                                  kernels::AttentionSegments(keys));
   std::array<int64_t, kMaxAttentionJobs + 1> first_task{};
-  for (size_t i = 0; i < jobs.size(); ++i) first_task[i + 1] = first_task[i] + jobs[i].q.dim(0);
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    first_task[i + 1] = first_task[i] + (jobs[i].q.dim(0) + tile - 1) / tile;
+  }
   pool_.ParallelFor(first_task[jobs.size()], [&](int64_t task, int thread) {
     size_t i = 0;
     while (task >= first_task[i + 1]) ++i;
     const AttentionJob& j = jobs[i];
-    const TokenHeads th(j, task - first_task[i], 0, j.k_pool->dim(1));
-    const int64_t segments = kernels::AttentionSegments(th.n_keys);
-    if (segments == 1) return th.Attend(scale);
-    const int64_t n_h = j.q.dim(1);
-    const SegmentPartials p(
-        Scratch(thread, uint64_t(SegmentPartials::Floats(segments, n_h, th.d_v))), segments, n_h,
-        th.d_v);
-    for (int64_t s = 0; s < segments; ++s) {
-      th.Segment(s, scale, p.parts + s * n_h * th.d_v, p.maxes + s * n_h, p.denoms + s * n_h);
-    }
-    kernels::MergeSegments(p.parts, n_h * th.d_v, p.maxes, p.denoms, segments, n_h, th.d_v, th.out,
-                           th.d_v);
+    const int64_t t0 = (task - first_task[i]) * tile, n = std::min(tile, j.q.dim(0) - t0);
+    const TokenHeads th(j, t0, 0, j.k_pool->dim(1));
+    const int64_t n_h = j.q.dim(1), n_kv = th.heads;
+    const int64_t floats = kernels::AttendTokensScratch(n, th.n_keys, n_kv, th.group, th.d_k,
+                                                        th.d_v, kernels::kAttentionSegmentKeys);
+    th.AttendTokens(n, n_h, scale, Scratch(thread, uint64_t(floats)));
   });
 }
 
@@ -497,28 +530,50 @@ void CpuBackend::LatentAttention(const Tensor& q, const Tensor& pool, int64_t la
   const float* qp = q.as<const float>();
   const float* cp = pool.as<const float>();
   float* op = out.as<float>();
-  // A task is one token's heads, or a group of them when there are too few
-  // tokens to keep the threads busy: the heads of a task share each read of
-  // the latent rows (a query's bits do not depend on its group).
+  if (selection == nullptr && t >= 4 * pool_.num_threads()) {
+    // Prefill, dense: tiles of consecutive tokens (kernels::AttendTokens), each
+    // block of latent rows gathered once for all their heads; the latent is
+    // both the key and (its first latent_dim values) the value.
+    const int64_t tile = TileTokens(t, pool_.num_threads(), n_h, latent_dim);
+    pool_.ParallelFor((t + tile - 1) / tile, [&](int64_t task, int thread) {
+      const int64_t t0 = task * tile, n = std::min(tile, t - t0);
+      const int64_t floats = kernels::AttendTokensScratch(n, n_past + t0 + 1, 1, n_h, d,
+                                                          latent_dim, 0);
+      kernels::AttendTokens(qp + t0 * n_h * d, n_h * d, n, n_past + t0 + 1, 1, n_h, DType::kF32,
+                            cp, cp, key_rows.data(), d, d, d, latent_dim, scale, 0,
+                            op + t0 * n_h * latent_dim, n_h * latent_dim,
+                            Scratch(thread, uint64_t(floats)));
+    });
+    return;
+  }
+  // Otherwise (decode, DSA's per-token selections) a task is one token's heads,
+  // or a group of them when there are too few tokens to keep the threads busy:
+  // the heads of a task share each read of the latent rows (a query's bits do
+  // not depend on its group).
   int64_t groups = 1;
   while (t * groups < 4 * pool_.num_threads() && groups < n_h) groups *= 2;
   const int64_t group = (n_h + groups - 1) / groups;
   groups = (n_h + group - 1) / group;
   pool_.ParallelFor(t * groups, [&](int64_t task, int thread) {
     const int64_t ti = task / groups, h0 = task % groups * group, heads = std::min(group, n_h - h0);
-    int64_t n_keys = n_past + ti + 1;
+    const int64_t n_keys =
+        selection != nullptr ? int64_t(selection->counts[size_t(ti)]) : n_past + ti + 1;
+    // The heads as one tile over the keys; with a selection its pool rows
+    // (mapped from positions) lie in the scratch ahead of the tile's.
+    const int64_t ids = selection != nullptr ? (n_keys + 15) / 16 * 16 : 0;
+    float* scratch = Scratch(
+        thread, uint64_t(ids + kernels::AttendTokensScratch(1, n_keys, 1, heads, d, latent_dim, 0)));
     const int32_t* rows = key_rows.data();
-    if (selection != nullptr) {  // selected positions -> pool rows
+    if (selection != nullptr) {
       const int32_t* positions = selection->keys.data() + ti * selection->stride;
-      n_keys = selection->counts[size_t(ti)];
-      int32_t* mapped = reinterpret_cast<int32_t*>(Scratch(thread, uint64_t(n_keys)));
+      int32_t* mapped = reinterpret_cast<int32_t*>(scratch);
       for (int64_t j = 0; j < n_keys; ++j) mapped[j] = key_rows[size_t(positions[j])];
       rows = mapped;
     }
     // The latent is both the key (with the rope part) and the value (without it).
-    kernels::AttendOnlineSoftmaxHeads(qp + (ti * n_h + h0) * d, 1, heads, d, cp, cp, n_keys, rows,
-                                      d, d, d, latent_dim, scale,
-                                      op + (ti * n_h + h0) * latent_dim, latent_dim);
+    kernels::AttendTokens(qp + (ti * n_h + h0) * d, n_h * d, 1, n_keys, 1, heads, DType::kF32, cp,
+                          cp, rows, d, d, d, latent_dim, scale, 0,
+                          op + (ti * n_h + h0) * latent_dim, n_h * latent_dim, scratch + ids);
   });
 }
 

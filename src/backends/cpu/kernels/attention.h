@@ -50,6 +50,11 @@ void AttendOnlineSoftmaxHeads(const float* q, int64_t kv_heads, int64_t group, i
                               int64_t d_k, int64_t d_v, float scale, float* out,
                               int64_t out_stride);
 
+// Keys are taken in blocks of kAttentionBlockKeys (from key 0, or from each
+// segment's first key): a query's running max and denominator move once per
+// block, so the block boundaries are part of its arithmetic.
+inline constexpr int64_t kAttentionBlockKeys = 64;
+
 // Long key ranges are taken in segments of kAttentionSegmentKeys keys
 // (segment s: keys s * kAttentionSegmentKeys onwards), each attended on its own
 // and then merged, so that the segments of one query can run on different
@@ -84,6 +89,27 @@ void AttendSegment(const float* q, int64_t kv_heads, int64_t group, int64_t q_st
 void MergeSegments(const float* parts, int64_t part_stride, const float* maxes,
                    const float* denoms, int64_t segments, int64_t n_q, int64_t d_v, float* out,
                    int64_t out_stride);
+
+// Prefill: the causal attention of n_tokens consecutive tokens of one
+// sequence, as tiles. Token i's kv_heads * group query heads lie at
+// q + i * q_token_stride (head stride d_k) and attend keys 0 .. first_keys + i
+// - 1; its outputs go to out + i * out_token_stride (head stride d_v). The
+// rows are AttendOnlineSoftmaxHeads': `type` kF32 or kF16 (k, v typed as
+// stored, strides in values) or q8_0 / q4_0 (strides in bytes); v == k with
+// v_stride == k_stride reads each value as the first d_v of its key row (MLA's
+// latent). Each block of keys is gathered per kv head into f32 tiles once and
+// met by all the tokens' queries together. With segment_keys =
+// kAttentionSegmentKeys every query gets exactly the bits of AttendSegment per
+// segment and MergeSegments (AttendOnlineSoftmaxHeads when it has one segment);
+// with 0, of AttendOnlineSoftmaxHeads over all its keys. scratch holds
+// AttendTokensScratch(...) floats.
+int64_t AttendTokensScratch(int64_t n_tokens, int64_t first_keys, int64_t kv_heads, int64_t group,
+                            int64_t d_k, int64_t d_v, int64_t segment_keys);
+void AttendTokens(const float* q, int64_t q_token_stride, int64_t n_tokens, int64_t first_keys,
+                  int64_t kv_heads, int64_t group, DType type, const void* k, const void* v,
+                  const int32_t* key_ids, int64_t k_stride, int64_t v_stride, int64_t d_k,
+                  int64_t d_v, float scale, int64_t segment_keys, float* out,
+                  int64_t out_token_stride, float* scratch);
 
 // out = silu(gate) * up = gate / (1 + exp(-gate)) * up, n elements; out may alias gate.
 void SiluMul(const float* gate, const float* up, float* out, size_t n);
