@@ -112,7 +112,7 @@ void AddExpertParallelOptions(CLI::App& cmd, ExpertParallelOptions& ep) {
 Status SingleProcessOnly(const char* command) {
   if (MpiLaunchSize() < 2) return Status::Ok();
   return Status::Error(std::string("anymoe ") + command + " runs as one process: under mpirun, "
-                       "expert parallelism is supported by run and bench so far");
+                       "expert parallelism is supported by run, bench and serve");
 }
 
 CLI::Validator FiniteNumber(double lo, double hi) {

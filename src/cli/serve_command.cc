@@ -3,6 +3,8 @@
 // model, starts the continuous-batching scheduler, and on SIGTERM/SIGINT
 // drains: new requests get 503, running ones finish or are cancelled by
 // --shutdown-timeout, and the process exits 0. A second signal exits at once.
+// Under mpirun (--ep) rank 0 does all that and the other ranks follow its
+// steps (runtime/step_broadcast.h).
 #include <malloc.h>
 #include <unistd.h>
 
@@ -19,6 +21,7 @@
 #include "cli/commands.h"
 #include "cli/common_options.h"
 #include "runtime/scheduler.h"
+#include "runtime/step_broadcast.h"
 #include "server/completion_service.h"
 #include "server/openai_server.h"
 
@@ -135,8 +138,42 @@ class SignalWatcher {
   bool draining_possible_ = false;
 };
 
+// Under expert parallelism every rank but 0 runs rank 0's steps with its own
+// experts and serves nothing itself. Once loaded, it ignores SIGTERM/SIGINT
+// (mpirun passes them to every rank): it ends when rank 0, draining, says so.
+// While loading they end it, as they end rank 0 then.
+int FollowRankZero(ServeFlags& f) {
+  f.engine.progress = false;
+  f.engine.kv_cache_tokens = f.kv_tokens;
+  f.engine.sequences = f.parallel;
+  auto engine = LoadEngineOrReport(f.engine);
+  if (!engine) return 1;
+  std::signal(SIGTERM, SIG_IGN);
+  std::signal(SIGINT, SIG_IGN);
+  const int64_t tokens = f.kv_tokens > 0 ? f.kv_tokens : int64_t(f.parallel) * engine->context();
+  Status st = FollowSteps(engine->model(), *engine->communicator(), tokens, engine->context());
+  if (!st.ok()) return ReportError(st);
+  return 0;
+}
+
+// Rank 0 of an expert-parallel server: a failed exchange ends the job (the
+// step's requests got 503 first); Abort takes every rank down with it.
+[[noreturn]] void EndJob(Communicator& comm, const Status& error) {
+  std::fprintf(stderr, "anymoe: error: %s; stopping every rank\n", error.message().c_str());
+  comm.Abort(1);
+}
+
 int Serve(ServeFlags& f) {
-  if (Status st = SingleProcessOnly("serve"); !st.ok()) return ReportError(st);
+  if (f.engine.expert_parallel.enabled && MpiLaunchSize() > 1) {
+    // Which rank this is decides whether it binds the port: MPI's environment
+    // tells before MPI starts (Engine::Load joins the job).
+    const char* rank = std::getenv("OMPI_COMM_WORLD_RANK");
+    if (rank == nullptr) rank = std::getenv("PMIX_RANK");
+    if (rank == nullptr) rank = std::getenv("PMI_RANK");
+    if (rank != nullptr && std::atoi(rank) != 0) return FollowRankZero(f);
+  } else if (Status st = SingleProcessOnly("serve"); !st.ok()) {
+    return ReportError(st);
+  }
   LimitMallocArenas();
   ServerOptions& so = f.server;
   if (!f.api_key_file.empty()) {
@@ -196,6 +233,22 @@ int Serve(ServeFlags& f) {
                  std::string(SpecKindName(sched.spec.kind)).c_str());
     sched.spec.kind = SpecKind::kNone;
   }
+  std::unique_ptr<StepSender> sender;
+  if (Communicator* comm = engine->communicator(); comm != nullptr) {
+    sender = std::make_unique<StepSender>(*comm);
+    sched.before_forward = [s = sender.get()](std::span<const Model::SequenceStep> steps) {
+      return s->Send(steps);
+    };
+    sched.between_steps = [&server, comm] {
+      server.AwaitResponseWrites();
+      if (comm->failed()) EndJob(*comm, Status::Error(comm->failure()));
+    };
+    sched.idle = [s = sender.get(), comm] {
+      if (Status st = s->Heartbeat(); !st.ok()) EndJob(*comm, st);
+    };
+    sched.idle_interval = std::chrono::milliseconds(
+        int64_t(std::min(1000.0, comm->timeout_s() * 1000 / 4)));
+  }
   auto scheduler = Scheduler::Create(*engine, sched);
   if (!scheduler.ok()) return ReportError(scheduler.status());
   std::unique_ptr<CompletionService> service = SchedulerService(std::move(scheduler).value());
@@ -209,6 +262,9 @@ int Serve(ServeFlags& f) {
   const auto timeout = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
       std::chrono::duration<double>(f.shutdown_timeout));
   server.Drain(std::chrono::steady_clock::now() + timeout);
+  if (sender) {  // the scheduler thread is gone: the other ranks may stop too
+    if (Status st = sender->Stop(); !st.ok()) EndJob(*engine->communicator(), st);
+  }
   std::fprintf(stderr, "anymoe: stopped\n");
   return 0;
 }
@@ -218,6 +274,7 @@ int Serve(ServeFlags& f) {
 CommandFn RegisterServe(CLI::App& cmd) {
   auto f = std::make_shared<ServeFlags>();
   AddEngineOptions(cmd, f->engine);
+  AddExpertParallelOptions(cmd, f->engine.expert_parallel);
   ServerOptions& so = f->server;
   f->spec.min_acceptance = 0.3f;  // the server drafts only while it pays
   AddSpecOptions(cmd, f->spec, /*allow_mtp=*/true);

@@ -57,6 +57,7 @@ Status Communicator::Broadcast(std::span<uint8_t>, int) { return Status::Error("
 Status Communicator::Barrier(double) { return Status::Error("built without MPI"); }
 void Communicator::Abort(int code) { std::_Exit(code); }
 Status Communicator::Wait(void*, const char*, double) { return Status::Error("built without MPI"); }
+Status Communicator::Fail(std::string message) { return Status::Error(std::move(message)); }
 void Communicator::MaybeInjectFault() {}
 
 #else
@@ -64,6 +65,12 @@ void Communicator::MaybeInjectFault() {}
 namespace {
 
 MPI_Comm& CommOf(void* p) { return *static_cast<MPI_Comm*>(p); }
+
+// A failed or timed-out collective: the job cannot go on, and a server
+// answers 503 for it (not 500: nothing was wrong with the request).
+Status Failure(std::string message) {
+  return Status::Error(std::move(message), ErrorKind::kUnavailable, "expert_parallel_failure");
+}
 
 std::string MpiErrorText(int code) {
   char text[MPI_MAX_ERROR_STRING];
@@ -135,6 +142,12 @@ void Communicator::Abort(int code) {
   std::_Exit(code);  // MPI_Abort should not return
 }
 
+Status Communicator::Fail(std::string message) {
+  failed_ = true;
+  failure_ = message;
+  return Failure(std::move(message));
+}
+
 void Communicator::MaybeInjectFault() {
   ++collectives_;
   if (fault_rank_ == rank_ && collectives_ == fault_at_) std::raise(fault_signal_);
@@ -149,19 +162,17 @@ Status Communicator::Wait(void* request, const char* what, double timeout_s) {
     int done = 0;
     if (int rc = MPI_Test(static_cast<MPI_Request*>(request), &done, MPI_STATUS_IGNORE);
         rc != MPI_SUCCESS) {
-      failed_ = true;
-      return Status::Error("distributed: rank " + std::to_string(rank_) + ": " + what +
-                           " failed: " + MpiErrorText(rc));
+      return Fail("distributed: rank " + std::to_string(rank_) + ": " + what + " failed: " +
+                  MpiErrorText(rc));
     }
     if (done) break;
     const auto now = Clock::now();
     if (now >= deadline) {
-      failed_ = true;
       char seconds[32];
       std::snprintf(seconds, sizeof(seconds), "%g", timeout_s);
-      return Status::Error("distributed: rank " + std::to_string(rank_) + " of " +
-                           std::to_string(size_) + ": " + what + " timed out after " + seconds +
-                           " s (another rank died or hangs; --ep-timeout sets the limit)");
+      return Fail("distributed: rank " + std::to_string(rank_) + " of " + std::to_string(size_) +
+                  ": " + what + " timed out after " + seconds +
+                  " s (another rank died or hangs; --ep-timeout sets the limit)");
     }
     // Spin briefly, then back off (up to 1 ms) so that oversubscribed ranks
     // leave the cores to the ranks still computing.
@@ -176,7 +187,7 @@ Status Communicator::Wait(void* request, const char* what, double timeout_s) {
 
 Status Communicator::Allgatherv(std::span<const float> send, std::span<float> recv,
                                 std::span<const int> counts, std::span<const int> displs) {
-  if (failed_) return Status::Error("distributed: an earlier collective failed");
+  if (failed_) return Failure(failure_);
   MaybeInjectFault();
   MPI_Request request;
   // This rank's block already in place in `recv`: send it from there.
@@ -184,8 +195,7 @@ Status Communicator::Allgatherv(std::span<const float> send, std::span<float> re
   if (int rc = MPI_Iallgatherv(in_place ? MPI_IN_PLACE : send.data(), int(send.size()), MPI_FLOAT, recv.data(), counts.data(),
                                displs.data(), MPI_FLOAT, CommOf(comm_), &request);
       rc != MPI_SUCCESS) {
-    failed_ = true;
-    return Status::Error("distributed: all-gather failed: " + MpiErrorText(rc));
+    return Fail("distributed: all-gather failed: " + MpiErrorText(rc));
   }
   bytes_sent_ += uint64_t(send.size()) * 4 * uint64_t(size_ - 1);
   return Wait(&request, "all-gather of expert outputs", timeout_s_);
@@ -194,15 +204,14 @@ Status Communicator::Allgatherv(std::span<const float> send, std::span<float> re
 Status Communicator::Alltoallv(std::span<const float> send, std::span<const int> send_counts,
                                std::span<const int> send_displs, std::span<float> recv,
                                std::span<const int> recv_counts, std::span<const int> recv_displs) {
-  if (failed_) return Status::Error("distributed: an earlier collective failed");
+  if (failed_) return Failure(failure_);
   MaybeInjectFault();
   MPI_Request request;
   if (int rc = MPI_Ialltoallv(send.data(), send_counts.data(), send_displs.data(), MPI_FLOAT,
                               recv.data(), recv_counts.data(), recv_displs.data(), MPI_FLOAT,
                               CommOf(comm_), &request);
       rc != MPI_SUCCESS) {
-    failed_ = true;
-    return Status::Error("distributed: all-to-all failed: " + MpiErrorText(rc));
+    return Fail("distributed: all-to-all failed: " + MpiErrorText(rc));
   }
   for (int r = 0; r < size_; ++r) {
     if (r != rank_) bytes_sent_ += uint64_t(send_counts[size_t(r)]) * 4;
@@ -211,24 +220,22 @@ Status Communicator::Alltoallv(std::span<const float> send, std::span<const int>
 }
 
 Status Communicator::Broadcast(std::span<uint8_t> data, int root) {
-  if (failed_) return Status::Error("distributed: an earlier collective failed");
+  if (failed_) return Failure(failure_);
   MaybeInjectFault();
   MPI_Request request;
   if (int rc = MPI_Ibcast(data.data(), int(data.size()), MPI_BYTE, root, CommOf(comm_), &request);
       rc != MPI_SUCCESS) {
-    failed_ = true;
-    return Status::Error("distributed: broadcast failed: " + MpiErrorText(rc));
+    return Fail("distributed: broadcast failed: " + MpiErrorText(rc));
   }
   if (rank_ == root) bytes_sent_ += uint64_t(data.size()) * uint64_t(size_ - 1);
   return Wait(&request, "broadcast", timeout_s_);
 }
 
 Status Communicator::Barrier(double timeout_s) {
-  if (failed_) return Status::Error("distributed: an earlier collective failed");
+  if (failed_) return Failure(failure_);
   MPI_Request request;
   if (int rc = MPI_Ibarrier(CommOf(comm_), &request); rc != MPI_SUCCESS) {
-    failed_ = true;
-    return Status::Error("distributed: barrier failed: " + MpiErrorText(rc));
+    return Fail("distributed: barrier failed: " + MpiErrorText(rc));
   }
   return Wait(&request, "barrier", timeout_s);
 }

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 
 #include "core/status.h"
 
@@ -53,6 +54,9 @@ class Communicator {
   uint64_t bytes_sent() const { return bytes_sent_; }
   double wait_seconds() const { return wait_seconds_; }
   bool failed() const { return failed_; }
+  // The first failure's message (empty while none): a later call answers it
+  // again, so the error names the exchange that failed first.
+  const std::string& failure() const { return failure_; }
 
   // Ends every rank of the job (a peer may be dead or hung, so MPI cannot be
   // finalised cleanly). Does not return.
@@ -62,6 +66,8 @@ class Communicator {
   Communicator() = default;
   // Polls `request` (an MPI_Request*) until done or `timeout_s` passed.
   Status Wait(void* request, const char* what, double timeout_s);
+  // Marks the communicator failed with `message`; returns it as the error.
+  Status Fail(std::string message);
   // Test hook (ANYMOE_EP_FAULT=kill|stop:RANK:N): this rank kills or stops
   // itself at its N-th collective, to exercise the fault path for real.
   void MaybeInjectFault();
@@ -72,6 +78,7 @@ class Communicator {
   uint64_t bytes_sent_ = 0;
   double wait_seconds_ = 0;
   bool failed_ = false;
+  std::string failure_;
   int64_t collectives_ = 0;
   int fault_rank_ = -1;
   int64_t fault_at_ = 0;

@@ -193,11 +193,38 @@ void KvCache::Adopt(std::span<const int32_t> blocks) {
   length_ = int64_t(blocks.size()) * b;
 }
 
+Status KvCache::Mirror(std::span<const int32_t> blocks, int64_t length) {
+  CHECK(blocks_.empty() || mirrored_);
+  const int64_t b = pool_->block_tokens();
+  for (int32_t block : blocks) {
+    if (block < 0 || block >= pool_->num_blocks()) {
+      return Status::Error("KV block " + std::to_string(block) + " is outside the pool of " +
+                           std::to_string(pool_->num_blocks()) + " blocks");
+    }
+  }
+  if (length < 0 || length > int64_t(blocks.size()) * b || length > capacity_) {
+    return Status::Error("KV length " + std::to_string(length) + " does not fit " +
+                         std::to_string(blocks.size()) + " blocks (capacity " +
+                         std::to_string(capacity_) + ")");
+  }
+  mirrored_ = true;
+  blocks_.assign(blocks.begin(), blocks.end());
+  rows_.clear();
+  for (int32_t block : blocks) {
+    for (int64_t r = 0; r < b; ++r) rows_.push_back(int32_t(block * b + r));
+  }
+  length_ = length;
+  return Status::Ok();
+}
+
 void KvCache::Release() {
-  for (int32_t block : blocks_) pool_->ReturnBlock(block);
+  if (!mirrored_) {
+    for (int32_t block : blocks_) pool_->ReturnBlock(block);
+  }
   blocks_.clear();
   rows_.clear();
   length_ = 0;
+  mirrored_ = false;
 }
 
 }  // namespace anymoe

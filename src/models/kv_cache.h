@@ -140,6 +140,13 @@ class KvCache {
   // its length, and shared blocks are full.
   void Adopt(std::span<const int32_t> blocks);
   std::span<const int32_t> block_ids() const { return blocks_; }
+  // Serving under expert parallelism: this sequence becomes a replica of
+  // another rank's, the same `blocks` of an identical pool and `length`
+  // tokens. No references are taken (the other rank's scheduler owns the
+  // blocks; this pool only mirrors their contents), and Release returns none.
+  // An error, with nothing changed, for a block outside the pool or a length
+  // past the blocks or the capacity.
+  Status Mirror(std::span<const int32_t> blocks, int64_t length);
 
   int64_t capacity() const { return capacity_; }
   int64_t length() const { return length_; }
@@ -153,6 +160,7 @@ class KvCache {
   KvPool* pool_;
   int64_t capacity_;
   int64_t length_ = 0;
+  bool mirrored_ = false;  // blocks referenced by another rank (Mirror)
   std::vector<int32_t> blocks_;
   std::vector<int32_t> rows_;
 };

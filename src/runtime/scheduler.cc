@@ -201,7 +201,14 @@ class Scheduler::Impl {
           const auto wakeup = [&] {
             return stopping_ || (!waiting_.empty() && submitted_ != seen_submissions);
           };
-          if (waiting_.empty()) {
+          if (waiting_.empty() && opt_.idle) {
+            if (!wake_.wait_for(lock, opt_.idle_interval,
+                                [&] { return stopping_ || !waiting_.empty(); })) {
+              lock.unlock();
+              opt_.idle();
+              continue;
+            }
+          } else if (waiting_.empty()) {
             wake_.wait(lock, [&] { return stopping_ || !waiting_.empty(); });
           } else if (!wakeup()) {
             wake_.wait_for(lock, std::chrono::milliseconds(50), wakeup);
@@ -346,7 +353,8 @@ class Scheduler::Impl {
       cost -= ChunkCost(a->prefilled, n, unit);
       fed = true;
     }
-    auto logits = model_.ForwardBatch(steps_);
+    const Status sent = opt_.before_forward ? opt_.before_forward(steps_) : Status::Ok();
+    auto logits = sent.ok() ? model_.ForwardBatch(steps_) : Expected<Tensor>(sent);
     // Sampling and handing tokens to the HTTP threads run on this thread
     // alone: the backend's idle workers give their cores to those threads
     // instead of spinning until the next step.
@@ -595,6 +603,7 @@ class Scheduler::Impl {
     ev.kind = RequestEvent::Kind::kError;
     ev.error = error.message();
     ev.error_code = error.code();
+    if (error.kind() == ErrorKind::kUnavailable) ev.error_kind = ErrorKind::kUnavailable;
     if (a->request.on_event) a->request.on_event(ev);
     a.reset();
   }

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,16 @@ struct SchedulerOptions {
   // and before the next forward pass: the server waits there, briefly, for its
   // HTTP threads to write those events (see OpenAiServer::AwaitResponseWrites).
   std::function<void()> between_steps = nullptr;
+  // Called on the scheduler thread with each step's batch just before its
+  // forward pass (serving under expert parallelism sends it to the other
+  // ranks there, runtime/step_broadcast.h). An error fails the step's
+  // requests as a failed forward pass would, without running it.
+  std::function<Status(std::span<const Model::SequenceStep>)> before_forward = nullptr;
+  // Called on the scheduler thread about every `idle_interval` while nothing
+  // runs (the other ranks learn that rank 0 is alive and idle); null: the
+  // thread sleeps until a request comes.
+  std::function<void()> idle = nullptr;
+  std::chrono::milliseconds idle_interval{1000};
   // Speculative decoding for requests that ask for none themselves (their
   // GenerateOptions::spec, which may also be a callback): none or ngram. Each
   // sequence drafts on its own,
@@ -78,6 +89,9 @@ struct RequestEvent {
   GenerateStats stats;                                   // kDone
   std::string error;                                     // kError
   std::string error_code;  // kError: machine-readable ("numerical_error"), may be empty
+  // kError: kUnavailable when the engine itself failed (a rank of an expert
+  // parallel job died: HTTP 503), else a failure of this request.
+  ErrorKind error_kind = ErrorKind::kInternal;
 };
 
 struct Request {

@@ -65,6 +65,7 @@ struct Choice {
   StopReason reason = StopReason::kMaxTokens;
   std::string error;                 // kError
   std::string error_code;            // kError, machine-readable (may be empty)
+  bool unavailable = false;          // kError of the engine, not the request (503)
   std::optional<ChatOutput> chat;    // chat: reasoning, content and tool calls
   size_t tokens_sent = 0;            // streaming: logprob entries sent
   bool echo_sent = false;            // streaming completions with echo
@@ -122,6 +123,7 @@ struct Generation {
         c.ended = true;
         c.error = ev.error.empty() ? "generation failed" : ev.error;
         c.error_code = ev.error_code;
+        c.unavailable = ev.error_kind == ErrorKind::kUnavailable;
         break;
     }
     if (c.ended) {
@@ -171,11 +173,13 @@ ApiError ShutdownError() { return Unavailable("the server is shutting down", "sh
 
 ApiError GenerationError(const Generation& g) {
   if (g.cancelled_by_server()) return ShutdownError();
+  const Choice* failed = g.failed();
+  if (failed != nullptr && failed->unavailable) return Unavailable(failed->error, failed->error_code);
   ApiError e;
   e.status = 500;
   e.type = "server_error";
-  e.message = g.failed() != nullptr ? g.failed()->error : "generation failed";
-  if (g.failed() != nullptr) e.code = g.failed()->error_code;
+  e.message = failed != nullptr ? failed->error : "generation failed";
+  if (failed != nullptr) e.code = failed->error_code;
   return e;
 }
 

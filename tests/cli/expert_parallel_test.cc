@@ -176,12 +176,13 @@ TEST_F(ExpertParallel, DenseModelIsRefused) {
   EXPECT_NE(r.err.find("expert parallelism needs a MoE model"), std::string::npos) << r.err;
 }
 
-TEST_F(ExpertParallel, ServeUnderMpirunIsRefused) {
+TEST_F(ExpertParallel, ChatUnderMpirunIsRefused) {
 #ifdef ANYMOE_MPIRUN
+  // (serve runs under mpirun: tests/server/expert_parallel_serve_test.cc)
   const RunResult r = Shell(std::string(ANYMOE_MPIRUN) + " -np 2 --oversubscribe " + ANYMOE_BINARY +
-                            " serve -m " + Golden("moe/mixtral") + " --port 0");
+                            " chat -m " + Golden("moe/mixtral"));
   EXPECT_NE(r.exit_code, 0);
-  EXPECT_NE(r.err.find("anymoe serve runs as one process"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("anymoe chat runs as one process"), std::string::npos) << r.err;
 #endif
 }
 

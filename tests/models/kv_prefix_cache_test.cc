@@ -1,6 +1,7 @@
 // The KV pool's shared blocks for prefix caching: references, publishing
 // under a prefix hash, lookups that compare tokens, LRU eviction of free
-// cached blocks only when no empty block is left, and no leaked blocks.
+// cached blocks only when no empty block is left, and no leaked blocks; a
+// mirrored block table (serving under expert parallelism) takes no references.
 #include <gtest/gtest.h>
 
 #include "backends/backend.h"
@@ -72,6 +73,33 @@ TEST_F(KvPrefixCache, SharedBlocksAreCountedOnceAndEvictedLeastRecentFirst) {
   c.Release();
   d.Release();
   EXPECT_EQ(pool_->used_blocks(), 0);
+}
+
+TEST_F(KvPrefixCache, MirrorAddressesAnotherRanksBlocksWithoutReferences) {
+  // Serving under expert parallelism: a replica of rank 0's sequence.
+  KvCache m(pool_.get(), 8);
+  const int32_t blocks[] = {3, 1};
+  ASSERT_TRUE(m.Mirror(blocks, 3).ok());
+  EXPECT_EQ(m.length(), 3);
+  ASSERT_EQ(m.rows().size(), 4u);
+  EXPECT_EQ(m.rows()[0], 6);
+  EXPECT_EQ(m.rows()[3], 3);
+  EXPECT_EQ(pool_->used_blocks(), 0);  // no references taken...
+  const int32_t next[] = {0};
+  ASSERT_TRUE(m.Mirror(next, 2).ok());  // ...and none returned when it changes
+  EXPECT_EQ(m.rows()[1], 1);
+  m.Release();
+  EXPECT_EQ(pool_->used_blocks(), 0);
+  KvCache all(pool_.get(), 8);
+  ASSERT_TRUE(all.Reserve(8).ok());  // every block is still free
+
+  // Refused, nothing changed: a block outside the pool, a length past the blocks.
+  const int32_t outside[] = {0, 4};
+  EXPECT_NE(m.Mirror(outside, 1).message().find("KV block 4 is outside the pool of 4 blocks"),
+            std::string::npos);
+  EXPECT_NE(m.Mirror(next, 3).message().find("KV length 3 does not fit 1 blocks"),
+            std::string::npos);
+  EXPECT_EQ(m.length(), 0);
 }
 
 }  // namespace
