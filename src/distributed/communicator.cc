@@ -4,8 +4,11 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <string>
 #include <thread>
+
+#include "core/check.h"
 
 #ifdef ANYMOE_MPI
 #include <mpi.h>
@@ -53,6 +56,11 @@ Status Communicator::Alltoallv(std::span<const float>, std::span<const int>, std
                                std::span<float>, std::span<const int>, std::span<const int>) {
   return Status::Error("built without MPI");
 }
+Status Communicator::StartAllgatherv(std::span<const float>, std::span<float>,
+                                     std::span<const int>, std::span<const int>) {
+  return Status::Error("built without MPI");
+}
+Status Communicator::FinishAllgatherv() { return Status::Error("built without MPI"); }
 Status Communicator::Broadcast(std::span<uint8_t>, int) { return Status::Error("built without MPI"); }
 Status Communicator::Barrier(double) { return Status::Error("built without MPI"); }
 void Communicator::Abort(int code) { std::_Exit(code); }
@@ -130,6 +138,7 @@ Communicator::~Communicator() {
   if (joined == this) joined = nullptr;
   if (comm_ == nullptr) return;
   if (failed_) Abort(1);  // a peer may be gone: MPI_Finalize could wait for it forever
+  delete static_cast<MPI_Request*>(pending_);
   MPI_Comm_free(&CommOf(comm_));
   delete static_cast<MPI_Comm*>(comm_);
   MPI_Finalize();
@@ -187,18 +196,34 @@ Status Communicator::Wait(void* request, const char* what, double timeout_s) {
 
 Status Communicator::Allgatherv(std::span<const float> send, std::span<float> recv,
                                 std::span<const int> counts, std::span<const int> displs) {
+  RETURN_IF_ERROR(StartAllgatherv(send, recv, counts, displs));
+  return FinishAllgatherv();
+}
+
+Status Communicator::StartAllgatherv(std::span<const float> send, std::span<float> recv,
+                                     std::span<const int> counts, std::span<const int> displs) {
   if (failed_) return Failure(failure_);
+  CHECK(pending_ == nullptr);
   MaybeInjectFault();
-  MPI_Request request;
+  auto request = std::make_unique<MPI_Request>();
   // This rank's block already in place in `recv`: send it from there.
   const bool in_place = send.data() == recv.data() + displs[size_t(rank_)];
-  if (int rc = MPI_Iallgatherv(in_place ? MPI_IN_PLACE : send.data(), int(send.size()), MPI_FLOAT, recv.data(), counts.data(),
-                               displs.data(), MPI_FLOAT, CommOf(comm_), &request);
+  if (int rc = MPI_Iallgatherv(in_place ? MPI_IN_PLACE : send.data(), int(send.size()), MPI_FLOAT,
+                               recv.data(), counts.data(), displs.data(), MPI_FLOAT, CommOf(comm_),
+                               request.get());
       rc != MPI_SUCCESS) {
     return Fail("distributed: all-gather failed: " + MpiErrorText(rc));
   }
   bytes_sent_ += uint64_t(send.size()) * 4 * uint64_t(size_ - 1);
-  return Wait(&request, "all-gather of expert outputs", timeout_s_);
+  pending_ = request.release();
+  return Status::Ok();
+}
+
+Status Communicator::FinishAllgatherv() {
+  CHECK(pending_ != nullptr);
+  std::unique_ptr<MPI_Request> request(static_cast<MPI_Request*>(pending_));
+  pending_ = nullptr;
+  return Wait(request.get(), "all-gather of expert outputs", timeout_s_);
 }
 
 Status Communicator::Alltoallv(std::span<const float> send, std::span<const int> send_counts,

@@ -39,6 +39,12 @@ class Communicator {
   // block of `recv` (sent from there).
   Status Allgatherv(std::span<const float> send, std::span<float> recv,
                     std::span<const int> counts, std::span<const int> displs);
+  // The same in two halves, so that a rank computes while the rows travel:
+  // StartAllgatherv returns once the exchange is under way (the buffers must
+  // stay untouched), FinishAllgatherv waits for it. One at a time.
+  Status StartAllgatherv(std::span<const float> send, std::span<float> recv,
+                         std::span<const int> counts, std::span<const int> displs);
+  Status FinishAllgatherv();
   // send[send_displs[r], +send_counts[r]] goes to rank r, which receives it at
   // recv[recv_displs[me], +recv_counts[me]].
   Status Alltoallv(std::span<const float> send, std::span<const int> send_counts,
@@ -75,6 +81,7 @@ class Communicator {
   int rank_ = 0, size_ = 1;
   double timeout_s_ = 60;
   void* comm_ = nullptr;  // MPI_Comm (a dup of MPI_COMM_WORLD)
+  void* pending_ = nullptr;  // MPI_Request of a started all-gather, else null
   uint64_t bytes_sent_ = 0;
   double wait_seconds_ = 0;
   bool failed_ = false;

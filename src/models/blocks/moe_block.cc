@@ -63,7 +63,8 @@ uint64_t MoeBlock::workspace_floats(int64_t t) const {
   // for the next layer's prediction a normed copy of the rows and its logits
   return 2 * Workspace::Footprint(t, c_.moe.num_experts) + 2 * Workspace::Footprint(m, h) +
          2 * Workspace::Footprint(m, ffn) + Workspace::Footprint(t, h) +
-         (parallel_ ? ExpertParallelLayer::WorkspaceFloats(m, h) : 0);
+         (parallel_ ? ExpertParallelLayer::WorkspaceFloats(m, h) + Workspace::Footprint(t, h)
+                    : 0);
 }
 
 void MoeBlock::AttachCache(ExpertCache* cache) {
@@ -186,6 +187,8 @@ void MoeBlock::Forward(StepContext& ctx, const Tensor& x, const Tensor& out) {
   const Tensor g_buf = ctx.ws.Take(m, ffn), u_buf = ctx.ws.Take(m, ffn);
   const Tensor g = g_buf.Prefix(m, c_.moe.expert_ffn), u = u_buf.Prefix(m, c_.moe.expert_ffn);
   be.GatherRows(x, rows, xe);
+  Tensor shared_out;  // the shared expert's output, once computed
+  bool shared_done = false;
   if (streamed_) {
     Status st = streamed_->Run(be, xe, offsets_, g, u, ye, [&] { PredictNext(ctx); });
     if (!st.ok()) {
@@ -194,9 +197,20 @@ void MoeBlock::Forward(StepContext& ctx, const Tensor& x, const Tensor& out) {
       return;
     }
   } else if (parallel_) {
-    // This rank's experts, then every rank's outputs in the single-process order.
-    Status st = parallel_->Run(be, ctx.ws, xe, offsets_, experts_.gate, experts_.up,
-                               experts_.down, g, u, ye);
+    // This rank's experts; while every rank's outputs travel, the shared
+    // expert (into a buffer of its own: the sums below keep their order, so
+    // the result is the one-process result bit for bit); then every rank's
+    // outputs in the single-process order.
+    Status st = parallel_->Start(be, ctx.ws, xe, offsets_, experts_.gate, experts_.up,
+                                 experts_.down, g, u);
+    if (st.ok() && shared_) {
+      shared_out = ctx.ws.Take(t, h);
+      DenseMlp::Run(be, x, shared_->gate(), shared_->up(), shared_->down(), g_buf, u_buf,
+                    shared_out);
+      be.Synchronize();
+      shared_done = true;
+    }
+    if (st.ok()) st = parallel_->Finish(be, ye);
     if (!st.ok()) {
       ctx.status = st;
       be.Zero(out);
@@ -212,9 +226,12 @@ void MoeBlock::Forward(StepContext& ctx, const Tensor& x, const Tensor& out) {
   // Per token, contributions add in ascending expert order, as the reference does.
   be.ScatterAddRows(ye, rows, std::span<const float>(scales_).first(size_t(m)), out);
   if (shared_) {
-    Tensor ys = ye.RowSlice(0, t);
-    DenseMlp::Run(be, x, shared_->gate(), shared_->up(), shared_->down(), g_buf, u_buf, ys);
-    be.Add(out, ys, out);
+    if (!shared_done) {
+      shared_out = ye.RowSlice(0, t);
+      DenseMlp::Run(be, x, shared_->gate(), shared_->up(), shared_->down(), g_buf, u_buf,
+                    shared_out);
+    }
+    be.Add(out, shared_out, out);
   }
 }
 

@@ -19,10 +19,10 @@ uint64_t ExpertParallelLayer::WorkspaceFloats(int64_t pairs, int64_t hidden) {
   return 2 * Workspace::Footprint(pairs, hidden);  // this rank's rows in, everyone's rows out
 }
 
-Status ExpertParallelLayer::Run(Backend& be, Workspace& ws, const Tensor& xe,
-                                std::span<const int32_t> offsets, std::span<const Tensor> gate,
-                                std::span<const Tensor> up, std::span<const Tensor> down,
-                                const Tensor& g, const Tensor& u, const Tensor& ye) {
+Status ExpertParallelLayer::Start(Backend& be, Workspace& ws, const Tensor& xe,
+                                  std::span<const int32_t> offsets, std::span<const Tensor> gate,
+                                  std::span<const Tensor> up, std::span<const Tensor> down,
+                                  const Tensor& g, const Tensor& u) {
   const int64_t experts = int64_t(owners_.size()), m = xe.rows(), h = xe.cols();
   const int me = comm_.rank(), ranks = comm_.size();
   CHECK(int64_t(offsets.size()) == experts + 1 && m <= int64_t(position_.size()));
@@ -68,10 +68,17 @@ Status ExpertParallelLayer::Run(Backend& be, Workspace& ws, const Tensor& xe,
   }
   float* all = gathered.as<float>();
   const std::span<float> recv(all, size_t(m * h));
-  RETURN_IF_ERROR(comm_.Allgatherv(recv.subspan(size_t(displs_[size_t(me)]), size_t(counts_[size_t(me)])),
-                                   recv, counts_, displs_));
+  gathered_ = gathered;
+  rows_ = m;
+  return comm_.StartAllgatherv(
+      recv.subspan(size_t(displs_[size_t(me)]), size_t(counts_[size_t(me)])), recv, counts_,
+      displs_);
+}
+
+Status ExpertParallelLayer::Finish(Backend& be, const Tensor& ye) {
+  RETURN_IF_ERROR(comm_.FinishAllgatherv());
   // Back to the single-process row order, which the weighted sum follows.
-  be.GatherRows(gathered, std::span<const int32_t>(position_).first(size_t(m)), ye);
+  be.GatherRows(gathered_, std::span<const int32_t>(position_).first(size_t(rows_)), ye);
   return Status::Ok();
 }
 

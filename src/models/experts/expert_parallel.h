@@ -2,7 +2,8 @@
 // the whole step's rows and routing (replicated), runs only the experts it
 // owns on their rows, and an all-gather hands every rank every expert's output
 // rows in the single-process order, so the weighted sum that follows is the
-// single-process one, bit for bit.
+// single-process one, bit for bit. The exchange runs while the caller computes
+// the shared expert.
 #pragma once
 
 #include <cstdint>
@@ -33,11 +34,14 @@ class ExpertParallelLayer {
 
   // xe: the step's gathered rows [M, H], grouped by expert at `offsets` (every
   // expert, single-process order); gate/up/down: the experts (others' without
-  // bytes); g, u: scratch [M, I]. Writes every expert's output rows to `ye`
-  // [M, H] in the order of `xe`.
-  Status Run(Backend& be, Workspace& ws, const Tensor& xe, std::span<const int32_t> offsets,
-             std::span<const Tensor> gate, std::span<const Tensor> up,
-             std::span<const Tensor> down, const Tensor& g, const Tensor& u, const Tensor& ye);
+  // bytes); g, u: scratch [M, I]. Runs this rank's experts and starts the
+  // exchange of every rank's output rows; the caller may compute meanwhile
+  // (not touching `ws`'s buffers taken here), then Finish writes every
+  // expert's output rows to `ye` [M, H] in the order of `xe`.
+  Status Start(Backend& be, Workspace& ws, const Tensor& xe, std::span<const int32_t> offsets,
+               std::span<const Tensor> gate, std::span<const Tensor> up,
+               std::span<const Tensor> down, const Tensor& g, const Tensor& u);
+  Status Finish(Backend& be, const Tensor& ye);
 
  private:
   Communicator& comm_;
@@ -46,6 +50,8 @@ class ExpertParallelLayer {
   // for every row of xe its position in the all-gathered buffer.
   std::vector<int32_t> local_rows_, local_offsets_, position_;
   std::vector<int> counts_, displs_, cursor_;
+  Tensor gathered_;  // every rank's output rows, rank-major, while the exchange runs
+  int64_t rows_ = 0;
 };
 
 }  // namespace anymoe
