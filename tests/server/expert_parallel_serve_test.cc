@@ -50,14 +50,6 @@ pid_t RankPid(pid_t launcher, int rank) {
   return found;
 }
 
-struct Reply {
-  int status = 0;
-  json body;          // non-streaming
-  std::string text;   // streaming: the text of every event
-  std::string error;  // streaming: an error event's code
-  bool done = false;  // streaming: [DONE] arrived
-};
-
 class ExpertParallelServe : public ServerTest {
  protected:
   void SetUp() override {
@@ -110,43 +102,46 @@ class ExpertParallelServe : public ServerTest {
     return port;
   }
 
-  static Reply Post(int port, json body) {
-    Reply r;
+  static httplib::Result Post(int port, const json& body) {
     httplib::Client client("127.0.0.1", port);
     client.set_read_timeout(40);
-    if (!body.value("stream", false)) {
-      auto res = client.Post("/v1/completions", body.dump(), "application/json");
-      if (!res) return r;
-      r.status = res->status;
-      r.body = json::parse(res->body, nullptr, false);
-      return r;
+    return client.Post("/v1/completions", body.dump(), "application/json");
+  }
+
+  // A stream of 100 tokens; its error event's code, if one came.
+  static std::pair<StreamResult, std::string> Stream(int port, const std::string& prompt) {
+    httplib::Client client("127.0.0.1", port);
+    client.set_read_timeout(40);
+    StreamResult r = StreamRequest(client, "/v1/completions",
+                                   {{"prompt", prompt}, {"max_tokens", 100}, {"temperature", 0},
+                                    {"ignore_eos", true}});
+    std::string error;
+    for (const json& e : r.events) {
+      if (e.contains("error")) error = e["error"].value("code", "?");
     }
-    SseReader sse;
-    httplib::Request req;
-    req.method = "POST";
-    req.path = "/v1/completions";
-    req.body = body.dump();
-    req.set_header("Content-Type", "application/json");
-    req.response_handler = [&](const httplib::Response& res) {
-      r.status = res.status;
-      return true;
-    };
-    req.content_receiver = [&](const char* data, size_t n, uint64_t, uint64_t) {
-      sse.Feed(std::string_view(data, n), [&](std::string_view payload) {
-        if (payload == "[DONE]") {
-          r.done = true;
-          return;
-        }
-        json e = json::parse(payload, nullptr, false);
-        if (e.contains("error")) r.error = e["error"].value("code", "?");
-        if (e.contains("choices") && !e["choices"].empty()) {
-          r.text += e["choices"][0].value("text", "");
-        }
-      });
-      return true;
-    };
-    client.send(req);
-    return r;
+    return {std::move(r), error};
+  }
+
+  // Three streams while rank 1 meets `fault` (ANYMOE_EP_FAULT) at its 60th
+  // exchange, mid-generation; the job must end within 30 s, non-zero.
+  std::vector<std::pair<StreamResult, std::string>> StreamsUnderFault(const std::string& fault,
+                                                                      const std::string& timeout) {
+    const int port = Start(2, GoldenPath("moe/qwen3_moe"),
+                           {"--ep-timeout", timeout, "--debug-token-delay-ms", "10"}, fault);
+    const auto start = Clock::now();
+    std::vector<std::future<std::pair<StreamResult, std::string>>> streams;
+    for (int i = 0; i < 3; ++i) {
+      streams.push_back(std::async(std::launch::async,
+                                   [port, i] { return Stream(port, "Hello " + std::to_string(i)); }));
+    }
+    std::vector<std::pair<StreamResult, std::string>> out;
+    for (auto& f : streams) out.push_back(f.get());
+    Process& job = *servers_.back();
+    const int code = job.Wait(std::chrono::seconds(30));
+    EXPECT_NE(code, 0);
+    EXPECT_NE(code, -1) << "the job did not end within 30 s";
+    EXPECT_LT(Clock::now() - start, std::chrono::seconds(30));
+    return out;
   }
 
   // Six requests at once over 3 slots: different prompt lengths, two that
@@ -162,7 +157,7 @@ class ExpertParallelServe : public ServerTest {
         {{"prompt", "a"}, {"max_tokens", 20}},
         {{"prompt", "Sampled text"}, {"max_tokens", 10}, {"temperature", 0.9}, {"seed", 7}},
     };
-    std::vector<std::future<Reply>> replies;
+    std::vector<std::future<httplib::Result>> replies;
     for (json r : requests) {
       r["ignore_eos"] = true;
       r["logprobs"] = 2;
@@ -171,9 +166,10 @@ class ExpertParallelServe : public ServerTest {
     }
     std::vector<json> choices;
     for (auto& f : replies) {
-      const Reply r = f.get();
-      EXPECT_EQ(r.status, 200) << r.body.dump();
-      choices.push_back(r.status == 200 ? r.body["choices"][0] : json());
+      const httplib::Result r = f.get();
+      const bool ok = r && r->status == 200;
+      EXPECT_TRUE(ok) << (r ? r->body : "no response");
+      choices.push_back(ok ? json::parse(r->body)["choices"][0] : json());
     }
     return choices;
   }
@@ -228,15 +224,12 @@ TEST_F(ExpertParallelServe, SigtermToMpirunEndsEveryRankCleanly) {
   // mpirun hands the signal to every rank: rank 1 keeps following until rank
   // 0, which drains its running stream first, tells it to stop.
   const int port = Start(2, GoldenPath("moe/qwen3_moe"), {"--debug-token-delay-ms", "20"});
-  auto stream = std::async(std::launch::async, [port] {
-    return Post(port, {{"prompt", "Hello"}, {"max_tokens", 60}, {"temperature", 0},
-                       {"ignore_eos", true}, {"stream", true}});
-  });
+  auto stream = std::async(std::launch::async, [port] { return Stream(port, "Hello"); });
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   servers_.back()->Signal(SIGTERM);
-  const Reply r = stream.get();
+  const auto [r, error] = stream.get();
   EXPECT_TRUE(r.done);
-  EXPECT_TRUE(r.error.empty()) << r.error;
+  EXPECT_TRUE(error.empty()) << error;
   // mpirun itself exits 1 when it was signalled, whatever the ranks did: the
   // ranks' clean ends show in what it printed (no abort, no rank killed).
   Process& job = *servers_.back();
@@ -247,56 +240,27 @@ TEST_F(ExpertParallelServe, SigtermToMpirunEndsEveryRankCleanly) {
 }
 
 TEST_F(ExpertParallelServe, HungRankGivesServiceUnavailableAndEndsTheJob) {
-  // Rank 1 SIGSTOPs itself at its 60th exchange, mid-generation: rank 0 gives
-  // up after --ep-timeout, fails the running requests with 503 errors
-  // (expert_parallel_failure), and MPI_Abort ends the job.
-  const int port = Start(2, GoldenPath("moe/qwen3_moe"),
-                         {"--ep-timeout", "2", "--debug-token-delay-ms", "10"}, "stop:1:60");
-  const auto start = Clock::now();
-  std::vector<std::future<Reply>> streams;
-  for (int i = 0; i < 3; ++i) {
-    streams.push_back(std::async(std::launch::async, [port, i] {
-      return Post(port, {{"prompt", "Hello " + std::to_string(i)}, {"max_tokens", 100},
-                         {"temperature", 0}, {"ignore_eos", true}, {"stream", true}});
-    }));
-  }
-  for (auto& f : streams) {
-    const Reply r = f.get();
+  // Rank 1 SIGSTOPs itself: rank 0 gives up after --ep-timeout, fails the
+  // running requests with 503 errors (expert_parallel_failure), and MPI_Abort
+  // ends the job.
+  for (const auto& [r, error] : StreamsUnderFault("stop:1:60", "2")) {
     EXPECT_EQ(r.status, 200);  // the stream had begun
-    EXPECT_EQ(r.error, "expert_parallel_failure");
+    EXPECT_EQ(error, "expert_parallel_failure");
+    EXPECT_NE(r.body.find("unavailable_error"), std::string::npos) << r.body;
   }
-  Process& job = *servers_.back();
-  const int code = job.Wait(std::chrono::seconds(30));
-  EXPECT_NE(code, 0);
-  EXPECT_NE(code, -1) << "the job did not end within 30 s";
-  EXPECT_LT(Clock::now() - start, std::chrono::seconds(30));
-  EXPECT_NE(job.err().find("timed out after 2 s"), std::string::npos) << job.err();
-  EXPECT_NE(job.err().find("stopping every rank"), std::string::npos) << job.err();
+  const std::string err = servers_.back()->err();
+  EXPECT_NE(err.find("timed out after 2 s"), std::string::npos) << err;
+  EXPECT_NE(err.find("stopping every rank"), std::string::npos) << err;
 }
 
 TEST_F(ExpertParallelServe, KilledRankEndsTheJobAndClosesTheStreams) {
-  // Rank 1 SIGKILLs itself at its 60th exchange: mpirun ends rank 0 at once;
-  // the streams end without their [DONE] (nothing hangs).
-  const int port = Start(2, GoldenPath("moe/qwen3_moe"),
-                         {"--ep-timeout", "5", "--debug-token-delay-ms", "10"}, "kill:1:60");
-  const auto start = Clock::now();
-  std::vector<std::future<Reply>> streams;
-  for (int i = 0; i < 3; ++i) {
-    streams.push_back(std::async(std::launch::async, [port, i] {
-      return Post(port, {{"prompt", "Hello " + std::to_string(i)}, {"max_tokens", 100},
-                         {"temperature", 0}, {"ignore_eos", true}, {"stream", true}});
-    }));
+  // Rank 1 SIGKILLs itself: mpirun ends rank 0 at once; the streams end
+  // without their [DONE] or with an error (nothing hangs).
+  for (const auto& [r, error] : StreamsUnderFault("kill:1:60", "5")) {
+    EXPECT_TRUE(!r.done || !error.empty()) << "a stream completed although rank 1 died";
   }
-  for (auto& f : streams) {
-    const Reply r = f.get();
-    EXPECT_TRUE(!r.done || !r.error.empty()) << "a stream completed although rank 1 died";
-  }
-  Process& job = *servers_.back();
-  const int code = job.Wait(std::chrono::seconds(30));
-  EXPECT_NE(code, 0);
-  EXPECT_NE(code, -1) << "the job did not end within 30 s";
-  EXPECT_LT(Clock::now() - start, std::chrono::seconds(30));
-  EXPECT_NE(job.err().find("exited on signal 9"), std::string::npos) << job.err();
+  const std::string err = servers_.back()->err();
+  EXPECT_NE(err.find("exited on signal 9"), std::string::npos) << err;
 }
 
 }  // namespace

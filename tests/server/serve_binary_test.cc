@@ -67,38 +67,7 @@ class ServeBinary : public ServerTest {
   }
 
   StreamResult StreamFrom(const json& body) {
-    StreamResult r;
-    SseReader sse;
-    httplib::Request req;
-    req.method = "POST";
-    req.path = "/v1/completions";
-    json b = body;
-    b["stream"] = true;
-    req.body = b.dump();
-    req.set_header("Content-Type", "application/json");
-    req.response_handler = [&](const httplib::Response& res) {
-      r.status = res.status;
-      return true;
-    };
-    req.content_receiver = [&](const char* data, size_t n, uint64_t, uint64_t) {
-      sse.Feed(std::string_view(data, n), [&](std::string_view payload) {
-        if (payload == "[DONE]") {
-          r.done = true;
-          return;
-        }
-        json e = json::parse(payload);
-        if (e.contains("choices") && !e["choices"].empty()) {
-          r.text += e["choices"][0]["text"].get<std::string>();
-          if (!e["choices"][0]["finish_reason"].is_null()) {
-            r.finish_reason = e["choices"][0]["finish_reason"];
-          }
-        }
-        r.events.push_back(std::move(e));
-      });
-      return true;
-    };
-    Http()->send(req);
-    return r;
+    return StreamRequest(*Http(), "/v1/completions", body);
   }
 
   std::filesystem::path dir_;

@@ -87,6 +87,56 @@ struct StreamResult {
   nlohmann::json usage;
 };
 
+// Posts `body` with "stream": true through `client` and collects the events.
+// `stop_after_chunks` > 0 closes the connection after that many text chunks
+// (a client that leaves).
+inline StreamResult StreamRequest(httplib::Client& client, const std::string& path,
+                                  nlohmann::json body, int stop_after_chunks = 0,
+                                  const httplib::Headers& headers = {}) {
+  body["stream"] = true;
+  StreamResult r;
+  SseReader sse;
+  int chunks = 0;
+  httplib::Request req;
+  req.method = "POST";
+  req.path = path;
+  req.headers = headers;
+  req.body = body.dump();
+  req.set_header("Content-Type", "application/json");
+  req.response_handler = [&](const httplib::Response& res) {
+    r.status = res.status;
+    return true;
+  };
+  req.content_receiver = [&](const char* data, size_t n, uint64_t, uint64_t) {
+    r.body.append(data, n);
+    bool keep = true;
+    sse.Feed(std::string_view(data, n), [&](std::string_view payload) {
+      if (payload == "[DONE]") {
+        r.done = true;
+        return;
+      }
+      nlohmann::json e = nlohmann::json::parse(payload);
+      if (e.contains("choices") && !e["choices"].empty()) {
+        const auto& c = e["choices"][0];
+        std::string piece;
+        if (c.contains("text")) piece = c["text"].get<std::string>();
+        if (c.contains("delta") && c["delta"].contains("content")) {
+          piece = c["delta"]["content"].get<std::string>();
+        }
+        r.text += piece;
+        if (!piece.empty()) ++chunks;
+        if (!c["finish_reason"].is_null()) r.finish_reason = c["finish_reason"];
+      }
+      if (e.contains("usage") && !e["usage"].is_null()) r.usage = e["usage"];
+      r.events.push_back(std::move(e));
+      if (stop_after_chunks > 0 && chunks >= stop_after_chunks) keep = false;
+    });
+    return keep;
+  };
+  client.send(req);
+  return r;
+}
+
 class ServerTest : public ::testing::Test {
  protected:
   // Starts a server; `ready` false leaves it loading (no model yet).
@@ -137,49 +187,7 @@ class ServerTest : public ::testing::Test {
   // closes the connection after that many text chunks (a client that leaves).
   StreamResult Stream(const std::string& path, nlohmann::json body, int stop_after_chunks = 0,
                       const httplib::Headers& headers = {}) const {
-    body["stream"] = true;
-    StreamResult r;
-    SseReader sse;
-    int chunks = 0;
-    httplib::Request req;
-    req.method = "POST";
-    req.path = path;
-    req.headers = headers;
-    req.body = body.dump();
-    req.set_header("Content-Type", "application/json");
-    req.response_handler = [&](const httplib::Response& res) {
-      r.status = res.status;
-      return true;
-    };
-    req.content_receiver = [&](const char* data, size_t n, uint64_t, uint64_t) {
-      r.body.append(data, n);
-      bool keep = true;
-      sse.Feed(std::string_view(data, n), [&](std::string_view payload) {
-        if (payload == "[DONE]") {
-          r.done = true;
-          return;
-        }
-        nlohmann::json e = nlohmann::json::parse(payload);
-        if (e.contains("choices") && !e["choices"].empty()) {
-          const auto& c = e["choices"][0];
-          std::string piece;
-          if (c.contains("text")) piece = c["text"].get<std::string>();
-          if (c.contains("delta") && c["delta"].contains("content")) {
-            piece = c["delta"]["content"].get<std::string>();
-          }
-          r.text += piece;
-          if (!piece.empty()) ++chunks;
-          if (!c["finish_reason"].is_null()) r.finish_reason = c["finish_reason"];
-        }
-        if (e.contains("usage") && !e["usage"].is_null()) r.usage = e["usage"];
-        r.events.push_back(std::move(e));
-        if (stop_after_chunks > 0 && chunks >= stop_after_chunks) keep = false;
-      });
-      return keep;
-    };
-    auto client = Client();
-    client->send(req);
-    return r;
+    return StreamRequest(*Client(), path, std::move(body), stop_after_chunks, headers);
   }
 
   // Waits up to `timeout` for `pred`.
