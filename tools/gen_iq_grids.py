@@ -27,7 +27,7 @@ OUT = REPO_ROOT / "src" / "core" / "iq_grids.cc"
 OUT_CL = REPO_ROOT / "src" / "backends" / "opencl" / "kernels" / "iq_grids.cl"
 OUT_CU = REPO_ROOT / "src" / "backends" / "cuda" / "kernels" / "iq_grids.cuh"
 # The grids the device kernels decode (OpenCL: common.cl declares an accessor for each).
-CL_GRIDS = ["kIq2xxsGrid"]
+DEVICE_GRIDS = ["kIq2xxsGrid"]
 
 # (C++ name, gguf class, row width): IQ1_M shares IQ1_S's grid.
 GRIDS = [
@@ -82,7 +82,7 @@ def main() -> None:
         "",
     ]
     for name, cls, width in GRIDS:
-        if name not in CL_GRIDS:
+        if name not in DEVICE_GRIDS:
             continue
         assert width == 8
         rows = rows_as_ints(cls, width)
@@ -108,7 +108,7 @@ def main() -> None:
         "",
     ]
     for name, cls, width in GRIDS:
-        if name not in CL_GRIDS:
+        if name not in DEVICE_GRIDS:
             continue
         rows = rows_as_ints(cls, width)
         cu.append(f"__constant__ const uint64_t {name}[{len(rows)}] = {{")

@@ -132,14 +132,12 @@ class Scheduler::Impl {
       return Status::Error("max_tokens must be at least 1", ErrorKind::kInvalidArgument, "",
                            "max_tokens");
     }
-    const SpecKind spec = request.options.spec.kind == SpecKind::kNone ? opt_.spec.kind
-                                                                         : request.options.spec.kind;
-    if (spec == SpecKind::kMtp && model_.mtp() == nullptr) {
+    auto a = std::make_unique<Active>(std::move(request), nullptr, opt_.spec, &engine_.tokenizer());
+    if (a->mtp() && model_.mtp() == nullptr) {  // its own spec, or the server's default
       return Status::Error("speculative decoding with mtp drafts needs the model's MTP layer "
                            "(serve --spec mtp loads it)",
                            ErrorKind::kInvalidArgument, "mtp_unavailable");
     }
-    auto a = std::make_unique<Active>(std::move(request), nullptr, opt_.spec, &engine_.tokenizer());
     // Admission reserves the request's whole budget at once; one that needs
     // more blocks than the pool has would wait forever.
     const int64_t need = a->budget(opt_.context);

@@ -18,9 +18,9 @@ float lane_dot(global const uchar* row, int dtype, global const float* x, int k,
   const int l = get_local_id(0);
   float acc = 0.0f;
   if (dtype == DT_Q8_0 || dtype == DT_Q4_0 || dtype == DT_Q4_1) {
-    const int block_bytes = dtype == DT_Q8_0 ? 34 : (dtype == DT_Q4_0 ? 18 : 20);
+    const int bb = block_bytes(dtype);
     for (int blk = l; blk < k / 32; blk += WG) {
-      global const uchar* b = row + block_bytes * blk;
+      global const uchar* b = row + bb * blk;
       const int j0 = 32 * blk;
       const float d = half_at(b);
       float s = 0.0f;
