@@ -115,6 +115,10 @@ float* CpuBackend::Scratch(int thread, uint64_t floats) {
   return s.data();
 }
 
+void CpuBackend::ReserveScratch(uint64_t floats) {
+  for (int t = 0; t < pool_.num_threads(); ++t) Scratch(t, floats);
+}
+
 float* CpuBackend::SharedScratch(uint64_t floats) {
   if (shared_scratch_.size() < floats) shared_scratch_.resize(floats);
   return shared_scratch_.data();
@@ -508,16 +512,27 @@ void CpuBackend::AttendPerToken(std::span<const AttentionJob> jobs, float scale)
   for (size_t i = 0; i < jobs.size(); ++i) {
     first_task[i + 1] = first_task[i] + (jobs[i].q.dim(0) + tile - 1) / tile;
   }
+  auto task_floats = [&](int64_t task, size_t i) {
+    const AttentionJob& j = jobs[i];
+    const int64_t t0 = (task - first_task[i]) * tile, n = std::min(tile, j.q.dim(0) - t0);
+    const TokenHeads th(j, t0, 0, j.k_pool->dim(1));
+    return uint64_t(kernels::AttendTokensScratch(n, th.n_keys, th.heads, th.group, th.d_k,
+                                                 th.d_v, kernels::kAttentionSegmentKeys));
+  };
+  uint64_t most = 0;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    for (int64_t task = first_task[i]; task < first_task[i + 1]; ++task) {
+      most = std::max(most, task_floats(task, i));
+    }
+  }
+  ReserveScratch(most);
   pool_.ParallelFor(first_task[jobs.size()], [&](int64_t task, int thread) {
     size_t i = 0;
     while (task >= first_task[i + 1]) ++i;
     const AttentionJob& j = jobs[i];
     const int64_t t0 = (task - first_task[i]) * tile, n = std::min(tile, j.q.dim(0) - t0);
     const TokenHeads th(j, t0, 0, j.k_pool->dim(1));
-    const int64_t n_h = j.q.dim(1), n_kv = th.heads;
-    const int64_t floats = kernels::AttendTokensScratch(n, th.n_keys, n_kv, th.group, th.d_k,
-                                                        th.d_v, kernels::kAttentionSegmentKeys);
-    th.AttendTokens(n, n_h, scale, Scratch(thread, uint64_t(floats)));
+    th.AttendTokens(n, j.q.dim(1), scale, Scratch(thread, task_floats(task, i)));
   });
 }
 
@@ -554,15 +569,26 @@ void CpuBackend::LatentAttention(const Tensor& q, const Tensor& pool, int64_t la
   while (t * groups < 4 * pool_.num_threads() && groups < n_h) groups *= 2;
   const int64_t group = (n_h + groups - 1) / groups;
   groups = (n_h + group - 1) / group;
+  auto keys_of = [&](int64_t ti) {
+    return selection != nullptr ? int64_t(selection->counts[size_t(ti)]) : n_past + ti + 1;
+  };
+  // The heads as one tile over the keys; with a selection its pool rows
+  // (mapped from positions) lie in the scratch ahead of the tile's.
+  auto ids_of = [&](int64_t n_keys) {
+    return selection != nullptr ? (n_keys + 15) / 16 * 16 : 0;
+  };
+  auto task_floats = [&](int64_t ti, int64_t heads) {
+    const int64_t n_keys = keys_of(ti);
+    return uint64_t(ids_of(n_keys) +
+                    kernels::AttendTokensScratch(1, n_keys, 1, heads, d, latent_dim, 0));
+  };
+  uint64_t most = 0;
+  for (int64_t ti = 0; ti < t; ++ti) most = std::max(most, task_floats(ti, group));
+  ReserveScratch(most);
   pool_.ParallelFor(t * groups, [&](int64_t task, int thread) {
     const int64_t ti = task / groups, h0 = task % groups * group, heads = std::min(group, n_h - h0);
-    const int64_t n_keys =
-        selection != nullptr ? int64_t(selection->counts[size_t(ti)]) : n_past + ti + 1;
-    // The heads as one tile over the keys; with a selection its pool rows
-    // (mapped from positions) lie in the scratch ahead of the tile's.
-    const int64_t ids = selection != nullptr ? (n_keys + 15) / 16 * 16 : 0;
-    float* scratch = Scratch(
-        thread, uint64_t(ids + kernels::AttendTokensScratch(1, n_keys, 1, heads, d, latent_dim, 0)));
+    const int64_t n_keys = keys_of(ti), ids = ids_of(n_keys);
+    float* scratch = Scratch(thread, task_floats(ti, heads));
     const int32_t* rows = key_rows.data();
     if (selection != nullptr) {
       const int32_t* positions = selection->keys.data() + ti * selection->stride;

@@ -86,6 +86,11 @@ class CpuBackend final : public Backend {
   // Per-thread f32 scratch, grown on first use and then reused (no per-token allocation).
   float* Scratch(int thread, uint64_t floats);
   float* SharedScratch(uint64_t floats);
+  // Grows every thread's scratch to `floats`, on the calling thread, before a
+  // parallel loop whose tasks need different sizes: otherwise whichever thread
+  // first draws the biggest task allocates mid-step, and which one that is
+  // depends on scheduling (a loaded CI machine saw a warm decode allocate).
+  void ReserveScratch(uint64_t floats);
   // MultiAttention with a task per token (steps of 4+ tokens per thread).
   void AttendPerToken(std::span<const AttentionJob> jobs, float scale);
   // fn(r0, r1) over row ranges of [0, rows): on all threads when the op touches
