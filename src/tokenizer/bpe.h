@@ -52,6 +52,9 @@ class BpeModel {
            merges_.capacity() * sizeof(MergeSlot);
   }
   size_t skipped_merges() const { return skipped_merges_; }
+  // The most slots a merge lookup walks (from a pair's home slot to its own):
+  // the hash table's health, checked by tests.
+  size_t longest_merge_probe() const;
 
  private:
   struct MergeResult {
@@ -68,6 +71,7 @@ class BpeModel {
            static_cast<uint32_t>(right);
   }
   const MergeResult* FindMerge(int32_t left, int32_t right) const;
+  size_t HomeSlot(uint64_t key) const;
   void SetMerge(uint64_t key, MergeResult result);
   // Id of the vocabulary entry whose bytes are `bytes`, or -1.
   int32_t VocabId(std::string_view bytes) const;
@@ -76,6 +80,7 @@ class BpeModel {
   std::vector<int32_t> vocab_ids_;  // entry -> token id
   std::vector<MergeSlot> merges_;   // open addressing, a power of two, at most half full
   size_t merge_count_ = 0;
+  int merge_shift_ = 64;  // 64 - log2(merges_.size())
   int32_t byte_ids_[256];
   bool ignore_merges_ = false;
   size_t skipped_merges_ = 0;
