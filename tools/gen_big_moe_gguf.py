@@ -7,7 +7,7 @@ partial RoPE on 64 dims, layer 0 dense with ffn 10944, then MoE layers of 128
 routed experts of ffn 1408, top-8, one shared expert, sigmoid routing with the
 selection bias, vocab 151552), with fewer layers than Air's 46 so the file lands
 near --target-gib (default 30 GiB: 24 layers at Q4_0). Matrices are Q4_0 or Q8_0
-blocks of random quants with a fixed small scale, written directly (nothing is
+blocks of zero-mean random quants with a fixed small scale, written directly (nothing is
 quantised); norms are 1, router/bias/vectors f32 N(0, 0.02). Tensors are streamed
 to disk chunk by chunk, so memory stays at a few hundred MB whatever the size.
 The tokenizer is the 32000-token BPE of tools/gen_moe_bench_gguf.py, padded to
@@ -76,11 +76,23 @@ def file_bytes(layers: int, block_bytes: int) -> int:
 
 
 def write_blocks(fout, n_blocks: int, block_bytes: int, scale: float, rng: np.random.Generator) -> None:
+    # Zero-mean quants: uniform bytes would make Q4_0's nibbles average -0.5
+    # (and Q8_0's -0.5), so every matrix-vector product would share a common
+    # term that the layers amplify until the residual stream is nearly the
+    # all-ones direction, whatever the token, and every token chose the same
+    # experts (a 4 GiB cache hit 100 % and read nothing). Q4_0 nibbles are
+    # drawn from 1..15 (values -7..7), Q8_0 bytes from -127..127.
     d = np.frombuffer(np.float16(scale).tobytes(), dtype=np.uint8)
     for start in range(0, n_blocks, CHUNK_BLOCKS):
         n = min(CHUNK_BLOCKS, n_blocks - start)
-        blocks = rng.integers(0, 256, size=(n, block_bytes), dtype=np.uint8)
+        blocks = np.empty((n, block_bytes), dtype=np.uint8)
         blocks[:, 0:2] = d
+        if block_bytes == 18:  # Q4_0: 16 bytes of two nibbles
+            lo = rng.integers(1, 16, size=(n, 16), dtype=np.uint8)
+            hi = rng.integers(1, 16, size=(n, 16), dtype=np.uint8)
+            blocks[:, 2:] = lo | (hi << 4)
+        else:  # Q8_0: 32 signed bytes
+            blocks[:, 2:] = rng.integers(-127, 128, size=(n, 32), dtype=np.int8).view(np.uint8)
         blocks.tofile(fout)
 
 
