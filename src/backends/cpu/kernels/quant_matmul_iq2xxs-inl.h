@@ -31,7 +31,7 @@ struct Tables {
   // 25 -> 1, 43 -> 2), low byte (values 0-3) and high byte (4-7).
   alignas(64) uint8_t code_low[256];
   alignas(64) uint8_t code_high[256];
-  alignas(64) uint8_t signs[128];    // EvenSigns(p), for vpermi2b
+  alignas(64) uint8_t signs[128];        // EvenSigns(p), for vpermi2b
   alignas(64) uint64_t sign_bytes[128];  // EvenSigns(p) as bytes +1 / -1, for vpsignb
   Tables() {
     for (int e = 0; e < 256; ++e) {
@@ -64,6 +64,22 @@ HWY_INLINE __m256 BlockScales(float d, __m256 s) {
                        _mm256_set1_ps(0.25f));
 }
 
+// Super-block sb of the group of NW rows after next, as vnni::Tile prefetches
+// (four interleaved rows defeat the hardware prefetcher), not past rows_end.
+template <int NW>
+HWY_INLINE void PrefetchAhead(const uint8_t* w, size_t row_bytes, const uint8_t* rows_end,
+                              int64_t sb) {
+  if constexpr (NW > 1) {
+    constexpr size_t kStepBytes = NW * kSuperBytes;
+    constexpr int kLines = int((kStepBytes + 63) / 64) + 1;
+    const uint8_t* ahead = w + 2 * NW * row_bytes + size_t(sb) * kStepBytes;
+    for (int i = 0; i < kLines; ++i) {
+      if (ahead + 64 * i < rows_end)
+        _mm_prefetch(reinterpret_cast<const char*>(ahead + 64 * i), _MM_HINT_T0);
+    }
+  }
+}
+
 #if HWY_TARGET == HWY_AVX3_DL
 
 // All lanes: the masked forms of these instructions (with this mask, the plain
@@ -82,7 +98,7 @@ struct Super {
 
 struct Decoder {
   __m512i low[4], high[4], sign_table[2];
-  __m512i interleave;  // bytes 2m, 2m + 1: low, high code byte of group m
+  __m512i interleave;   // bytes 2m, 2m + 1: low, high code byte of group m
   __m512i sign_shifts;  // qword j, bytes 0-3: bit offsets of the 4 sign patterns
   HWY_INLINE Decoder() {
     const Tables& t = GetTables();
@@ -113,8 +129,10 @@ struct Decoder {
     s->codes = _mm512_permutex2var_epi8(lookup(low), interleave, lookup(high));
     const __m512i patterns = _mm512_maskz_multishift_epi64_epi8(kAll64, sign_shifts, data);
     const __m512i signs = _mm512_permutex2var_epi8(sign_table[0], patterns, sign_table[1]);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(s->signs), _mm512_maskz_cvtepi64_epi32(kAll8, signs));
-    const __m256 block_scale = _mm512_maskz_cvtepi64_ps(kAll8, _mm512_maskz_srli_epi64(kAll8, data, 60));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(s->signs),
+                        _mm512_maskz_cvtepi64_epi32(kAll8, signs));
+    const __m256 block_scale =
+        _mm512_maskz_cvtepi64_ps(kAll8, _mm512_maskz_srli_epi64(kAll8, data, 60));
     s->scales = _mm512_castps256_ps512(BlockScales(F16ToF32(LoadU16(super)), block_scale));
   }
 };
@@ -136,11 +154,12 @@ HWY_INLINE __m512i PairLanes(int p) {
 
 // The 64 magnitudes of blocks 2p and 2p + 1 from their codes.
 HWY_INLINE __m512i PairMagnitudes(const Super& s, int p) {
-  const __m512i qwords = _mm512_setr_epi64(2 * p, 2 * p, 2 * p, 2 * p, 2 * p + 1, 2 * p + 1,
-                                           2 * p + 1, 2 * p + 1);
+  const __m512i qwords =
+      _mm512_setr_epi64(2 * p, 2 * p, 2 * p, 2 * p, 2 * p + 1, 2 * p + 1, 2 * p + 1, 2 * p + 1);
   // Qword g % 4 of a block: bytes take bits 16 (g % 4) + 2i.. of the codes.
-  const __m512i shifts = _mm512_set4_epi64(int64_t(0x3e3c3a3836343230), int64_t(0x2e2c2a2826242220),
-                                           int64_t(0x1e1c1a1816141210), int64_t(0x0e0c0a0806040200));
+  const __m512i shifts =
+      _mm512_set4_epi64(int64_t(0x3e3c3a3836343230), int64_t(0x2e2c2a2826242220),
+                        int64_t(0x1e1c1a1816141210), int64_t(0x0e0c0a0806040200));
   const __m512i codes = _mm512_maskz_multishift_epi64_epi8(
       kAll64, shifts, _mm512_maskz_permutexvar_epi64(kAll8, qwords, s.codes));
   // vpermb reads the low 6 bits: a table whose byte i is level (i % 4).
@@ -159,18 +178,11 @@ HWY_INLINE void Tile(const uint8_t* w, const uint8_t* rows_end, size_t row_bytes
     for (int j = 0; j < NW; ++j) acc[r][j] = _mm512_setzero_ps();
   const int8_t* xq = x.qs + r0 * x.k;
   const float* xd = x.d + r0 * nb;
-  constexpr size_t kStepBytes = NW * kSuperBytes;
-  constexpr int kPrefetchLines = int((kStepBytes + 63) / 64) + 1;
-  const uint8_t* prefetch = w + 2 * NW * row_bytes;
   for (int64_t b = 0; b < nb; b += 8) {
     Super super[NW];
-    for (int j = 0; j < NW; ++j) decoder.Load(w + size_t(j) * row_bytes + size_t(b / 8) * kSuperBytes, &super[j]);
-    if constexpr (NW > 1) {
-      for (int i = 0; i < kPrefetchLines; ++i) {
-        const uint8_t* line = prefetch + (b / 8) * kStepBytes + 64 * i;
-        if (line < rows_end) _mm_prefetch(reinterpret_cast<const char*>(line), _MM_HINT_T0);
-      }
-    }
+    for (int j = 0; j < NW; ++j)
+      decoder.Load(w + size_t(j) * row_bytes + size_t(b / 8) * kSuperBytes, &super[j]);
+    PrefetchAhead<NW>(w, row_bytes, rows_end, b / 8);
     __m512 dx8[R];
     for (int r = 0; r < R; ++r) dx8[r] = _mm512_castps256_ps512(_mm256_loadu_ps(xd + r * nb + b));
     for (int p = 0; p < 4; ++p) {
@@ -186,17 +198,20 @@ HWY_INLINE void Tile(const uint8_t* w, const uint8_t* rows_end, size_t row_bytes
         const __mmask64 negative = _cvtu64_mask64(super[j].signs[p]);
         const __m512 scale = _mm512_maskz_permutexvar_ps(kAll16, pair, super[j].scales);
         for (int r = 0; r < R; ++r) {
-          const __m512i signed_x = _mm512_mask_sub_epi8(xv[r], negative, _mm512_setzero_si512(), xv[r]);
+          const __m512i signed_x =
+              _mm512_mask_sub_epi8(xv[r], negative, _mm512_setzero_si512(), xv[r]);
           const __m512i lanes = DotLanes512(u, signed_x);
-          acc[r][j] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_maskz_cvtepi32_ps(kAll16, lanes), dx[r]), scale, acc[r][j]);
+          acc[r][j] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_maskz_cvtepi32_ps(kAll16, lanes), dx[r]),
+                                      scale, acc[r][j]);
         }
       }
     }
   }
   for (int r = 0; r < R; ++r) {
     for (int j = 0; j < NW; ++j) {
-      y[r * ldy + j] = vnni::HorizontalSum(_mm256_add_ps(_mm512_maskz_extractf32x8_ps(kAll8, acc[r][j], 0),
-                                                         _mm512_maskz_extractf32x8_ps(kAll8, acc[r][j], 1)));
+      y[r * ldy + j] =
+          vnni::HorizontalSum(_mm256_add_ps(_mm512_maskz_extractf32x8_ps(kAll8, acc[r][j], 0),
+                                            _mm512_maskz_extractf32x8_ps(kAll8, acc[r][j], 1)));
     }
   }
 }
@@ -209,9 +224,9 @@ HWY_INLINE __m256i Magnitudes(const uint8_t* q) {
                             int64_t(kIq2xxsGrid[q[2]]), int64_t(kIq2xxsGrid[q[3]]));
 }
 HWY_INLINE __m256i SignBytes(const Tables& t, uint32_t aux) {
-  return _mm256_setr_epi64x(int64_t(t.sign_bytes[aux & 127]), int64_t(t.sign_bytes[(aux >> 7) & 127]),
-                            int64_t(t.sign_bytes[(aux >> 14) & 127]),
-                            int64_t(t.sign_bytes[(aux >> 21) & 127]));
+  return _mm256_setr_epi64x(
+      int64_t(t.sign_bytes[aux & 127]), int64_t(t.sign_bytes[(aux >> 7) & 127]),
+      int64_t(t.sign_bytes[(aux >> 14) & 127]), int64_t(t.sign_bytes[(aux >> 21) & 127]));
 }
 
 template <class Dot, int R, int NW>
@@ -225,24 +240,18 @@ HWY_INLINE void Tile(const uint8_t* w, const uint8_t* rows_end, size_t row_bytes
       for (int j = 0; j < NW; ++j) acc[h][r][j] = _mm256_setzero_ps();
   const int8_t* xq = x.qs + r0 * x.k;
   const float* xd = x.d + r0 * nb;
-  constexpr size_t kStepBytes = NW * kSuperBytes;
-  constexpr int kPrefetchLines = int((kStepBytes + 63) / 64) + 1;
-  const uint8_t* prefetch = w + 2 * NW * row_bytes;
   for (int64_t b = 0; b < nb; b += 8) {
     alignas(32) float scales[NW][8];
     for (int j = 0; j < NW; ++j) {
       const uint8_t* super = w + size_t(j) * row_bytes + size_t(b / 8) * kSuperBytes;
       alignas(32) int32_t s[8];
       for (int i = 0; i < 8; ++i) s[i] = int32_t(vnni::LoadU32(super + 2 + 8 * i + 4) >> 28);
-      _mm256_store_ps(scales[j], BlockScales(F16ToF32(LoadU16(super)),
-                                             _mm256_cvtepi32_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(s)))));
+      _mm256_store_ps(
+          scales[j],
+          BlockScales(F16ToF32(LoadU16(super)),
+                      _mm256_cvtepi32_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(s)))));
     }
-    if constexpr (NW > 1) {
-      for (int i = 0; i < kPrefetchLines; ++i) {
-        const uint8_t* line = prefetch + (b / 8) * kStepBytes + 64 * i;
-        if (line < rows_end) _mm_prefetch(reinterpret_cast<const char*>(line), _MM_HINT_T0);
-      }
-    }
+    PrefetchAhead<NW>(w, row_bytes, rows_end, b / 8);
     for (int i = 0; i < 8; ++i) {
       __m256i xv[R];
       __m256 dx[R];
