@@ -136,6 +136,56 @@ INSTANTIATE_TEST_SUITE_P(
                        ::testing::Values(int64_t(256), int64_t(4096 + 256))),
     ShapeName);
 
+// iq2_xxs decodes each group of 8 through a codebook row and a 7-bit sign
+// pattern (AVX-512: byte-permute tables built from the codebook; AVX2: row
+// loads; elsewhere the unpacked int16 path). Weights built so that every row
+// of 5 takes each of the 256 codebook rows once, every sign pattern and every
+// 4-bit block scale, against the reference dequantiser on every target: a
+// wrong table entry would miss by a whole grid step.
+TEST(QuantMatmul, Iq2XxsTakesEveryCodebookRowSignPatternAndScale) {
+  const DType type = DType::kIQ2_XXS;
+  const int64_t n = 5, k = 8 * 256, t = 3;  // 5 rows: a tile of 4 and one alone
+  const size_t row_bytes = BytesFor(type, uint64_t(k)).value();
+  std::vector<uint8_t> w(row_bytes * size_t(n));
+  for (int64_t r = 0; r < n; ++r) {
+    for (int64_t sb = 0; sb < k / 256; ++sb) {
+      uint8_t* super = w.data() + size_t(r) * row_bytes + size_t(sb) * 66;
+      const uint16_t d = F32ToF16(0.003f * float(1 + sb + r));
+      std::memcpy(super, &d, 2);
+      for (int64_t blk = 0; blk < 8; ++blk) {
+        const int64_t g0 = 32 * sb + 4 * blk;  // the row's group index
+        uint32_t aux = uint32_t((blk + sb + r) % 16) << 28;
+        for (int64_t l = 0; l < 4; ++l) {
+          super[2 + 8 * blk + l] = uint8_t((g0 + l + 37 * r) % 256);
+          aux |= uint32_t((g0 + l + 29 * r) % 128) << (7 * l);
+        }
+        std::memcpy(super + 2 + 8 * blk + 4, &aux, 4);
+      }
+    }
+  }
+  std::vector<float> wf(size_t(n * k));
+  for (int64_t r = 0; r < n; ++r) DequantizeRow(type, w.data() + r * row_bytes, &wf[size_t(r * k)], k);
+  auto x = testing::UniformFloats(size_t(t * k), 21);
+  for (int64_t i = 0; i < k; ++i) x[size_t(i)] = (i * 7919) % 3 ? 2.0f : -2.0f;  // int8 +-127
+  std::vector<uint8_t> qx(QuantizedActivationBytes(type, t, k));
+  testing::ForEachTarget([&] {
+    QuantizeActivations(type, x.data(), t, k, qx.data());
+    const std::vector<float> xq = DequantisedActivations(type, qx.data(), t, k);
+    std::vector<float> y(size_t(t * n));
+    QuantMatmulRows(type, w.data(), row_bytes, qx.data(), t, k, 0, n, y.data(), n);
+    for (int64_t r = 0; r < t; ++r) {
+      for (int64_t o = 0; o < n; ++o) {
+        double exact = 0, norm = 0;
+        for (int64_t i = 0; i < k; ++i) {
+          exact += double(wf[size_t(o * k + i)]) * xq[size_t(r * k + i)];
+          norm += std::fabs(double(wf[size_t(o * k + i)]) * xq[size_t(r * k + i)]);
+        }
+        EXPECT_NEAR(y[size_t(r * n + o)], exact, 1e-6 * norm) << "row " << r << " col " << o;
+      }
+    }
+  });
+}
+
 // A row's result must not depend on the rows it is batched with (a sequence
 // decodes to the same tokens alone and in a serving batch): every output of a
 // 40-row call equals, bit for bit, the same row multiplied alone, whichever

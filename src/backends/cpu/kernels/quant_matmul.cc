@@ -469,6 +469,7 @@ void ChunkAllRows(const Source& src, const WeightChunk& c, const QuantizedActiva
 #include "backends/cpu/kernels/quant_matmul_x86_dot-inl.h"
 #include "backends/cpu/kernels/quant_matmul_vnni-inl.h"
 #include "backends/cpu/kernels/quant_matmul_x86_blocks-inl.h"
+#include "backends/cpu/kernels/quant_matmul_iq2xxs-inl.h"
 #include "backends/cpu/kernels/quant_matmul_packed-inl.h"
 #include "backends/cpu/kernels/quant_matmul_gemm-inl.h"
 #include "backends/cpu/kernels/quant_matmul_x86-inl.h"

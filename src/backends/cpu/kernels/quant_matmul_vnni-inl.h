@@ -133,6 +133,17 @@ HWY_INLINE void Tile(const uint8_t* w, const uint8_t* rows_end, size_t row_bytes
     for (int j = 0; j < NW; ++j) y[r * ldy + j] = HorizontalSum(acc[r][j]);
 }
 
+// Tile, or the block type's own tile where it has one (iq2_xxs).
+template <class Block, int R, int NW>
+HWY_INLINE void RunTile(const uint8_t* w, const uint8_t* rows_end, size_t row_bytes,
+                        const QuantizedActivations& x, int64_t r0, float* y, int64_t ldy) {
+  if constexpr (requires { &Block::template OwnTile<R, NW>; }) {
+    Block::template OwnTile<R, NW>(w, rows_end, row_bytes, x, r0, y, ldy);
+  } else {
+    Tile<Block, R, NW>(w, rows_end, row_bytes, x, r0, y, ldy);
+  }
+}
+
 template <class Block, int R>
 HWY_INLINE void RowGroups(const uint8_t* w, size_t row_bytes, const QuantizedActivations& x,
                           int64_t r0, int64_t n0, int64_t n1, float* y, int64_t ldy) {
@@ -146,11 +157,11 @@ HWY_INLINE void RowGroups(const uint8_t* w, size_t row_bytes, const QuantizedAct
     _mm_prefetch(reinterpret_cast<const char*>(line), _MM_HINT_T1);
   int64_t n = n0;
   for (; n + kRows <= n1; n += kRows) {
-    Tile<Block, R, kRows>(w + size_t(n) * row_bytes, rows_end, row_bytes, x, r0,
+    RunTile<Block, R, kRows>(w + size_t(n) * row_bytes, rows_end, row_bytes, x, r0,
                           y + r0 * ldy + n, ldy);
   }
   for (; n < n1; ++n) {
-    Tile<Block, R, 1>(w + size_t(n) * row_bytes, rows_end, row_bytes, x, r0, y + r0 * ldy + n,
+    RunTile<Block, R, 1>(w + size_t(n) * row_bytes, rows_end, row_bytes, x, r0, y + r0 * ldy + n,
                       ldy);
   }
 }

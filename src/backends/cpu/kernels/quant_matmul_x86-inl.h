@@ -70,7 +70,7 @@ const TypeKernels* Lookup(DType type) {
       {DType::kQ2_K, &vnni::MatmulRows<vnni::Q2_KBlock<Dot>>, nullptr, false},
       {DType::kQ3_K, &vnni::MatmulRows<vnni::Q3_KBlock<Dot>>, nullptr, false},
       {DType::kIQ4_XS, &vnni::MatmulRows<vnni::Iq4XsBlock<Dot>>, nullptr, false},
-      {DType::kIQ2_XXS, &vnni::MatmulRows<vnni::Iq2XxsBlock<Dot>>, nullptr, false},
+      {DType::kIQ2_XXS, &vnni::MatmulRows<iq2xxs::Block<Dot>>, nullptr, false},
       {DType::kMXFP4, &vnni::MatmulRows<vnni::Mxfp4Block<Dot>>, nullptr, false},
   };
   for (const TypeKernels& k : kTable) {

@@ -1,5 +1,5 @@
 // The x86 integer kernels' blocks for the GGUF types of the low-bit releases:
-// q2_k, q3_k, iq4_xs, iq2_xxs and mxfp4, each a Block for vnni::Tile
+// q2_k, q3_k, iq4_xs and mxfp4, each a Block for vnni::Tile
 // (quant_matmul_vnni-inl.h: four weight rows at a time, the dot in the form
 // of the `Dot` parameter); and the helpers of the q5_0 / q5_1 / iq4_nl
 // formats of the packed kernels (quant_matmul_packed-inl.h). Included by
@@ -10,8 +10,7 @@
 // quant_matmul_x86_dot-inl.h: unsigned values <= 128 against signed
 // activations): small unsigned codes whose offset comes back out through the
 // lane sums of x (q3_k), codes and mins in f32 (q2_k), or, for signed
-// values (the non-linear iq4 / mxfp4 levels, iq2_xxs' signed grid values),
-// |w| against x with w's sign. So every dot form gives the same
+// values (the non-linear iq4 / mxfp4 levels), |w| against x with w's sign. So every dot form gives the same
 // integers and AVX2 gives AVX-512's bits; f32 scales per int32 lane carry the
 // k-quants' scales per 16 values.
 
@@ -246,58 +245,6 @@ struct Q3_KBlock {
   HWY_INLINE __m256 Accumulate(__m256i x, __m256i xsum4, __m256 dx, __m256 acc) const {
     const __m256i lanes = _mm256_sub_epi32(DotLanes(u, x, Dot()), _mm256_slli_epi32(xsum4, 2));
     return ScaleInto(lanes, dx, scale, acc);
-  }
-};
-
-// The 8 signs of an iq2_xxs group from its 7-bit pattern (the eighth makes
-// the count of negatives even), as bytes +1 / -1 for vpsignb.
-struct Iq2SignTable {
-  uint64_t bytes[128];
-  constexpr Iq2SignTable() : bytes() {
-    for (uint32_t p = 0; p < 128; ++p) {
-      const uint32_t signs = p | uint32_t(std::popcount(p) & 1) << 7;
-      uint64_t v = 0;
-      for (int j = 0; j < 8; ++j) v |= uint64_t((signs >> j) & 1 ? 0xff : 0x01) << (8 * j);
-      bytes[p] = v;
-    }
-  }
-};
-inline constexpr Iq2SignTable kIq2Signs;
-
-// iq2_xxs super-block: f16 d, then per block of 32: 4 codebook indices (8
-// unsigned values each, kIq2xxsGrid) and a u32 of 4 7-bit sign patterns and
-// a 4-bit scale: d (0.5 + s) / 4.
-template <class DotForm>
-struct Iq2XxsBlock {
-  using Dot = DotForm;
-  struct Super {
-    float d;
-    HWY_INLINE void Load(const uint8_t* row, int64_t b) {
-      uint16_t h;
-      std::memcpy(&h, row + size_t(b / 8) * kSuperBytes, 2);
-      d = F16ToF32(h);
-    }
-  };
-  static constexpr size_t kSuperBytes = 66;
-  static constexpr int kBlocksPerSuper = 8;
-  static constexpr bool kXSum = false;
-  __m256i u, sign;
-  __m256 d;
-  HWY_INLINE Iq2XxsBlock(const uint8_t* row, int64_t b, const Super& super_scale) {
-    const uint8_t* super = row + size_t(b / 8) * kSuperBytes;
-    const uint8_t* q = super + 2 + 8 * (b % 8);
-    const uint32_t aux = LoadU32(q + 4);
-    u = _mm256_setr_epi64x(int64_t(kIq2xxsGrid[q[0]]), int64_t(kIq2xxsGrid[q[1]]),
-                           int64_t(kIq2xxsGrid[q[2]]), int64_t(kIq2xxsGrid[q[3]]));
-    sign = _mm256_setr_epi64x(int64_t(kIq2Signs.bytes[aux & 127]),
-                              int64_t(kIq2Signs.bytes[(aux >> 7) & 127]),
-                              int64_t(kIq2Signs.bytes[(aux >> 14) & 127]),
-                              int64_t(kIq2Signs.bytes[(aux >> 21) & 127]));
-    // The reference's rounding: d (0.5 + s) then / 4 (exact).
-    d = _mm256_set1_ps(super_scale.d * (0.5f + float(aux >> 28)) * 0.25f);
-  }
-  HWY_INLINE __m256 Accumulate(__m256i x, __m256i, __m256 dx, __m256 acc) const {
-    return ScaleInto(DotLanes(u, _mm256_sign_epi8(x, sign), Dot()), dx, d, acc);
   }
 };
 
