@@ -189,9 +189,10 @@ Expected<std::unique_ptr<Buffer>> FallbackBackend::Allocate(uint64_t bytes,
                                                             const std::string& what) {
   ASSIGN_OR_RETURN(auto buf, device_->Allocate(bytes, what));
   if (device_->kind() == BackendKind::kCpu) return buf;  // recording only: no mirrors needed
-  if (what == kExpertCacheBuffer) {
-    slot_buffers_.insert(buf->base());  // freed only with the backend's model
-    return buf;
+  if (what == kExpertCacheBuffer) {  // device weights: no mirror
+    slot_buffers_.insert(buf->base());
+    return std::unique_ptr<Buffer>(new ForgetfulBuffer(
+        std::move(buf), [this](void* base) { slot_buffers_.erase(base); }));
   }
   mirrors_[buf->base()] = Mirror{bytes, {}};
   return std::unique_ptr<Buffer>(
