@@ -19,6 +19,14 @@ std::string Gib(uint64_t bytes) {
   return buf;
 }
 
+// "N bytes (M.m MiB)", as the device backends write budgets.
+std::string Bytes(uint64_t bytes) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%llu bytes (%.1f MiB)", static_cast<unsigned long long>(bytes),
+                double(bytes) / double(1 << 20));
+  return buf;
+}
+
 // Memory `auto` leaves unplanned (allocator slack, the OS's own page cache).
 constexpr double kHeadroom = 0.9;
 
@@ -98,11 +106,12 @@ Expected<ExpertStreamingPlan> PlanExpertStreaming(const ModelFile& file, LoadOpt
     const uint64_t one = device->DeviceBytesFor(plan.streamed);
     const uint64_t fixed = one - plan.streamed.expert_cache;
     if (one > target.mem_budget) {
-      return Status::Error(device->name() + ": " + file.path + " needs " + Gib(all) +
-                           " of device memory with every weight on the device and " + Gib(one) +
+      return Status::Error(device->name() + ": the model needs " + Bytes(all) +
+                           " of device memory with every weight on the device and " +
+                           Bytes(one) +
                            " even with a device expert cache of one expert, but --mem-budget "
                            "allows " +
-                           Gib(target.mem_budget));
+                           Bytes(target.mem_budget) + " (" + file.path + ")");
     }
     c.bytes = target.mem_budget - fixed;
     ASSIGN_OR_RETURN(plan.streamed, PlanMemory(file, load));
