@@ -250,8 +250,10 @@ TEST(DsaNoOp, EqualsDenseMlaOnTheSameWeights) {
     backend->ReadF32(logits, out);
     return out;
   };
+  // Every key kept: MlaAttention runs the dense prefill kernel plain MLA runs,
+  // so the bits are the same.
   const auto dsa = run(src.string()), mla = run(dst.string());
-  EXPECT_LT(MaxAbsDiff(dsa, mla), 1e-6f);
+  EXPECT_EQ(dsa, mla);
   fs::remove_all(dst);
 }
 
