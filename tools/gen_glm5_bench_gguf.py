@@ -9,8 +9,8 @@ sizes and the rest scaled down so that a 32K-token prefill runs on a small machi
   - real (GLM-5): 64 MLA heads, q_lora 2048, kv_lora 512, qk_nope 192, qk_rope 64, v 256;
     DSA indexer 32 heads of 128, index_topk 2048 (every layer a full indexer layer, as
     GLM-5/5.1), interleaved RoPE, theta 1e6
-  - scaled down: hidden 2048 (GLM-5: 6144), 2 layers (layer 0 dense with ffn 4096, layer 1
-    MoE), 16 routed experts top-8 of ffn 768 and one shared expert (GLM-5: 256 of 2048),
+  - scaled down: hidden 2048 (GLM-5: 6144), 2 layers (--layers N; layer 0 dense with ffn 4096,
+    layer 1 MoE), 16 routed experts top-8 of ffn 768 and one shared expert (GLM-5: 256 of 2048),
     vocab 8192 (a byte-level BPE trained as tools/gen_moe_bench_gguf.py does)
   - matrices Q8_0 (--type f16 for F16), the indexer's head weights and norms F32; llama.cpp's
     absorbed attn_k_b / attn_v_b split of kv_b_proj
@@ -26,6 +26,8 @@ root (docs/benchmarks.md, DSA scaling):
     tools/.venv/bin/python tools/gen_glm5_bench_gguf.py                      # -> models/bench/glm5-mini-q8_0.gguf
     tools/.venv/bin/python tools/gen_glm5_bench_gguf.py --index-topk 65536   # -> models/bench/glm5-mini-dense-q8_0.gguf
     tools/.venv/bin/python tools/gen_glm5_bench_gguf.py --mtp                # -> models/bench/glm5-mini-mtp-q8_0.gguf
+    tools/.venv/bin/python tools/gen_glm5_bench_gguf.py --layers 1 --index-topk 65536
+                                                 # -> models/bench/glm5-mini-1l-dense-q8_0.gguf
 """
 
 from __future__ import annotations
@@ -70,10 +72,12 @@ RMS_EPS = 1e-5
 ROUTED_SCALE = 2.5
 
 
-def tensor_specs(mtp: bool = False) -> list[tuple[str, tuple[int, ...], bool]]:
-    """(name, outer-first shape, quantised?) in the converter's order; `mtp`: the NextN block."""
+def tensor_specs(mtp: bool = False,
+                 layers: int = LAYERS) -> list[tuple[str, tuple[int, ...], bool]]:
+    """(name, outer-first shape, quantised?) in the converter's order; `mtp`: the NextN block
+    after `layers` trunk layers (the first DENSE_LAYERS of them dense)."""
     specs = [("output.weight", (VOCAB, HIDDEN), True), ("token_embd.weight", (VOCAB, HIDDEN), True)]
-    for b in range(LAYERS + int(mtp)):
+    for b in range(layers + int(mtp)):
         p = f"blk.{b}."
         specs.append((p + "attn_norm.weight", (HIDDEN,), False))
         if b < DENSE_LAYERS:
@@ -105,7 +109,7 @@ def tensor_specs(mtp: bool = False) -> list[tuple[str, tuple[int, ...], bool]]:
             (p + "attn_q_a.weight", (Q_LORA, HIDDEN), True),
             (p + "attn_q_b.weight", (HEADS * (QK_NOPE + QK_ROPE), Q_LORA), True),
         ]
-        if b == LAYERS:  # the MTP layer: [enorm(embedding) | hnorm(hidden)] -> eh_proj -> block
+        if b == layers:  # the MTP layer: [enorm(embedding) | hnorm(hidden)] -> eh_proj -> block
             specs += [(p + "nextn.eh_proj.weight", (HIDDEN, 2 * HIDDEN), True),
                       (p + "nextn.enorm.weight", (HIDDEN,), False),
                       (p + "nextn.hnorm.weight", (HIDDEN,), False),
@@ -143,18 +147,25 @@ def main() -> None:
     ap.add_argument("--index-topk", type=int, default=INDEX_TOPK,
                     help="keys kept per query (>= the context: dense MLA)")
     ap.add_argument("--mtp", action="store_true", help="add the MTP (NextN) layer after the trunk")
+    ap.add_argument("--layers", type=int, default=LAYERS,
+                    help="trunk layers (1: the dense layer alone, for a cheap 32K-context "
+                         "attention measurement)")
     ap.add_argument("--out", help="default models/bench/glm5-mini[-dense][-mtp]-TYPE.gguf")
     args = ap.parse_args()
     if args.index_topk < 1:
         raise SystemExit("--index-topk must be at least 1")
+    if args.layers < 1:
+        raise SystemExit("--layers must be at least 1")
+    dense_layers = min(DENSE_LAYERS, args.layers)
     suffix = "" if args.index_topk == INDEX_TOPK else ("-dense" if args.index_topk >= CONTEXT
                                                       else f"-topk{args.index_topk}")
     suffix += "-mtp" if args.mtp else ""
+    suffix = ("" if args.layers == LAYERS else f"-{args.layers}l") + suffix
     out = Path(args.out or REPO_ROOT / "models" / "bench" / f"glm5-mini{suffix}-{args.type}.gguf")
     qtype = {"q8_0": gguf.GGMLQuantizationType.Q8_0, "f16": gguf.GGMLQuantizationType.F16}[args.type]
     file_type = {"q8_0": gguf.LlamaFileType.MOSTLY_Q8_0, "f16": gguf.LlamaFileType.MOSTLY_F16}[args.type]
 
-    specs = tensor_specs(args.mtp)
+    specs = tensor_specs(args.mtp, args.layers)
     total, active = parameter_counts(specs)
     print(f"parameters: {total:,} total ({total / 1e6:.1f}M), {active:,} active per token "
           f"({active / 1e6:.1f}M)")
@@ -172,13 +183,14 @@ def main() -> None:
         {"STRING": w.add_string, "UINT32": w.add_uint32, "FLOAT32": w.add_float32,
          "BOOL": w.add_bool}[kind](key, value)
 
-    moe_layers = LAYERS + int(args.mtp) - DENSE_LAYERS
+    moe_layers = args.layers + int(args.mtp) - dense_layers
     put("general.type", "STRING", "model")
     put("general.name", "STRING", "GLM-5-mini (random weights, benchmark only)")
     put("general.size_label", "STRING",
         gguf.size_label(total, total - EXPERTS * moe_layers * expert_params,
                         expert_params * moe_layers, EXPERTS))
-    put(k + "block_count", "UINT32", LAYERS + int(args.mtp))  # the converter counts the MTP layer
+    # The converter counts the MTP layer.
+    put(k + "block_count", "UINT32", args.layers + int(args.mtp))
     put(k + "context_length", "UINT32", CONTEXT)
     put(k + "embedding_length", "UINT32", HIDDEN)
     put(k + "feed_forward_length", "UINT32", DENSE_FFN)
@@ -194,7 +206,7 @@ def main() -> None:
     put(k + "attention.key_length", "UINT32", KV_LORA + QK_ROPE)
     put(k + "attention.value_length", "UINT32", KV_LORA)
     put("general.file_type", "UINT32", int(file_type))
-    put(k + "leading_dense_block_count", "UINT32", DENSE_LAYERS)
+    put(k + "leading_dense_block_count", "UINT32", dense_layers)
     put(k + "vocab_size", "UINT32", VOCAB)
     put(k + "attention.q_lora_rank", "UINT32", Q_LORA)
     put(k + "attention.kv_lora_rank", "UINT32", KV_LORA)

@@ -176,6 +176,7 @@ std::string JsonReport(std::span<const BenchResult> results, const std::string& 
     o["n_gen"] = r.test.n_gen;
     o["n_parallel"] = r.test.n_parallel;
     o["n_depth"] = r.test.n_depth;
+    if (r.test.index_topk > 0) o["index_topk"] = r.test.index_topk;
     if (!r.test.spec.empty()) {
       o["spec"] = r.test.spec;
       o["n_draft"] = r.test.n_draft;

@@ -5,7 +5,8 @@
 namespace anymoe {
 
 std::string BenchTest::Name() const {
-  const std::string depth = n_depth > 0 ? " @ d" + std::to_string(n_depth) : "";
+  std::string depth = n_depth > 0 ? " @ d" + std::to_string(n_depth) : "";
+  if (index_topk > 0) depth += " topk" + std::to_string(index_topk);
   if (n_gen == 0) return "pp" + std::to_string(n_prompt) + depth;
   if (!spec.empty()) {
     std::string name = "tg" + std::to_string(n_gen) + " @ prompt";

@@ -26,8 +26,12 @@ struct BenchTest {
   // random tokens fed one step each, as llama-bench does.
   std::string spec = "";
   int64_t n_draft = 0;
+  // DSA models: the keys each query keeps in the timed runs (Model::SetIndexTopK;
+  // >= the context: dense MLA on the same weights); 0: the model's own.
+  int64_t index_topk = 0;
   // "pp128", "tg64", "pp128+tg64", "tg64x8" (8 sequences); " @ d512" with a
-  // depth; "tg64 @ prompt", "tg64 @ prompt ngram/4" from the prompt.
+  // depth; "tg64 @ prompt", "tg64 @ prompt ngram/4" from the prompt; " topk65536"
+  // with an index_topk.
   std::string Name() const;
 };
 

@@ -67,7 +67,10 @@ ModelDescription DescribeModel(Engine& engine) {
 }
 
 BenchRunner::BenchRunner(Engine& engine, int64_t sequences, uint64_t seed)
-    : engine_(engine), sequences_(std::max<int64_t>(1, sequences)), rng_(seed) {}
+    : engine_(engine),
+      sequences_(std::max<int64_t>(1, sequences)),
+      rng_(seed),
+      own_topk_(engine.model().config().dsa.topk) {}
 
 int32_t BenchRunner::RandomToken() {
   const uint64_t vocab = uint64_t(engine_.model().config().vocab_size);
@@ -192,6 +195,11 @@ Status BenchRunner::RunOnce(const BenchTest& test) {
 }
 
 Expected<std::vector<uint64_t>> BenchRunner::Measure(const BenchTest& test, int repetitions) {
+  ASSIGN_OR_RETURN(auto samples, MeasureInterleaved(std::span(&test, 1), repetitions));
+  return std::move(samples[0]);
+}
+
+Status BenchRunner::CheckTest(const BenchTest& test) const {
   if (test.n_prompt < 0 || test.n_gen < 0 || test.n_prompt + test.n_gen == 0) {
     return Status::Error("bench test " + test.Name() + " has no tokens");
   }
@@ -203,72 +211,138 @@ Expected<std::vector<uint64_t>> BenchRunner::Measure(const BenchTest& test, int 
     return Status::Error("bench test " + test.Name() +
                          ": only tg tests decode several sequences together");
   }
+  if (!test.spec.empty() && (test.n_prompt > 0 || test.n_parallel > 1 || test.n_depth > 0 ||
+                             prompt_.empty() || test.index_topk > 0)) {
+    return Status::Error("bench test " + test.Name() +
+                         ": generates from a prompt (--spec-prompt), one sequence, no depth, the "
+                         "model's own index_topk");
+  }
+  if (test.index_topk < 0) {
+    return Status::Error("bench test " + test.Name() + ": index_topk must be >= 0");
+  }
+  return Status::Ok();
+}
+
+Status BenchRunner::UseIndexTopK(int64_t topk) {
+  Model& model = engine_.model();
+  if (topk == 0) topk = own_topk_;
+  if (topk == 0 || topk == model.config().dsa.topk) return Status::Ok();
+  return model.SetIndexTopK(topk);
+}
+
+Expected<std::vector<std::vector<uint64_t>>> BenchRunner::MeasureInterleaved(
+    std::span<const BenchTest> variants, int repetitions) {
+  if (variants.empty()) return Status::Error("bench: no test to measure");
   if (repetitions < 1) {
     return Status::Error("bench repetitions must be at least 1, got " +
                          std::to_string(repetitions));
   }
-  if (!test.spec.empty() && (test.n_prompt > 0 || test.n_parallel > 1 || test.n_depth > 0 ||
-                             prompt_.empty())) {
-    return Status::Error("bench test " + test.Name() +
-                         ": generates from a prompt (--spec-prompt), one sequence, no depth");
+  // The depth fills run with the smallest top-k of the variants (the cheapest:
+  // the timed runs' cost does not depend on what the random tokens' rows hold).
+  int64_t fill_topk = 0;
+  for (const BenchTest& test : variants) {
+    RETURN_IF_ERROR(CheckTest(test));
+    const BenchTest& first = variants[0];
+    if (test.n_prompt != first.n_prompt || test.n_gen != first.n_gen ||
+        test.n_parallel != first.n_parallel || test.n_depth != first.n_depth ||
+        test.spec != first.spec || test.n_draft != first.n_draft) {
+      return Status::Error("bench: interleaved tests " + first.Name() + " and " + test.Name() +
+                           " differ in more than index_topk");
+    }
+    if (test.index_topk > 0 && own_topk_ == 0) {
+      return Status::Error("bench test " + test.Name() + ": the model has no DSA indexer");
+    }
+    const int64_t k = test.index_topk > 0 ? test.index_topk : own_topk_;
+    if (k > own_topk_) {
+      return Status::Error("bench test " + test.Name() + ": index_topk above the model's own " +
+                           std::to_string(own_topk_) +
+                           " (its key selections are sized at load: bench the file with the "
+                           "largest top-k and lower it)");
+    }
+    fill_topk = fill_topk == 0 ? k : std::min(fill_topk, k);
   }
+  // The model's own top-k comes back however the runs end.
+  struct RestoreTopK {
+    BenchRunner* runner;
+    ~RestoreTopK() { (void)runner->UseIndexTopK(0); }
+  } restore{this};
+  const BenchTest& test0 = variants[0];
   // Outside the timed runs.
-  RETURN_IF_ERROR(EnsureCaches(test.n_parallel, test.n_depth + test.n_prompt + test.n_gen +
-                                                    (test.spec.empty() ? 0 : int64_t(prompt_.size()))));
+  const int64_t prompt = test0.spec.empty() ? 0 : int64_t(prompt_.size());
+  RETURN_IF_ERROR(EnsureCaches(test0.n_parallel,
+                               test0.n_depth + test0.n_prompt + test0.n_gen + prompt));
   // Warm-up as llama-bench does it: the whole prompt, or one generated token.
-  BenchTest warm_up = test.n_prompt > 0 ? BenchTest{test.n_prompt, 0, 1, test.n_depth}
-                                        : BenchTest{0, 1, test.n_parallel, test.n_depth};
-  if (!test.spec.empty()) {
-    warm_up = test;
-    warm_up.n_gen = 1;
+  for (const BenchTest& test : variants) {
+    BenchTest warm_up = test.n_prompt > 0 ? BenchTest{test.n_prompt, 0, 1, test.n_depth}
+                                          : BenchTest{0, 1, test.n_parallel, test.n_depth};
+    warm_up.index_topk = test.index_topk;
+    if (!test.spec.empty()) {
+      warm_up = test;
+      warm_up.n_gen = 1;
+    }
+    RETURN_IF_ERROR(UseIndexTopK(fill_topk));
+    RETURN_IF_ERROR(Reset(warm_up));
+    RETURN_IF_ERROR(UseIndexTopK(warm_up.index_topk));
+    RETURN_IF_ERROR(RunOnce(warm_up));
   }
-  RETURN_IF_ERROR(Reset(warm_up));
-  RETURN_IF_ERROR(RunOnce(warm_up));
-  std::vector<uint64_t> samples;
+  std::vector<std::vector<uint64_t>> samples(variants.size());
   auto* timer = dynamic_cast<FallbackBackend*>(&engine_.backend());  // null on a bare CPU backend
   struct Totals {
     uint64_t calls = 0, launches = 0, transfers = 0;
     double seconds = 0;
   };
-  std::map<std::pair<std::string, DType>, Totals> ops;  // by op label
+  // By variant, then op label.
+  std::vector<std::map<std::pair<std::string, DType>, Totals>> ops(variants.size());
   expert_cache_ = ExpertCacheStats();
   drafted_ = accepted_ = 0;
+  bool first_run = true;
+  // Round-robin: every variant once per repetition, so a change in the
+  // machine's load falls on all of them alike.
   for (int r = 0; r < repetitions; ++r) {
-    RETURN_IF_ERROR(Reset(test));  // untimed, as llama-bench fills its depth
-    if (timer != nullptr) timer->ResetTimes();
-    const ExpertCacheStats before = engine_.model().routing_stats().cache;
-    const auto start = std::chrono::steady_clock::now();
-    RETURN_IF_ERROR(RunOnce(test));
-    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-        std::chrono::steady_clock::now() - start);
-    const ExpertCacheStats after = engine_.model().routing_stats().cache;
-    if (after.enabled) {  // summed over the timed runs
-      const ExpertCacheStats run = ExpertCacheStats::Delta(after, before);
-      if (r == 0) {
-        expert_cache_ = run;
-      } else {
-        expert_cache_.Add(run);
+    for (size_t v = 0; v < variants.size(); ++v) {
+      const BenchTest& test = variants[v];
+      RETURN_IF_ERROR(UseIndexTopK(fill_topk));
+      RETURN_IF_ERROR(Reset(test));  // untimed, as llama-bench fills its depth
+      RETURN_IF_ERROR(UseIndexTopK(test.index_topk));
+      if (timer != nullptr) timer->ResetTimes();
+      const ExpertCacheStats before = engine_.model().routing_stats().cache;
+      const auto start = std::chrono::steady_clock::now();
+      RETURN_IF_ERROR(RunOnce(test));
+      const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+          std::chrono::steady_clock::now() - start);
+      const ExpertCacheStats after = engine_.model().routing_stats().cache;
+      if (after.enabled) {  // summed over the timed runs
+        const ExpertCacheStats run_stats = ExpertCacheStats::Delta(after, before);
+        if (first_run) {
+          expert_cache_ = run_stats;
+        } else {
+          expert_cache_.Add(run_stats);
+        }
+      }
+      first_run = false;
+      samples[v].push_back(uint64_t(ns.count()));
+      if (timer == nullptr) continue;
+      for (const FallbackBackend::OpTime& t : timer->times()) {
+        Totals& total = ops[v][{FallbackBackend::Label(t.op, t.fusion), t.dtype}];
+        total.calls += t.calls;
+        total.seconds += t.seconds;
+        total.launches += t.launches;
+        total.transfers += t.transfers;
       }
     }
-    samples.push_back(uint64_t(ns.count()));
-    if (timer == nullptr) continue;
-    for (const FallbackBackend::OpTime& t : timer->times()) {
-      Totals& total = ops[{FallbackBackend::Label(t.op, t.fusion), t.dtype}];
-      total.calls += t.calls;
-      total.seconds += t.seconds;
-      total.launches += t.launches;
-      total.transfers += t.transfers;
-    }
   }
-  op_profile_.clear();
+  op_profiles_.assign(variants.size(), {});
   const double n = repetitions;
-  for (const auto& [key, total] : ops) {
-    op_profile_.push_back({key.first, std::string(Name(key.second)),
-                           double(total.calls) / n, 1e3 * total.seconds / n,
-                           double(total.launches) / n, double(total.transfers) / n});
+  for (size_t v = 0; v < variants.size(); ++v) {
+    std::vector<OpProfileEntry>& profile = op_profiles_[v];
+    for (const auto& [key, total] : ops[v]) {
+      profile.push_back({key.first, std::string(Name(key.second)), double(total.calls) / n,
+                         1e3 * total.seconds / n, double(total.launches) / n,
+                         double(total.transfers) / n});
+    }
+    std::sort(profile.begin(), profile.end(),
+              [](const OpProfileEntry& a, const OpProfileEntry& b) { return a.ms > b.ms; });
   }
-  std::sort(op_profile_.begin(), op_profile_.end(),
-            [](const OpProfileEntry& a, const OpProfileEntry& b) { return a.ms > b.ms; });
   return samples;
 }
 

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <memory>
 #include <random>
+#include <span>
 #include <vector>
 
 #include "bench/bench_result.h"
@@ -38,11 +39,23 @@ class BenchRunner {
   // warm-up run. Errors when the test does not fit the engine's context or a
   // forward step fails.
   Expected<std::vector<uint64_t>> Measure(const BenchTest& test, int repetitions);
-  // Per timed run of the last Measure: each op's calls and time, when the
-  // engine times its ops (EngineOptions::time_ops); else empty.
-  const std::vector<OpProfileEntry>& op_profile() const { return op_profile_; }
-  // The expert cache's counters over the timed runs of the last Measure
-  // (enabled only when the model streams its experts).
+  // The same for tests that differ only in index_topk (DSA against dense MLA on
+  // one model), run round-robin: each repetition runs every variant once, so
+  // load on the machine falls on all alike. Every variant's depth is filled
+  // (untimed) with the smallest of their top-k values; each is warmed up once.
+  // An index_topk above the model's own is an error (its selection buffers are
+  // sized at load: bench the file with the largest top-k and lower it).
+  // Returns each variant's samples in order.
+  Expected<std::vector<std::vector<uint64_t>>> MeasureInterleaved(
+      std::span<const BenchTest> variants, int repetitions);
+  // Per timed run of variant `v` of the last Measure: each op's calls and
+  // time, when the engine times its ops (EngineOptions::time_ops); else empty.
+  const std::vector<OpProfileEntry>& op_profile(size_t v = 0) const {
+    static const std::vector<OpProfileEntry> kNone;
+    return v < op_profiles_.size() ? op_profiles_[v] : kNone;
+  }
+  // The expert cache's counters over the timed runs of the last Measure, all
+  // its variants (enabled only when the model streams its experts).
   const ExpertCacheStats& expert_cache() const { return expert_cache_; }
   // The prompt of the tests that generate from one (BenchTest::spec).
   void SetPrompt(std::vector<int32_t> prompt) { prompt_ = std::move(prompt); }
@@ -55,6 +68,9 @@ class BenchRunner {
   // pool as the server's sequences are (made once); an error when a test of
   // `tokens` tokens does not fit that context.
   Status EnsureCaches(int64_t count, int64_t tokens);
+  Status CheckTest(const BenchTest& test) const;
+  // Model::SetIndexTopK(topk), 0: the model's own (none without DSA).
+  Status UseIndexTopK(int64_t topk);
   // Empties the test's caches and fills each with n_depth tokens (untimed).
   Status Reset(const BenchTest& test);
   // `n_tokens` random tokens into `cache`, in steps of the model's max_step_tokens.
@@ -77,12 +93,13 @@ class BenchRunner {
   std::mt19937_64 rng_;
   std::vector<int32_t> tokens_;
   std::vector<Model::SequenceStep> steps_;
-  std::vector<OpProfileEntry> op_profile_;
+  std::vector<std::vector<OpProfileEntry>> op_profiles_;  // by variant
   ExpertCacheStats expert_cache_;
   std::vector<int32_t> prompt_;
   std::vector<int32_t> in_cache_;         // the tokens in caches_[0] (tg @ prompt)
   std::unique_ptr<KvCache> mtp_cache_;    // the MTP layer's (--spec mtp), made once
   int64_t drafted_ = 0, accepted_ = 0;
+  int64_t own_topk_ = 0;  // the model's index_topk as loaded (0: no DSA)
 };
 
 }  // namespace anymoe

@@ -48,6 +48,7 @@ struct BenchFlags {
   int64_t draft = 4;
   std::string spec_prompt;  // text file
   ExpertParallelOptions expert_parallel;
+  std::vector<int64_t> index_topks;  // DSA: each test once per value, interleaved
 };
 
 Status Validate(const BenchFlags& f) {
@@ -83,11 +84,33 @@ Status Validate(const BenchFlags& f) {
                                  f.depths != std::vector<int64_t>{0})) {
     return Status::Error("--spec-prompt: tg tests from a prompt run one sequence at depth 0");
   }
+  for (int64_t k : f.index_topks) {
+    if (k < 1) return Status::Error("--index-topk: values must be >= 1, got " + std::to_string(k));
+  }
+  if (!f.index_topks.empty() && !f.spec_prompt.empty()) {
+    return Status::Error("--index-topk: not with --spec-prompt (those tests run the model's own)");
+  }
   // An MPI job is joined once per process: one engine per bench.
   if (f.expert_parallel.enabled && (f.models.size() != 1 || f.threads.size() > 1 || f.membw)) {
     return Status::Error("--ep: benchmark one model at one thread count (-t) per job, without --membw");
   }
   return Status::Ok();
+}
+
+// Each test with every --index-topk value (one group, measured interleaved),
+// or alone.
+std::vector<std::vector<BenchTest>> Variants(const BenchFlags& f,
+                                             const std::vector<BenchTest>& tests) {
+  std::vector<std::vector<BenchTest>> groups;
+  for (const BenchTest& t : tests) {
+    std::vector<BenchTest>& g = groups.emplace_back();
+    if (f.index_topks.empty()) g.push_back(t);
+    for (int64_t k : f.index_topks) {
+      g.push_back(t);
+      g.back().index_topk = k;
+    }
+  }
+  return groups;
 }
 
 std::vector<BenchTest> Tests(const BenchFlags& f) {
@@ -189,57 +212,65 @@ int Bench(BenchFlags f) {
       }
       BenchRunner runner(*engine, max_parallel);
       if (!prompt_text.empty()) runner.SetPrompt(engine->Encode(prompt_text));
-      for (const BenchTest& test : tests) {
+      for (const std::vector<BenchTest>& group : Variants(f, tests)) {
         if (engine->is_root()) {
-          std::fprintf(stderr, "bench: %s, %d threads: %s\n", path.c_str(), threads,
-                       test.Name().c_str());
+          for (const BenchTest& test : group) {
+            std::fprintf(stderr, "bench: %s, %d threads: %s\n", path.c_str(), threads,
+                         test.Name().c_str());
+          }
         }
         const uint64_t sent0 = comm ? comm->bytes_sent() : 0;
         const double wait0 = comm ? comm->wait_seconds() : 0;
         const auto start = std::chrono::steady_clock::now();
-        BenchResult r;
-        r.model = model;
-        r.backend = f.backend;
-        if (engine->backend().kind() != BackendKind::kCpu) {  // llama-bench's GPU fields
-          r.device = engine->backend().device().name;
-          r.device_layers = engine->model().config().num_layers;
-          r.cpu_moe_layers = std::min(f.experts.cpu_moe_layers, r.device_layers);
-        }
-        r.kv_type = std::string(Name(engine->kv_type()));
-        r.threads = threads;
-        r.batch = engine->model().max_step_tokens();
-        r.test = test;
-        r.test_time = UtcTimestamp();
-        auto samples = runner.Measure(test, f.repetitions);
+        const std::string test_time = UtcTimestamp();
+        auto samples = runner.MeasureInterleaved(group, f.repetitions);
         if (!samples.ok()) return ReportError(samples.status().WithContext(path));
-        r.samples_ns = std::move(samples).value();
-        if (comm) {  // per rank: time spent waiting in the exchanges, bytes this rank sent
-          const double wall =
-              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-          std::fprintf(stderr,
-                       "bench: ep rank %d of %d: %s: %.3f s of %.3f s waiting in exchanges "
-                       "(%.1f %%), %.2f MiB sent\n",
-                       comm->rank(), comm->size(), test.Name().c_str(), comm->wait_seconds() - wait0,
-                       wall, 100 * (comm->wait_seconds() - wait0) / std::max(wall, 1e-9),
-                       double(comm->bytes_sent() - sent0) / (1 << 20));
+        for (size_t v = 0; v < group.size(); ++v) {
+          const BenchTest& test = group[v];
+          BenchResult r;
+          r.model = model;
+          r.backend = f.backend;
+          if (engine->backend().kind() != BackendKind::kCpu) {  // llama-bench's GPU fields
+            r.device = engine->backend().device().name;
+            r.device_layers = engine->model().config().num_layers;
+            r.cpu_moe_layers = std::min(f.experts.cpu_moe_layers, r.device_layers);
+          }
+          r.kv_type = std::string(Name(engine->kv_type()));
+          r.threads = threads;
+          r.batch = engine->model().max_step_tokens();
+          r.test = test;
+          r.test_time = test_time;
+          r.samples_ns = std::move((*samples)[v]);
+          if (comm) {  // per rank: time spent waiting in the exchanges, bytes this rank sent
+            const double wall =
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+            std::fprintf(stderr,
+                         "bench: ep rank %d of %d: %s: %.3f s of %.3f s waiting in exchanges "
+                         "(%.1f %%), %.2f MiB sent\n",
+                         comm->rank(), comm->size(), test.Name().c_str(),
+                         comm->wait_seconds() - wait0, wall,
+                         100 * (comm->wait_seconds() - wait0) / std::max(wall, 1e-9),
+                         double(comm->bytes_sent() - sent0) / (1 << 20));
+          }
+          r.op_profile = runner.op_profile(v);
+          r.expert_cache = runner.expert_cache();
+          r.drafted = runner.drafted();
+          r.accepted = runner.accepted();
+          if (!test.spec.empty() && r.drafted > 0) {
+            std::fprintf(stderr, "bench: %s: %lld of %lld drafts accepted (%.1f %%)\n",
+                         test.Name().c_str(), static_cast<long long>(r.accepted),
+                         static_cast<long long>(r.drafted),
+                         100.0 * double(r.accepted) / double(r.drafted));
+          }
+          // The roofline counts weights only: at depth the KV cache is read too.
+          if (decode_bytes && test.n_prompt == 0 && test.n_parallel == 1 && test.n_depth == 0)
+            r.roofline = {best_gbs[threads], *decode_bytes};
+          if (markdown) {
+            std::printf("%s", MarkdownRow(r).c_str());
+            std::fflush(stdout);
+          }
+          results.push_back(std::move(r));
         }
-        r.op_profile = runner.op_profile();
-        r.expert_cache = runner.expert_cache();
-        r.drafted = runner.drafted();
-        r.accepted = runner.accepted();
-        if (!test.spec.empty() && r.drafted > 0) {
-          std::fprintf(stderr, "bench: %s: %lld of %lld drafts accepted (%.1f %%)\n",
-                       test.Name().c_str(), static_cast<long long>(r.accepted),
-                       static_cast<long long>(r.drafted), 100.0 * double(r.accepted) / double(r.drafted));
-        }
-        // The roofline counts weights only: at depth the KV cache is read too.
-        if (decode_bytes && test.n_prompt == 0 && test.n_parallel == 1 && test.n_depth == 0)
-          r.roofline = {best_gbs[threads], *decode_bytes};
-        if (markdown) {
-          std::printf("%s", MarkdownRow(r).c_str());
-          std::fflush(stdout);
-        }
-        results.push_back(std::move(r));
       }
     }
   }
@@ -306,6 +337,11 @@ CommandFn RegisterBench(CLI::App& cmd) {
   cmd.add_option("--draft", f->draft, "most drafted tokens per step (with --spec)")
       ->check(CLI::Range(int64_t(1), int64_t(64)))
       ->capture_default_str();
+  cmd.add_option("--index-topk", f->index_topks,
+                 "DSA models: run each test with each of these index_topk values (keys kept per "
+                 "query; >= the context: dense MLA on the same weights), interleaved per "
+                 "repetition; at most the file's own (e.g. glm5-mini-dense: 2048,65536)")
+      ->delimiter(',');
   cmd.add_flag("--membw", f->membw,
                "measure read memory bandwidth and print each model's decode roofline");
   cmd.add_flag("--op-profile", f->op_profile,

@@ -190,7 +190,19 @@ Status DecoderModel::AllocateActivations() {
   if (config_.dsa.topk > 0) {
     dsa_.keys.resize(size_t(t * config_.dsa.topk));
     dsa_.counts.resize(size_t(t));
+    loaded_topk_ = config_.dsa.topk;
   }
+  return Status::Ok();
+}
+
+Status DecoderModel::SetIndexTopK(int64_t topk) {
+  if (loaded_topk_ == 0) return Model::SetIndexTopK(topk);
+  if (topk < 1 || topk > loaded_topk_) {
+    return Status::Error("index_topk " + std::to_string(topk) + " is outside [1, " +
+                         std::to_string(loaded_topk_) +
+                         "] (the model's own index_topk sizes its key selections)");
+  }
+  config_.dsa.topk = topk;  // the indexers read it at each step
   return Status::Ok();
 }
 

@@ -32,6 +32,7 @@ class DecoderModel final : public Model {
   RoutingStats routing_stats() const override;
   void ResetRoutingStats() override;
   void SetObserver(const ForwardObserver* observer) override { observer_ = observer; }
+  Status SetIndexTopK(int64_t topk) override;
 
  private:
   struct Layer {
@@ -72,6 +73,7 @@ class DecoderModel final : public Model {
   Tensor hidden_;  // last_hidden(): rows of y_
   Workspace workspace_;
   DsaSelection dsa_;
+  int64_t loaded_topk_ = 0;  // config_.dsa.topk at load: what dsa_ is sized for
   std::vector<int32_t> positions_;
   std::vector<int32_t> step_ids_;  // the step's tokens, all sequences in row order
   std::vector<Segment> segments_;

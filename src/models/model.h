@@ -118,6 +118,17 @@ class Model {
     return Status::Error("the model has no MTP layer loaded (--mtp)");
   }
 
+  // DSA (GLM-5): the keys each query keeps from the next step on, in [1, the
+  // index_topk the model was loaded with] (the selection buffers are sized for
+  // that at load); a value >= the context makes every query attend densely.
+  // For measuring DSA against dense MLA on the same weights (anymoe bench
+  // --index-topk). An error, and nothing changes, for a model without DSA or a
+  // value outside that range.
+  virtual Status SetIndexTopK(int64_t topk) {
+    (void)topk;
+    return Status::Error("the model has no DSA indexer (index_topk)");
+  }
+
   virtual RoutingStats routing_stats() const = 0;
   virtual void ResetRoutingStats() = 0;
   // Taps for tests and tools (null to remove); not owned.

@@ -127,5 +127,55 @@ TEST(BenchRunner, GeneratesFromThePromptWithMtpDrafts) {
   EXPECT_GT(runner.drafted(), 0);
 }
 
+
+// DSA against dense MLA on one model (bench --index-topk): the variants run
+// round-robin, each its own samples; the model's own top-k comes back after;
+// a top-k above the loaded one, variants that differ in more than the top-k,
+// and a top-k for a model without DSA are errors.
+TEST(BenchRunner, InterleavesIndexTopKVariants) {
+  EngineOptions o;
+  o.model_path = std::string(ANYMOE_GOLDEN_DIR) + "/moe/glm_moe_dsa_dense";  // index_topk 64
+  o.threads = 1;
+  o.context = 64;
+  o.max_step_tokens = 8;
+  o.progress = false;
+  auto engine = Engine::Load(o);
+  ASSERT_TRUE(engine.ok()) << engine.status().message();
+  BenchRunner runner(**engine);
+  BenchTest sparse{8, 0, 1, 24}, dense = sparse;
+  sparse.index_topk = 4;
+  dense.index_topk = 64;
+  EXPECT_EQ(sparse.Name(), "pp8 @ d24 topk4");
+  const BenchTest pair[] = {sparse, dense};
+  auto samples = runner.MeasureInterleaved(pair, 2);
+  ASSERT_TRUE(samples.ok()) << samples.status().message();
+  ASSERT_EQ(samples->size(), 2u);
+  for (const auto& s : *samples) {
+    ASSERT_EQ(s.size(), 2u);
+    for (uint64_t ns : s) EXPECT_GT(ns, 0u);
+  }
+  EXPECT_EQ((*engine)->model().config().dsa.topk, 64);
+
+  BenchTest above = sparse;
+  above.index_topk = 65;
+  auto too_high = runner.Measure(above, 1);
+  ASSERT_FALSE(too_high.ok());
+  EXPECT_NE(too_high.status().message().find("above the model's own 64"), std::string::npos)
+      << too_high.status().message();
+  BenchTest deeper = dense;
+  deeper.n_depth = 16;
+  const BenchTest mixed[] = {sparse, deeper};
+  EXPECT_FALSE(runner.MeasureInterleaved(mixed, 1).ok());
+  EXPECT_EQ((*engine)->model().config().dsa.topk, 64);
+
+  auto llama = LoadTiny();
+  ASSERT_NE(llama, nullptr);
+  BenchRunner plain(*llama);
+  auto no_dsa = plain.Measure(sparse, 1);
+  ASSERT_FALSE(no_dsa.ok());
+  EXPECT_NE(no_dsa.status().message().find("no DSA"), std::string::npos)
+      << no_dsa.status().message();
+}
+
 }  // namespace
 }  // namespace anymoe

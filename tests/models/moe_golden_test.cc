@@ -250,9 +250,77 @@ TEST(DsaNoOp, EqualsDenseMlaOnTheSameWeights) {
     backend->ReadF32(logits, out);
     return out;
   };
+  // Every key kept: MlaAttention runs the dense prefill kernel plain MLA runs,
+  // so the bits are the same.
   const auto dsa = run(src.string()), mla = run(dst.string());
-  EXPECT_LT(MaxAbsDiff(dsa, mla), 1e-6f);
+  EXPECT_EQ(dsa, mla);
   fs::remove_all(dst);
+}
+
+}  // namespace
+}  // namespace anymoe
+
+namespace anymoe {
+namespace {
+
+// Model::SetIndexTopK: the same weights loaded with index_topk 64 and lowered
+// to 4 at run time are the index_topk-4 model, against transformers' logits and
+// key sets for that config; raised back, the dense golden again. Values outside
+// [1, the loaded 64] change nothing.
+TEST(DsaIndexTopK, LoweredAtRunTimeMatchesTheReferenceOfThatTopK) {
+  const std::string dir = std::string(ANYMOE_GOLDEN_DIR) + "/moe/";
+  auto file = OpenModelFile(dir + "glm_moe_dsa_dense");
+  ASSERT_TRUE(file.ok()) << file.status().message();
+  auto backend = std::move(CreateBackend("cpu", BackendOptions{.num_threads = 2})).value();
+  auto model = std::move(LoadModel(*file, *backend, LoadOptions{.max_step_tokens = 64})).value();
+  ASSERT_EQ(model->config().dsa.topk, 64);
+  const auto prompt =
+      ReadJson(dir + "glm_moe_dsa/golden.json")["prompt_ids"].get<std::vector<int32_t>>();
+  std::map<int64_t, std::vector<std::vector<int32_t>>> kept;
+  ForwardObserver observer;
+  observer.on_key_selection = [&](int64_t layer, const KeySelection& s) {
+    // The view spans the step buffers (max_step_tokens rows): the prompt's first.
+    for (size_t t = 0; t < prompt.size(); ++t) {
+      const int32_t* row = s.keys.data() + t * size_t(s.stride);
+      kept[layer].emplace_back(row, row + s.counts[t]);
+    }
+  };
+  auto run = [&] {
+    kept.clear();
+    model->SetObserver(&observer);
+    auto cache = std::move(model->NewCache(64)).value();
+    Tensor logits = model->Forward(prompt, *cache, true).value();
+    model->SetObserver(nullptr);
+    std::vector<float> out(size_t(logits.elements()));
+    backend->ReadF32(logits, out);
+    return out;
+  };
+  for (int64_t bad : {int64_t(0), int64_t(-3), int64_t(65)}) {
+    const Status st = model->SetIndexTopK(bad);
+    EXPECT_FALSE(st.ok()) << bad;
+    EXPECT_NE(st.message().find("[1, 64]"), std::string::npos) << st.message();
+    EXPECT_EQ(model->config().dsa.topk, 64);
+  }
+  ASSERT_TRUE(model->SetIndexTopK(4).ok());
+  EXPECT_LT(MaxAbsDiff(run(), ReadF32(dir + "glm_moe_dsa/logits.npy")), kTolerance);
+  const json want = ReadJson(dir + "glm_moe_dsa/dsa_topk.json");
+  ASSERT_FALSE(want.empty());
+  for (const auto& [layer, keys] : want.items()) {
+    const auto& got = kept[std::stoll(layer)];
+    const auto ref = keys.get<std::vector<std::vector<int32_t>>>();
+    ASSERT_EQ(got.size(), ref.size()) << "layer " << layer;
+    for (size_t t = 0; t < ref.size(); ++t) {
+      EXPECT_EQ(got[t], ref[t]) << "layer " << layer << ", query " << t;
+    }
+  }
+  ASSERT_TRUE(model->SetIndexTopK(64).ok());
+  EXPECT_LT(MaxAbsDiff(run(), ReadF32(dir + "glm_moe_dsa_dense/logits.npy")), kTolerance);
+
+  // A model without DSA has nothing to set.
+  auto llama = OpenModelFile(std::string(ANYMOE_GOLDEN_DIR) + "/llama_tiny");
+  ASSERT_TRUE(llama.ok()) << llama.status().message();
+  auto plain = std::move(LoadModel(*llama, *backend, LoadOptions{})).value();
+  EXPECT_FALSE(plain->SetIndexTopK(4).ok());
 }
 
 }  // namespace

@@ -165,10 +165,15 @@ void MlaAttention::Forward(StepContext& ctx, const Tensor& x, const Tensor& out)
                  r, dr);
   Tensor o_lat = ctx.ws.Take(t, n_h * r), o = ctx.ws.Take(t, n_h * m.v_head_dim);
   for (const Segment& s : ctx.segments) {
-    const KeySelection selection = uses_dsa_ ? ctx.dsa->View(s) : KeySelection{};
+    // While a segment's last query sees at most top-k keys, the indexer keeps
+    // every key of every query, in order (SelectTopK): that is dense causal
+    // attention, and the backend's dense prefill kernel does it without the
+    // per-query gather (same keys, same order, so the same sums).
+    const bool sparse = uses_dsa_ && s.n_past + s.rows > ctx.dsa->stride;
+    const KeySelection selection = sparse ? ctx.dsa->View(s) : KeySelection{};
     be.LatentAttention(q_lat.RowSlice(s.row0, s.rows).Reshaped({s.rows, n_h, r + dr}),
                        s.cache->layer(ctx.layer).latent, r, s.cache->rows(), s.n_past,
-                       c_.AttentionScale(), uses_dsa_ ? &selection : nullptr,
+                       c_.AttentionScale(), sparse ? &selection : nullptr,
                        o_lat.RowSlice(s.row0, s.rows).Reshaped({s.rows, n_h, r}));
   }
   be.HeadMatmul(o_lat, r, w_v_absorb_, o, m.v_head_dim);
