@@ -1,6 +1,5 @@
 #include "bench/bench_report.h"
 
-#include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
@@ -106,10 +105,7 @@ std::string MarkdownExpertCache(std::span<const BenchResult> results) {
                    100 * c.prediction_recall());
   }
   if (rows.empty()) return rows;
-  const bool device = std::any_of(results.begin(), results.end(),
-                                  [](const BenchResult& r) { return r.expert_cache.device; });
-  return std::string(device ? "device expert cache (timed runs; bytes/token uploaded):\n\n"
-                            : "expert cache (timed runs):\n\n") +
+  return "expert cache (timed runs):\n\n"
          "| model                          |            test | pol. |    slots |      cache |"
          "  hit rate | bytes/token | stall ms/t | pred. prec | pred. rec |\n"
          "| ------------------------------ | --------------: | ---- | -------: | ---------: |"

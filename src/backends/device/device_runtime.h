@@ -6,7 +6,6 @@
 // enqueue, so `anymoe bench --op-profile` can report launches per op.
 #pragma once
 
-#include <atomic>
 #include <cstdint>
 #include <string>
 
@@ -72,8 +71,8 @@ class DeviceRuntime {
 
   // Kernel launchers call this for every kernel they enqueue.
   void CountLaunch() { ++launches_; }
-  uint64_t launches() const { return launches_.load(std::memory_order_relaxed); }
-  uint64_t transfers() const { return transfers_.load(std::memory_order_relaxed); }
+  uint64_t launches() const { return launches_; }
+  uint64_t transfers() const { return transfers_; }
 
  protected:
   virtual void DoWrite(void* base, uint64_t offset, const void* src, uint64_t bytes) = 0;
@@ -84,8 +83,7 @@ class DeviceRuntime {
                       uint64_t bytes) = 0;
 
  private:
-  // Atomic: the device expert cache's I/O threads write while ops launch.
-  std::atomic<uint64_t> launches_{0}, transfers_{0};
+  uint64_t launches_ = 0, transfers_ = 0;
 };
 
 }  // namespace anymoe::device
