@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <span>
 #include <string>
@@ -132,6 +133,7 @@ struct MemoryPlan {
   uint64_t kv_cache = 0;     // the KV pool for `kv_tokens` tokens
   uint64_t activations = 0;  // step buffers and workspace for `max_step_tokens`
   uint64_t expert_cache = 0; // slots of the routed-expert cache (streamed experts)
+  int64_t expert_cache_slots = 0;  // experts it holds at once
   uint64_t streamed_weights = 0;  // routed experts left in the file (not in total())
   uint64_t cpu_weights = 0;  // routed experts kept on the host by --cpu-moe (not in total())
   uint64_t buffers = 0;      // how many Allocate/PrepareWeight calls (alignment slack)
@@ -168,8 +170,15 @@ class Backend {
   // loader then plans it (MemoryPlan) and calls ReserveMemory once.
   virtual bool wants_memory_plan() const { return false; }
   virtual Status ReserveMemory(const MemoryPlan& plan) { return Status::Ok(); }
+  // The device memory ReserveMemory(plan) needs (the plan plus the backend's
+  // own staging, scratch and alignment), so that a caller can size a device
+  // expert cache to what --mem-budget leaves; 0 on host backends.
+  virtual uint64_t DeviceBytesFor(const MemoryPlan& plan) const { return 0; }
 
   // ---- memory (load time only)
+  // `what` names the purpose in errors and plans; kExpertCacheBuffer marks the
+  // slots of a device expert cache (weights only the device holds).
+  static constexpr const char* kExpertCacheBuffer = "expert cache";
   virtual Expected<std::unique_ptr<Buffer>> Allocate(uint64_t bytes, const std::string& what) = 0;
   // Sizes per-op scratch for sequences of up to `max_keys` cached tokens, so
   // that no op grows a buffer while decoding (called when a cache is made).
@@ -289,6 +298,14 @@ class Backend {
   virtual void ReadF32(const Tensor& src, std::span<float> dst) = 0;
   // Copies host f32 values into an f32 tensor (load-time derived weights).
   virtual void WriteF32(std::span<const float> src, const Tensor& dst) = 0;
+  // `bytes` raw bytes (a routed expert's matrix as the file stores it) into a
+  // buffer from Allocate at dst.offset, done when it returns. The device
+  // expert cache's I/O threads call it while the model's thread runs ops, so
+  // a backend serialises it against its own queue; a later op that reads the
+  // bytes sees them, and ops queued before it have read what was there.
+  virtual void WriteBytes(const void* src, uint64_t bytes, const Tensor& dst) {
+    std::memcpy(static_cast<uint8_t*>(dst.base) + dst.offset, src, bytes);
+  }
 
   // Waits for queued work (no-op on synchronous backends).
   virtual void Synchronize() = 0;

@@ -189,6 +189,11 @@ Expected<std::unique_ptr<Buffer>> FallbackBackend::Allocate(uint64_t bytes,
                                                             const std::string& what) {
   ASSIGN_OR_RETURN(auto buf, device_->Allocate(bytes, what));
   if (device_->kind() == BackendKind::kCpu) return buf;  // recording only: no mirrors needed
+  if (what == kExpertCacheBuffer) {  // device weights: no mirror
+    slot_buffers_.insert(buf->base());
+    return std::unique_ptr<Buffer>(new ForgetfulBuffer(
+        std::move(buf), [this](void* base) { slot_buffers_.erase(base); }));
+  }
   mirrors_[buf->base()] = Mirror{bytes, {}};
   return std::unique_ptr<Buffer>(
       new ForgetfulBuffer(std::move(buf), [this](void* base) { Forget(base); }));
@@ -403,7 +408,7 @@ void FallbackBackend::GroupedMatmul(const Tensor& x, std::span<const Tensor> wei
                                     std::span<const int32_t> offsets, const Tensor& y) {
   const OpScope op(*this, Op::kGroupedMatmul, weights.empty() ? DType::kF32 : weights[0].dtype,
                    kPlain, OnCpu(weights));
-  if (op.native) {
+  if (op.native || InDeviceSlots(weights)) {
     return device_->GroupedMatmul(x, weights, offsets, y);
   }
   HostCall h(*this);
@@ -418,6 +423,11 @@ void FallbackBackend::MultiGroupedMatmul(const Tensor& x,
                                          std::span<const GroupedProjection> projections,
                                          std::span<const int32_t> offsets) {
   if (!projections.empty() && OnCpu(projections[0].weights)) {  // --cpu-moe: the CPU's own
+    for (const GroupedProjection& p : projections) GroupedMatmul(x, p.weights, offsets, p.out);
+    return;
+  }
+  if (!projections.empty() && InDeviceSlots(projections[0].weights) &&
+      !Native(Op::kGroupedMatmul, projections[0].weights[0].dtype)) {
     for (const GroupedProjection& p : projections) GroupedMatmul(x, p.weights, offsets, p.out);
     return;
   }

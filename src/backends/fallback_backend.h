@@ -76,6 +76,9 @@ class FallbackBackend final : public Backend {
   DeviceInfo device() const override { return device_->device(); }
   bool wants_memory_plan() const override { return device_->wants_memory_plan(); }
   Status ReserveMemory(const MemoryPlan& plan) override { return device_->ReserveMemory(plan); }
+  uint64_t DeviceBytesFor(const MemoryPlan& plan) const override {
+    return device_->DeviceBytesFor(plan);
+  }
 
   Expected<std::unique_ptr<Buffer>> Allocate(uint64_t bytes, const std::string& what) override;
   Status ReserveForContext(int64_t max_keys) override;
@@ -126,6 +129,9 @@ class FallbackBackend final : public Backend {
   void WriteF32(std::span<const float> src, const Tensor& dst) override {
     device_->WriteF32(src, dst);
   }
+  void WriteBytes(const void* src, uint64_t bytes, const Tensor& dst) override {
+    device_->WriteBytes(src, bytes, dst);
+  }
   void Synchronize() override { device_->Synchronize(); }
   uint64_t launches() const override { return device_->launches(); }
   uint64_t transfers() const override { return device_->transfers(); }
@@ -150,6 +156,11 @@ class FallbackBackend final : public Backend {
   bool OnCpu(std::span<const Tensor> weights) const {
     return !weights.empty() && cpu_weights_.count(weights[0].base) > 0;
   }
+  // Experts in a device expert cache's slots: no host copy to fall back on,
+  // so they run on the device even when GroupedMatmul is disabled.
+  bool InDeviceSlots(std::span<const Tensor> weights) const {
+    return !weights.empty() && slot_buffers_.count(weights[0].base) > 0;
+  }
   // A fused call over `items` of `op`: when the device runs every item's
   // (op, dtype_of(item)), whole(), recorded per item and timed as one call;
   // else each(item) for every item, through that op's own fallback.
@@ -171,6 +182,7 @@ class FallbackBackend final : public Backend {
   PerCall<double> seconds_{};
   std::unordered_map<void*, Tensor> weights_;  // device weight base -> host tensor
   std::unordered_set<const void*> cpu_weights_;  // bases of PrepareCpuWeight's tensors
+  std::unordered_set<const void*> slot_buffers_;  // kExpertCacheBuffer allocations
   std::unordered_map<void*, Mirror> mirrors_;  // device buffer base -> host copy
 };
 

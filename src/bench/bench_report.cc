@@ -1,5 +1,6 @@
 #include "bench/bench_report.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
@@ -105,7 +106,10 @@ std::string MarkdownExpertCache(std::span<const BenchResult> results) {
                    100 * c.prediction_recall());
   }
   if (rows.empty()) return rows;
-  return "expert cache (timed runs):\n\n"
+  const bool device = std::any_of(results.begin(), results.end(),
+                                  [](const BenchResult& r) { return r.expert_cache.device; });
+  return std::string(device ? "device expert cache (timed runs; bytes/token uploaded):\n\n"
+                            : "expert cache (timed runs):\n\n") +
          "| model                          |            test | pol. |    slots |      cache |"
          "  hit rate | bytes/token | stall ms/t | pred. prec | pred. rec |\n"
          "| ------------------------------ | --------------: | ---- | -------: | ---------: |"

@@ -108,7 +108,19 @@ int RunDoctor(EngineOptions options) {
   if (engine->backend().kind() != BackendKind::kCpu) {
     load.cpu_moe_layers = options.experts.cpu_moe_layers;
   }
-  if (auto plan = PlanMemory(engine->file(), load); plan.ok()) {
+  const ExpertStreamingPlan& streaming = engine->expert_streaming();
+  if (streaming.stream) {
+    const MemoryPlan& m = streaming.streamed;
+    std::printf("plan:     resident weights %s, KV cache %s (%lld tokens), activations %s\n",
+                Mib(m.weights).c_str(), Mib(m.kv_cache).c_str(),
+                static_cast<long long>(m.kv_tokens), Mib(m.activations).c_str());
+    std::printf("experts:  %s cache of %lld slots (%s), routed experts %s stay in the file%s\n",
+                engine->backend().kind() == BackendKind::kCpu ? "RAM" : "device",
+                static_cast<long long>(m.expert_cache_slots), Mib(m.expert_cache).c_str(),
+                Mib(m.streamed_weights).c_str(),
+                m.cpu_weights > 0 ? (", " + Mib(m.cpu_weights) + " on the CPU (--cpu-moe)").c_str()
+                                  : "");
+  } else if (auto plan = PlanMemory(engine->file(), load); plan.ok()) {
     std::printf("plan:     weights %s, KV cache %s (%lld tokens), activations %s\n",
                 Mib(plan->weights).c_str(), Mib(plan->kv_cache).c_str(),
                 static_cast<long long>(plan->kv_tokens), Mib(plan->activations).c_str());

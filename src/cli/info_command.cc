@@ -21,6 +21,9 @@ struct InfoFlags {
   std::string mtp_path;
   int64_t context = 4096;
   ExpertStreamingOptions experts;
+  std::string backend = "cpu";  // a device backend: also its plan under mem_budget
+  int device = 0;
+  uint64_t mem_budget = 0;
 };
 
 std::string Count(double v) {
@@ -118,7 +121,7 @@ int PrintPlan(const ModelFile& file, const InfoFlags& f) {
   load.context = f.context;
   load.kv_type = DType::kF16;
   const SystemMemory memory = QuerySystemMemory();
-  auto plan = PlanExpertStreaming(file, load, f.experts, /*cpu_backend=*/true, memory);
+  auto plan = PlanExpertStreaming(file, load, f.experts, StreamingTarget{}, memory);
   if (!plan.ok()) return ReportError(plan.status());
   const MemoryPlan& m = plan->stream ? plan->streamed : plan->resident;
   std::printf("cpu plan:     %s = weights %s + KV cache %s + activations %s",
@@ -131,6 +134,41 @@ int PrintPlan(const ModelFile& file, const InfoFlags& f) {
   std::printf("\n              %s; %s available to this process\n",
               plan->stream ? "experts stream (--expert-cache)" : "every weight resident",
               Gib(double(memory.available)).c_str());
+  return 0;
+}
+
+// What `run` on a device backend would reserve: every weight on the device,
+// or, when --mem-budget is below that, the resident part and a device expert
+// cache in the rest (runtime/expert_streaming.h).
+int PrintDevicePlan(const ModelFile& file, const InfoFlags& f) {
+  auto backend = CreateBackend(f.backend, BackendOptions{.device = f.device, .mem_budget = f.mem_budget});
+  if (!backend.ok()) return ReportError(backend.status());
+  const Backend& be = **backend;
+  LoadOptions load;
+  load.context = f.context;
+  load.max_step_tokens = EngineOptions().max_step_tokens;
+  load.kv_type = DType::kF32;
+  load.cpu_moe_layers = f.experts.cpu_moe_layers;
+  auto plan = PlanExpertStreaming(file, load, f.experts, StreamingTarget{&be, f.mem_budget},
+                                  QuerySystemMemory());
+  if (!plan.ok()) return ReportError(plan.status());
+  const MemoryPlan& m = plan->stream ? plan->streamed : plan->resident;
+  const uint64_t device = be.DeviceBytesFor(m);
+  std::printf("%s plan:  %s of device memory = resident weights %s + KV cache %s + activations "
+              "%s + staging and alignment %s",
+              be.name().c_str(), Gib(double(device)).c_str(), Gib(double(m.weights)).c_str(),
+              Gib(double(m.kv_cache)).c_str(), Gib(double(m.activations)).c_str(),
+              Gib(double(device - m.total())).c_str());
+  if (plan->stream) {
+    std::printf(" + expert cache %s (%lld slots of one expert's gate, up and down; routed experts "
+                "%s stay in the file)",
+                Gib(double(m.expert_cache)).c_str(), (long long)m.expert_cache_slots,
+                Gib(double(m.streamed_weights)).c_str());
+  }
+  if (m.cpu_weights > 0) std::printf(" (+ %s of experts in RAM, --cpu-moe)", Gib(double(m.cpu_weights)).c_str());
+  std::printf("\n              %s; --mem-budget %s\n",
+              plan->stream ? "hot experts cached on the device" : "every weight on the device",
+              f.mem_budget > 0 ? Gib(double(f.mem_budget)).c_str() : "not set");
   return 0;
 }
 
@@ -213,6 +251,9 @@ int Info(const InfoFlags& f) {
   }
   PrintMemory(*config, std::min(f.context, config->max_position_embeddings), weight_bytes);
   if (const int rc = PrintPlan(*file, f); rc != 0) return rc;
+  if (f.backend != "cpu") {
+    if (const int rc = PrintDevicePlan(*file, f); rc != 0) return rc;
+  }
   return PrintMtp(f, *file, *config);
 }
 
@@ -226,6 +267,13 @@ CommandFn RegisterInfo(CLI::App& cmd) {
   cmd.add_option("--mtp-file", f->mtp_path,
                  "an MTP-only GGUF to check against this (trunk-only) model");
   AddExpertOptions(cmd, f->experts);
+  cmd.add_option("--backend", f->backend, "also print the plan on this device backend")
+      ->check(CLI::IsMember(AvailableBackends()));
+  cmd.add_option("--device", f->device, "device index of a device backend")
+      ->check(CLI::NonNegativeNumber);
+  cmd.add_option("--mem-budget", f->mem_budget,
+                 "device memory to plan for, in bytes (below what every weight needs: a device "
+                 "expert cache in what the rest leaves)");
   return [f] { return Info(*f); };
 }
 

@@ -122,10 +122,13 @@ Status DecoderModel::StartExpertCache(const ModelFile& file, const LoadOptions& 
   if (options.planning) {
     ASSIGN_OR_RETURN(ExpertCache::Footprint f, ExpertCache::Plan(streamed, options.expert_cache));
     expert_cache_bytes_ = f.bytes;
+    expert_cache_slots_ = f.slots;
     return Status::Ok();
   }
-  ASSIGN_OR_RETURN(expert_cache_, ExpertCache::Create(file, streamed, options.expert_cache));
+  ASSIGN_OR_RETURN(expert_cache_,
+                   ExpertCache::Create(file, streamed, options.expert_cache, &backend_));
   expert_cache_bytes_ = expert_cache_->stats().capacity_bytes;
+  expert_cache_slots_ = expert_cache_->slots();
   size_t next = layers_.size();  // the next streamed MoE layer
   for (size_t l = layers_.size(); l-- > 0;) {
     MoeBlock* moe = layers_[l].moe;

@@ -133,7 +133,10 @@ Expected<MemoryPlan> PlanMemory(const ModelFile& file, const LoadOptions& option
   plan.kv_tokens = tokens;
   plan.max_step_tokens = options.max_step_tokens;
   plan.expert_cache = model->expert_cache_bytes();
+  plan.expert_cache_slots = model->expert_cache_slots();
   plan.streamed_weights = model->streamed_bytes();
+  // Device slots are one buffer per part (NewDeviceExpertSlots), each aligned.
+  if (plan.expert_cache > 0 && options.expert_cache.device_slots) plan.buffers += kExpertParts;
   return plan;
 }
 

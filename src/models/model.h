@@ -138,6 +138,7 @@ class Model {
   uint64_t activation_bytes() const { return activation_bytes_; }
   uint64_t streamed_bytes() const { return streamed_bytes_; }          // routed experts left in the file
   uint64_t expert_cache_bytes() const { return expert_cache_bytes_; }  // the cache's slots
+  int64_t expert_cache_slots() const { return expert_cache_slots_; }
   uint64_t remote_expert_bytes() const { return remote_expert_bytes_; }  // routed experts other ranks own
 
  protected:
@@ -146,6 +147,7 @@ class Model {
   uint64_t activation_bytes_ = 0;
   uint64_t streamed_bytes_ = 0;
   uint64_t expert_cache_bytes_ = 0;
+  int64_t expert_cache_slots_ = 0;
   uint64_t remote_expert_bytes_ = 0;
 };
 

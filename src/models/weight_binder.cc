@@ -256,7 +256,7 @@ Status WeightBinder::LocateExperts(ExpertWeights& w) {
 Expected<ExpertWeights> WeightBinder::Experts(int64_t i, const std::string& prefix,
                                               int64_t num_experts, int64_t ffn, int64_t hidden) {
   ExpertWeights w;
-  binding_experts_ = stream_experts_;
+  binding_experts_ = stream_experts_ && !cpu_experts_;  // --n-cpu-moe layers stay on the host
   in_experts_ = true;
   struct Reset {
     bool& flag;

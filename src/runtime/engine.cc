@@ -108,14 +108,18 @@ Expected<std::unique_ptr<Engine>> Engine::Load(const EngineOptions& options) {
   ExpertStreamingOptions experts = options.experts;
   if (e->ep_ && experts.cache == "auto") experts.cache = "off";  // each rank holds only its share
   experts.pack_panels = options.repack_weights && !options.exact_matmul;
-  ASSIGN_OR_RETURN(e->streaming_, PlanExpertStreaming(e->file_, load, experts, cpu,
+  const StreamingTarget target{cpu ? nullptr : e->backend_.get(), options.mem_budget};
+  ASSIGN_OR_RETURN(e->streaming_, PlanExpertStreaming(e->file_, load, experts, target,
                                                       QuerySystemMemory()));
   if (!e->streaming_.note.empty()) std::fprintf(stderr, "anymoe: %s\n", e->streaming_.note.c_str());
   if (e->streaming_.stream) {
     // Resident weights are copied out of the mapping at load (reading them),
-    // so nothing but the expert reads touches the file afterwards.
-    backend_options.copy_weights = true;
-    ASSIGN_OR_RETURN(e->backend_, CreateBackend(options.backend, backend_options));
+    // so nothing but the expert reads touches the file afterwards. (A device
+    // backend uploads them: its ops never read the mapping.)
+    if (cpu) {
+      backend_options.copy_weights = true;
+      ASSIGN_OR_RETURN(e->backend_, CreateBackend(options.backend, backend_options));
+    }
     load.progress = LoadProgress::Callback("loading resident weights",
                                            e->streaming_.streamed.weights, options.progress);
   } else if (!e->ep_) {  // under --ep, other ranks' experts are never read here

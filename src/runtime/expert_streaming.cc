@@ -11,7 +11,19 @@ namespace {
 
 std::string Gib(uint64_t bytes) {
   char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.2f GiB", double(bytes) / double(uint64_t(1) << 30));
+  if (bytes < (uint64_t(1) << 30)) {
+    std::snprintf(buf, sizeof(buf), "%.1f MiB", double(bytes) / double(1 << 20));
+  } else {
+    std::snprintf(buf, sizeof(buf), "%.2f GiB", double(bytes) / double(uint64_t(1) << 30));
+  }
+  return buf;
+}
+
+// "N bytes (M.m MiB)", as the device backends write budgets.
+std::string Bytes(uint64_t bytes) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%llu bytes (%.1f MiB)", static_cast<unsigned long long>(bytes),
+                double(bytes) / double(1 << 20));
   return buf;
 }
 
@@ -57,7 +69,8 @@ Expected<uint64_t> ParseExpertCacheSize(const std::string& spec, uint64_t routed
 
 Expected<ExpertStreamingPlan> PlanExpertStreaming(const ModelFile& file, LoadOptions& load,
                                                   const ExpertStreamingOptions& options,
-                                                  bool cpu_backend, const SystemMemory& memory) {
+                                                  const StreamingTarget& target,
+                                                  const SystemMemory& memory) {
   ExpertStreamingPlan plan;
   load.sticky_experts = options.sticky;
   ExpertCacheOptions& c = load.expert_cache;
@@ -68,10 +81,12 @@ Expected<ExpertStreamingPlan> PlanExpertStreaming(const ModelFile& file, LoadOpt
     if (options.cache == "auto") return plan;
     return Status::Error("--expert-cache: " + file.path + " has no routed experts to stream");
   }
+  const Backend* device = target.device;
   c.policy = options.policy;
   c.prefetch = options.prefetch;
   c.io_threads = options.io_threads;
-  c.pack_panels = options.pack_panels;
+  c.pack_panels = device == nullptr && options.pack_panels;
+  c.device_slots = device != nullptr;
   c.fault_hook = options.fault_hook;
   ASSIGN_OR_RETURN(plan.resident, PlanMemory(file, load));
   // Planned with one slot: the resident part and the routed bytes.
@@ -80,10 +95,39 @@ Expected<ExpertStreamingPlan> PlanExpertStreaming(const ModelFile& file, LoadOpt
   ASSIGN_OR_RETURN(plan.streamed, PlanMemory(file, load));
   c.slots = 0;
   const uint64_t routed = plan.streamed.streamed_weights;
+  if (options.cache == "auto" && device != nullptr) {
+    // The device's budget: everything on the device when it fits (or when no
+    // budget is set), else a hot-expert cache in what the rest leaves.
+    const uint64_t all = device->DeviceBytesFor(plan.resident);
+    if (target.mem_budget == 0 || all <= target.mem_budget) {
+      c.enabled = false;
+      return plan;
+    }
+    const uint64_t one = device->DeviceBytesFor(plan.streamed);
+    const uint64_t fixed = one - plan.streamed.expert_cache;
+    if (one > target.mem_budget) {
+      return Status::Error(device->name() + ": the model needs " + Bytes(all) +
+                           " of device memory with every weight on the device and " +
+                           Bytes(one) +
+                           " even with a device expert cache of one expert, but --mem-budget "
+                           "allows " +
+                           Bytes(target.mem_budget) + " (" + file.path + ")");
+    }
+    c.bytes = target.mem_budget - fixed;
+    ASSIGN_OR_RETURN(plan.streamed, PlanMemory(file, load));
+    plan.stream = true;
+    plan.cache_bytes = plan.streamed.expert_cache;
+    plan.note = file.path + " needs " + Gib(all) + " of " + device->name() +
+                " memory with every weight resident but --mem-budget allows " +
+                Gib(target.mem_budget) + ": routed experts stay in the file, " +
+                std::to_string(plan.streamed.expert_cache_slots) + " of them (" +
+                Gib(plan.cache_bytes) + ") at a time in a device expert cache";
+    return plan;
+  }
   const uint64_t resident_part = plan.streamed.total() - plan.streamed.expert_cache;
   if (options.cache == "auto") {
     const uint64_t usable = uint64_t(double(memory.available) * kHeadroom);
-    if (memory.available == 0 || plan.resident.total() <= usable || !cpu_backend) {
+    if (memory.available == 0 || plan.resident.total() <= usable) {
       c.enabled = false;
       return plan;
     }
@@ -102,11 +146,7 @@ Expected<ExpertStreamingPlan> PlanExpertStreaming(const ModelFile& file, LoadOpt
                 ": streaming its routed experts from disk through a " + Gib(c.bytes) +
                 " expert cache (--expert-cache SIZE sets it, off keeps every weight resident)";
   } else {
-    if (!cpu_backend) {
-      return Status::Error(
-          "--expert-cache: streaming experts runs on the cpu backend only "
-          "(device backends: a later release)");
-    }
+    // A size on a device backend is device memory, reserved within --mem-budget.
     ASSIGN_OR_RETURN(c.bytes, ParseExpertCacheSize(options.cache, routed));
     // A percentage is a share of the experts (each slot also takes alignment
     // slack for direct reads, which the byte count would otherwise eat).

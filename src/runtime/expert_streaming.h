@@ -4,6 +4,11 @@
 // plan fits the memory this process may use (system and cgroup), and else
 // streams the experts with a cache of what is left after the resident part,
 // saying so on stderr. `anymoe info` prints the same decision.
+// On a device backend the cache is a hot-expert cache in device memory: with
+// `auto`, when --mem-budget is below what every weight on the device needs,
+// the budget left after the resident weights, KV cache, activations and
+// staging holds as many experts as fit; the others are read from the file and
+// uploaded into a slot when a step needs them (models/experts/).
 #pragma once
 
 #include <cstdint>
@@ -41,11 +46,18 @@ struct ExpertStreamingPlan {
 // "4G", "512M", "1.5G", "123456", "25%" (of `routed_bytes`); errors name the flag.
 Expected<uint64_t> ParseExpertCacheSize(const std::string& spec, uint64_t routed_bytes);
 
+// Where the plan is for: the CPU (device null), or a device backend and its
+// --mem-budget (0: none set).
+struct StreamingTarget {
+  const Backend* device = nullptr;
+  uint64_t mem_budget = 0;
+};
+
 // The plan for `file` under `load` (its expert_cache fields are filled from
-// `options`), given `memory` (QuerySystemMemory()). `cpu_backend`: streaming
-// runs on the CPU backend only for now; elsewhere only "off"/"auto" pass.
+// `options`), given `memory` (QuerySystemMemory()) and `target`.
 Expected<ExpertStreamingPlan> PlanExpertStreaming(const ModelFile& file, LoadOptions& load,
                                                   const ExpertStreamingOptions& options,
-                                                  bool cpu_backend, const SystemMemory& memory);
+                                                  const StreamingTarget& target,
+                                                  const SystemMemory& memory);
 
 }  // namespace anymoe

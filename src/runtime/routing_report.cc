@@ -7,6 +7,7 @@ namespace anymoe {
 nlohmann::ordered_json ExpertCacheJson(const ExpertCacheStats& c) {
   return {{"policy", c.policy},
           {"prefetch", c.prefetch},
+          {"device", c.device},
           {"slots", c.slots},
           {"capacity_bytes", c.capacity_bytes},
           {"routed_bytes", c.routed_bytes},

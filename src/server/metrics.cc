@@ -43,6 +43,9 @@ void Counter(std::string_view name, std::string_view help, uint64_t value, std::
 // Streamed experts (models/experts/expert_cache.h): counters since load.
 void RenderExpertCache(const ExpertCacheStats& c, std::string* out) {
   Gauge("anymoe_expert_cache_slots", "experts the expert cache holds at once", c.slots, out);
+  Gauge("anymoe_expert_cache_on_device",
+        "1: the slots are device memory (reads are uploaded into them), 0: host memory",
+        uint64_t(c.device ? 1 : 0), out);
   Gauge("anymoe_expert_cache_bytes", "memory of the expert cache's slots", c.capacity_bytes, out);
   Counter("anymoe_expert_cache_lookups_total", "routed experts the forward steps used", c.lookups,
           out);

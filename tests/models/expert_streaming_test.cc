@@ -100,8 +100,14 @@ TEST_P(StreamedExpertsMatch, BitwiseAtEveryCacheSize) {
     int64_t slots;
     bool prefetch, pack;
     EvictionPolicy policy;
+    // Slots through the device store (NewDeviceExpertSlots: one buffer per
+    // part from Backend::Allocate, filled with Backend::WriteBytes), here on
+    // the CPU backend; conformance/device_expert_cache_test.cc runs it on OpenCL.
+    bool device = false;
   };
   const Case cases[] = {
+      {1, true, false, EvictionPolicy::kLfru, true},
+      {all / 2, true, false, EvictionPolicy::kLfru, true},
       {1, false, false, EvictionPolicy::kLru},      {1, true, true, EvictionPolicy::kLfu},
       {k, true, true, EvictionPolicy::kLfru},       {k + 1, false, true, EvictionPolicy::kLru},
       {e, true, false, EvictionPolicy::kLru},       {e, true, true, EvictionPolicy::kLfu},
@@ -110,12 +116,14 @@ TEST_P(StreamedExpertsMatch, BitwiseAtEveryCacheSize) {
   };
   for (const Case& cs : cases) {
     SCOPED_TRACE("slots " + std::to_string(cs.slots) + (cs.prefetch ? " prefetch" : "") +
-                 (cs.pack ? " panels " : " ") + std::string(EvictionPolicyName(cs.policy)));
+                 (cs.pack ? " panels " : " ") + std::string(EvictionPolicyName(cs.policy)) +
+                 (cs.device ? " device slots" : ""));
     ExpertCacheOptions options{.enabled = true,
                                .slots = cs.slots,
                                .policy = cs.policy,
                                .prefetch = cs.prefetch,
-                               .pack_panels = cs.pack};
+                               .pack_panels = cs.pack,
+                               .device_slots = cs.device};
     Loaded streamed = Load(path, options);
     ASSERT_TRUE(streamed.model);
     EXPECT_GT(streamed.model->streamed_bytes(), 0u);

@@ -82,18 +82,32 @@ DeviceInfo DeviceBackend::device() const {
                     ring_region_.size + scratch_region_.size, arena_.allocations()};
 }
 
-Status DeviceBackend::ReserveMemory(const MemoryPlan& plan) {
+uint64_t DeviceBackend::Needed(const MemoryPlan& plan, std::string* breakdown) const {
   const uint64_t staging = StagingBytes(plan);
   const uint64_t scratch = scratch_region_.handle == nullptr ? traits_.scratch_bytes : 0;
   // Each region is rounded up to the alignment; the ring and the scratch are two more.
   const uint64_t slack = (plan.buffers + 3) * arena_.Aligned(1);
-  const uint64_t needed = plan.total() + staging + scratch + slack;
-  std::string breakdown = "weights " + BytesText(plan.weights) + ", KV cache for " +
-                          std::to_string(plan.kv_tokens) + " tokens " + BytesText(plan.kv_cache) +
-                          ", activations " + BytesText(plan.activations) + ", staging " +
-                          BytesText(staging);
-  if (scratch > 0) breakdown += ", " + traits_.scratch_what + " " + BytesText(scratch);
-  breakdown += ", alignment " + BytesText(slack);
+  if (breakdown != nullptr) {
+    *breakdown = "weights " + BytesText(plan.weights) + ", KV cache for " +
+                 std::to_string(plan.kv_tokens) + " tokens " + BytesText(plan.kv_cache) +
+                 ", activations " + BytesText(plan.activations) + ", staging " +
+                 BytesText(staging);
+    if (plan.expert_cache > 0) *breakdown += ", expert cache " + BytesText(plan.expert_cache);
+    if (scratch > 0) *breakdown += ", " + traits_.scratch_what + " " + BytesText(scratch);
+    *breakdown += ", alignment " + BytesText(slack);
+  }
+  return plan.total() + staging + scratch + slack;
+}
+
+uint64_t DeviceBackend::DeviceBytesFor(const MemoryPlan& plan) const {
+  return Needed(plan, nullptr);
+}
+
+Status DeviceBackend::ReserveMemory(const MemoryPlan& plan) {
+  const uint64_t staging = StagingBytes(plan);
+  const uint64_t scratch = scratch_region_.handle == nullptr ? traits_.scratch_bytes : 0;
+  std::string breakdown;
+  const uint64_t needed = Needed(plan, &breakdown);
   const uint64_t budget = options_.mem_budget > 0 ? options_.mem_budget : needed;
   const std::string prefix = traits_.name + ": the model needs ";
   if (budget < needed) {
@@ -164,6 +178,14 @@ void DeviceBackend::WriteF32(std::span<const float> src, const Tensor& dst) {
   CHECK(dst.dtype == DType::kF32 && uint64_t(dst.elements()) == src.size());
   if (src.empty()) return;
   rt_->Write(dst.base, dst.offset, src.data(), src.size_bytes());
+}
+
+void DeviceBackend::WriteBytes(const void* src, uint64_t bytes, const Tensor& dst) {
+  // From the expert cache's I/O threads: one upload at a time; the queue
+  // orders it after the ops already enqueued (which may still read the slot's
+  // previous expert) and before those enqueued after it returns.
+  const std::lock_guard<std::mutex> lock(write_mu_);
+  if (bytes > 0) rt_->Write(dst.base, dst.offset, src, bytes);
 }
 
 void DeviceBackend::Synchronize() { rt_->Finish(); }

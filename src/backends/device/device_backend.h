@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -67,6 +68,7 @@ class DeviceBackend : public Backend {
   DeviceInfo device() const final;
   bool wants_memory_plan() const final { return true; }
   Status ReserveMemory(const MemoryPlan& plan) final;
+  uint64_t DeviceBytesFor(const MemoryPlan& plan) const final;
   uint64_t launches() const final { return rt_->launches(); }
   uint64_t transfers() const final { return rt_->transfers(); }
 
@@ -111,6 +113,7 @@ class DeviceBackend : public Backend {
   void Copy(const Tensor& src, const Tensor& dst) final;
   void ReadF32(const Tensor& src, std::span<float> dst) final;
   void WriteF32(std::span<const float> src, const Tensor& dst) final;
+  void WriteBytes(const void* src, uint64_t bytes, const Tensor& dst) final;
   void Synchronize() final;
 
  protected:
@@ -158,6 +161,8 @@ class DeviceBackend : public Backend {
  private:
   class ArenaBuffer;
   void ReadBytes(const Tensor& src, uint64_t bytes, void* dst);
+  // What ReserveMemory(plan) reserves at least, and its parts in words.
+  uint64_t Needed(const MemoryPlan& plan, std::string* breakdown) const;
   void CheckMatmul(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& y) const;
   // StepAttention's parts: the checks (true when every segment shares one
   // cache, as a batched launch needs), and the batched form.
@@ -166,6 +171,7 @@ class DeviceBackend : public Backend {
   void BatchedStepAttention(const AttentionStep& step);
 
   std::unique_ptr<DeviceRuntime> rt_;
+  std::mutex write_mu_;  // WriteBytes (the expert cache's I/O threads)
   DeviceTraits traits_;
   BackendOptions options_;
   DeviceArena arena_;
@@ -175,6 +181,7 @@ class DeviceBackend : public Backend {
   std::vector<std::unique_ptr<Buffer>> owned_;  // weights
   std::vector<int32_t> mapped_rows_;            // DSA positions -> cache rows (host)
   std::vector<uint64_t> expert_locations_;      // GroupedMatmul: ExpertLocation of each group
+  std::vector<int32_t> shifted_offsets_;        // GroupedMatmul: offsets of a run not at row 0
   // StepAttention's host arrays: the sequences' key rows end to end, each
   // row's start in them, each row's key count, the step's new cache rows.
   std::vector<int32_t> step_tables_, step_starts_, step_counts_, step_new_rows_;

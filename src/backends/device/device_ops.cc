@@ -66,7 +66,7 @@ void DeviceBackend::GroupedMatmul(const Tensor& x, std::span<const Tensor> weigh
   CHECK(offsets.size() == weights.size() + 1 && groups > 0);
   const int64_t m = offsets.back(), k = x.cols(), n = weights[0].rows();
   CHECK(x.rows() >= m && y.rows() >= m && y.cols() == n);
-  if (m == 0) return;
+  if (m == offsets[0]) return;  // no rows
   const Tensor& w0 = weights[0];
   bool uniform = true;
   int64_t largest = 0;
@@ -88,15 +88,26 @@ void DeviceBackend::GroupedMatmul(const Tensor& x, std::span<const Tensor> weigh
     }
     return;
   }
-  CheckMatmul(x.RowSlice(0, m), w0, nullptr, y.RowSlice(0, m));
+  // The kernels run rows [0, m) and find each row's group from the offsets:
+  // a call over a run of groups whose rows start past 0 (streamed experts run
+  // as they arrive) is shifted to its own rows.
+  const int64_t first = offsets[0];
+  CheckMatmul(x.RowSlice(first, m - first), w0, nullptr, y.RowSlice(first, m - first));
   expert_locations_.resize(size_t(groups));  // grows once, to the expert count
   for (int64_t g = 0; g < groups; ++g) {
     expert_locations_[size_t(g)] = ExpertLocation(weights[size_t(g)]);
   }
+  std::span<const int32_t> run_offsets = offsets;
+  if (first > 0) {
+    shifted_offsets_.resize(offsets.size());  // grows once, to the expert count + 1
+    for (size_t g = 0; g < offsets.size(); ++g) shifted_offsets_[g] = offsets[g] - int32_t(first);
+    run_offsets = shifted_offsets_;
+  }
   ring_.Begin(R::Rounded(expert_locations_.size() * 8) + R::Rounded(offsets.size_bytes()));
   const Tensor locations = ring_.Upload(std::span<const uint64_t>(expert_locations_));
-  const Tensor staged_offsets = ring_.Upload(offsets);
-  RunGroupedMatmul(GroupedMatmulArgs{x, w0, locations, staged_offsets, groups, m, y});
+  const Tensor staged_offsets = ring_.Upload(run_offsets);
+  RunGroupedMatmul(GroupedMatmulArgs{x.RowSlice(first, m - first), w0, locations, staged_offsets,
+                                     groups, m - first, y.RowSlice(first, m - first)});
 }
 
 void DeviceBackend::Rope(const Tensor& x, std::span<const int32_t> positions,

@@ -6,6 +6,7 @@
 // enqueue, so `anymoe bench --op-profile` can report launches per op.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 
@@ -71,8 +72,8 @@ class DeviceRuntime {
 
   // Kernel launchers call this for every kernel they enqueue.
   void CountLaunch() { ++launches_; }
-  uint64_t launches() const { return launches_; }
-  uint64_t transfers() const { return transfers_; }
+  uint64_t launches() const { return launches_.load(std::memory_order_relaxed); }
+  uint64_t transfers() const { return transfers_.load(std::memory_order_relaxed); }
 
  protected:
   virtual void DoWrite(void* base, uint64_t offset, const void* src, uint64_t bytes) = 0;
@@ -83,7 +84,8 @@ class DeviceRuntime {
                       uint64_t bytes) = 0;
 
  private:
-  uint64_t launches_ = 0, transfers_ = 0;
+  // Atomic: the device expert cache's I/O threads write while ops launch.
+  std::atomic<uint64_t> launches_{0}, transfers_{0};
 };
 
 }  // namespace anymoe::device

@@ -43,26 +43,45 @@ Expected<ExpertCache::Footprint> ExpertCache::Plan(std::span<const LayerExperts*
   }
   if (ids == 0) return Status::Error("expert cache: the model has no routed experts to stream");
   const auto parts = LargestParts(layers);
-  f.slot_bytes = SlotFootprint(parts);
+  f.slot_bytes = options.device_slots ? DeviceSlotBytes(parts) : SlotFootprint(parts);
   f.slots = options.slots > 0      ? options.slots
             : options.fraction > 0 ? int64_t(std::ceil(options.fraction * double(ids)))
                                    : int64_t(options.bytes / f.slot_bytes);
   if (f.slots < 1) {
-    return Status::Error("expert cache of " + std::to_string(options.bytes) +
+    return Status::Error(std::string(options.device_slots ? "device " : "") + "expert cache of " +
+                         std::to_string(options.bytes) +
                          " bytes holds no expert: the minimum is one expert, " +
-                         std::to_string(f.slot_bytes) + " bytes (--expert-cache)");
+                         std::to_string(f.slot_bytes) + " bytes (" +
+                         (options.device_slots ? "--mem-budget or " : "") + "--expert-cache)");
   }
   f.slots = std::min(f.slots, ids);  // more slots than experts would stay empty
-  const uint64_t staging =
-      options.pack_panels ? uint64_t(options.io_threads) * (f.slot_bytes / kExpertParts + 1) : 0;
+  const uint64_t staging = options.pack_panels && !options.device_slots
+                               ? uint64_t(options.io_threads) * (f.slot_bytes / kExpertParts + 1)
+                               : 0;
   f.bytes = uint64_t(f.slots) * f.slot_bytes + staging;
   return f;
 }
 
 Expected<std::unique_ptr<ExpertCache>> ExpertCache::Create(
     const ModelFile& file, std::span<const LayerExperts* const> layers,
-    const ExpertCacheOptions& options) {
+    const ExpertCacheOptions& options, Backend* backend) {
   ASSIGN_OR_RETURN(Footprint f, Plan(layers, options));
+  if (options.device_slots) {
+    if (backend == nullptr) return Status::Error("expert cache: device slots need a backend");
+    // Slots hold the file's bytes on the device only: its kernels must run them.
+    const SupportsFn supports = DeviceSupportsTable(backend->name());
+    for (const LayerExperts* l : layers) {
+      for (int p = 0; l != nullptr && p < kExpertParts; ++p) {
+        const DType d = l->parts[size_t(p)].dtype;
+        if (supports != nullptr && !supports(Op::kGroupedMatmul, d)) {
+          return Status::Error(backend->name() + ": no GroupedMatmul kernel for " +
+                               std::string(Name(d)) +
+                               " experts, so they cannot live in a device expert cache: use "
+                               "--cpu-moe, or a --mem-budget that holds every weight");
+        }
+      }
+    }
+  }
   int64_t ids = 0;
   for (const LayerExperts* l : layers) ids += l ? l->num_experts() : 0;
   std::unique_ptr<ExpertCache> c(new ExpertCache(options, f.slots, ids));
@@ -84,8 +103,13 @@ Expected<std::unique_ptr<ExpertCache>> ExpertCache::Create(
   std::vector<std::string> paths;
   for (const MappedFile* m : file.mapped_files()) paths.push_back(m->path());
   ASSIGN_OR_RETURN(c->reader_, ExpertReader::Open(paths, options.direct_io, options.fault_hook));
-  ASSIGN_OR_RETURN(c->store_, NewHostExpertSlots(f.slots, LargestParts(layers), options.pack_panels,
-                                                 c->options_.io_threads));
+  if (options.device_slots) {
+    ASSIGN_OR_RETURN(c->store_, NewDeviceExpertSlots(*backend, f.slots, LargestParts(layers),
+                                                     c->options_.io_threads));
+  } else {
+    ASSIGN_OR_RETURN(c->store_, NewHostExpertSlots(f.slots, LargestParts(layers),
+                                                   options.pack_panels, c->options_.io_threads));
+  }
   c->views_.resize(size_t(f.slots));
   c->state_.assign(size_t(f.slots), State::kEmpty);
   c->error_.assign(size_t(f.slots), Status::Ok());
@@ -94,6 +118,7 @@ Expected<std::unique_ptr<ExpertCache>> ExpertCache::Create(
   c->stats_.enabled = true;
   c->stats_.policy = std::string(EvictionPolicyName(options.policy));
   c->stats_.prefetch = options.prefetch;
+  c->stats_.device = options.device_slots;
   c->stats_.slots = f.slots;
   c->stats_.capacity_bytes = c->store_->bytes();
   c->stats_.routed_bytes = f.routed_bytes;

@@ -47,6 +47,9 @@ struct ExpertCacheOptions {
   bool prefetch = true;  // load the predicted experts of the next layer ahead
   int io_threads = 2;
   bool pack_panels = false;  // CPU: slots in the VNNI panel layout (see NewHostExpertSlots)
+  // Slots in the device's memory (a device backend's hot-expert cache, sized
+  // from what --mem-budget leaves; NewDeviceExpertSlots): `bytes` is device memory.
+  bool device_slots = false;
   bool direct_io = true;     // O_DIRECT where the file system allows it
   ExpertReader::FaultHook fault_hook = nullptr;  // tests
 };
@@ -57,14 +60,16 @@ class ExpertCache {
 
   // `layers[i]`: the streamed experts of model layer i (null: none). Errors
   // when the options leave no room for one expert, naming the minimum size.
+  // `backend`: where device slots live (options.device_slots).
   static Expected<std::unique_ptr<ExpertCache>> Create(const ModelFile& file,
                                                        std::span<const LayerExperts* const> layers,
-                                                       const ExpertCacheOptions& options);
+                                                       const ExpertCacheOptions& options,
+                                                       Backend* backend = nullptr);
   // Slots and memory `options` give for these layers (without allocating).
   struct Footprint {
     int64_t slots = 0;
     uint64_t slot_bytes = 0;  // memory per slot, alignment slack included
-    uint64_t bytes = 0;       // all slots (and staging)
+    uint64_t bytes = 0;       // all slots (and staging); device memory with device_slots
     uint64_t routed_bytes = 0;
   };
   static Expected<Footprint> Plan(std::span<const LayerExperts* const> layers,

@@ -11,6 +11,7 @@ struct ExpertCacheStats {
   bool enabled = false;
   std::string policy;
   bool prefetch = false;
+  bool device = false;  // slots in device memory: bytes_read were uploaded into them
   int64_t slots = 0;
   uint64_t capacity_bytes = 0;  // memory of the slots
   uint64_t routed_bytes = 0;    // all routed experts of the model, in the file

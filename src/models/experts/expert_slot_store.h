@@ -11,6 +11,7 @@
 #include <memory>
 #include <vector>
 
+#include "backends/backend.h"
 #include "core/status.h"
 #include "core/tensor.h"
 #include "models/experts/expert_layout.h"
@@ -38,5 +39,20 @@ class ExpertSlotStore {
 // the file's bytes are read straight into the slot.
 Expected<std::unique_ptr<ExpertSlotStore>> NewHostExpertSlots(
     int64_t slots, const std::array<uint64_t, kExpertParts>& part_bytes, bool pack, int workers);
+
+// Device memory slots (a device backend's hot-expert cache): per part (gate,
+// up, down) one buffer of `slots` matrices from backend.Allocate, so a grouped
+// call over cached experts is one launch on backends that need its experts in
+// one buffer. The I/O threads read into host staging (one per worker) and
+// Commit uploads with Backend::WriteBytes; ops then read the slot as a device
+// weight with the file's bytes, so results are those of resident experts.
+// bytes() is device memory; the host staging is apart.
+Expected<std::unique_ptr<ExpertSlotStore>> NewDeviceExpertSlots(
+    Backend& backend, int64_t slots, const std::array<uint64_t, kExpertParts>& part_bytes,
+    int workers);
+// Device bytes one slot takes for matrices of `part_bytes` (each rounded up
+// to kDeviceSlotAlign within its buffer).
+inline constexpr uint64_t kDeviceSlotAlign = 256;
+uint64_t DeviceSlotBytes(const std::array<uint64_t, kExpertParts>& part_bytes);
 
 }  // namespace anymoe
