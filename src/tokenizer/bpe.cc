@@ -48,7 +48,9 @@ struct Symbol {
 
 // A heap entry: rank in the high half, the left symbol's index in the low one,
 // so one integer comparison orders by rank, then leftmost.
-uint64_t Candidate(int32_t rank, int32_t pos) { return uint64_t(uint32_t(rank)) << 32 | uint32_t(pos); }
+uint64_t Candidate(int32_t rank, int32_t pos) {
+  return uint64_t(uint32_t(rank)) << 32 | uint32_t(pos);
+}
 
 }  // namespace
 
@@ -200,7 +202,7 @@ void BpeModel::Encode(std::string_view piece, std::vector<int32_t>* ids) const {
   std::vector<uint64_t> storage;
   storage.reserve(symbols.size());
   std::priority_queue<uint64_t, std::vector<uint64_t>, std::greater<>> heap(std::greater<>{},
-                                                                             std::move(storage));
+                                                                            std::move(storage));
   auto push_pair = [&](int32_t pos) {
     Symbol& s = symbols[pos];
     s.pair_rank = -1;
