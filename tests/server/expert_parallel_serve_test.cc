@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <future>
 #include <regex>
+#include <sstream>
 
 #include "child_process.h"
 #include "server_fixture.h"
@@ -220,23 +221,39 @@ TEST_F(ExpertParallelServe, ConcurrentRequestsMatchOneProcessAndSigtermEndsEvery
   }
 }
 
-TEST_F(ExpertParallelServe, SigtermToMpirunEndsEveryRankCleanly) {
-  // mpirun hands the signal to every rank: rank 1 keeps following until rank
-  // 0, which drains its running stream first, tells it to stop.
+TEST_F(ExpertParallelServe, SigtermToRankZeroDrainsAndEndsEveryRankCleanly) {
+  // The graceful path: rank 0 drains its running stream, then tells rank 1
+  // (which ignores signals once loaded) to stop; every rank exits 0.
+  const int port = Start(2, GoldenPath("moe/qwen3_moe"), {"--debug-token-delay-ms", "20"});
+  Process& job = *servers_.back();
+  const pid_t rank0 = RankPid(job.pid(), 0);
+  ASSERT_GT(rank0, 0) << "rank 0 not found among mpirun's children";
+  auto stream = std::async(std::launch::async, [port] { return Stream(port, "Hello"); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  kill(rank0, SIGTERM);
+  const auto [r, error] = stream.get();
+  EXPECT_TRUE(r.done);
+  EXPECT_TRUE(error.empty()) << error;
+  EXPECT_EQ(job.Wait(std::chrono::seconds(20)), 0) << job.err();
+  EXPECT_NE(job.err().find("anymoe: stopped"), std::string::npos) << job.err();
+  EXPECT_EQ(job.err().find("MPI_ABORT"), std::string::npos) << job.err();
+}
+
+TEST_F(ExpertParallelServe, SigtermToMpirunEndsEveryRank) {
+  // mpirun (Open MPI 4.1) passes a SIGTERM on late and SIGKILLs the ranks
+  // odls_base_sigkill_timeout later (docs/distributed.md): a drain is not
+  // guaranteed, but the job ends, nothing hangs, and the stream either
+  // completed or was closed.
   const int port = Start(2, GoldenPath("moe/qwen3_moe"), {"--debug-token-delay-ms", "20"});
   auto stream = std::async(std::launch::async, [port] { return Stream(port, "Hello"); });
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   servers_.back()->Signal(SIGTERM);
   const auto [r, error] = stream.get();
-  EXPECT_TRUE(r.done);
-  EXPECT_TRUE(error.empty()) << error;
-  // mpirun itself exits 1 when it was signalled, whatever the ranks did: the
-  // ranks' clean ends show in what it printed (no abort, no rank killed).
+  (void)r;
+  (void)error;
   Process& job = *servers_.back();
-  EXPECT_NE(job.Wait(std::chrono::seconds(20)), -1) << job.err();
-  EXPECT_NE(job.err().find("anymoe: stopped"), std::string::npos) << job.err();
+  EXPECT_NE(job.Wait(std::chrono::seconds(30)), -1) << job.err();
   EXPECT_EQ(job.err().find("MPI_ABORT"), std::string::npos) << job.err();
-  EXPECT_EQ(job.err().find("exited on signal"), std::string::npos) << job.err();
 }
 
 TEST_F(ExpertParallelServe, HungRankGivesServiceUnavailableAndEndsTheJob) {
