@@ -512,17 +512,15 @@ void CpuBackend::AttendPerToken(std::span<const AttentionJob> jobs, float scale)
   for (size_t i = 0; i < jobs.size(); ++i) {
     first_task[i + 1] = first_task[i] + (jobs[i].q.dim(0) + tile - 1) / tile;
   }
-  auto task_floats = [&](int64_t task, size_t i) {
-    const AttentionJob& j = jobs[i];
-    const int64_t t0 = (task - first_task[i]) * tile, n = std::min(tile, j.q.dim(0) - t0);
-    const TokenHeads th(j, t0, 0, j.k_pool->dim(1));
-    return uint64_t(kernels::AttendTokensScratch(n, th.n_keys, th.heads, th.group, th.d_k,
-                                                 th.d_v, kernels::kAttentionSegmentKeys));
-  };
+  // Every thread's scratch fits the biggest task before any task runs.
   uint64_t most = 0;
   for (size_t i = 0; i < jobs.size(); ++i) {
-    for (int64_t task = first_task[i]; task < first_task[i + 1]; ++task) {
-      most = std::max(most, task_floats(task, i));
+    for (int64_t t0 = 0; t0 < jobs[i].q.dim(0); t0 += tile) {
+      const TokenHeads th(jobs[i], t0, 0, jobs[i].k_pool->dim(1));
+      const int64_t n = std::min(tile, jobs[i].q.dim(0) - t0);
+      most = std::max(most, uint64_t(kernels::AttendTokensScratch(
+                                n, th.n_keys, th.heads, th.group, th.d_k, th.d_v,
+                                kernels::kAttentionSegmentKeys)));
     }
   }
   ReserveScratch(most);
@@ -532,7 +530,7 @@ void CpuBackend::AttendPerToken(std::span<const AttentionJob> jobs, float scale)
     const AttentionJob& j = jobs[i];
     const int64_t t0 = (task - first_task[i]) * tile, n = std::min(tile, j.q.dim(0) - t0);
     const TokenHeads th(j, t0, 0, j.k_pool->dim(1));
-    th.AttendTokens(n, j.q.dim(1), scale, Scratch(thread, task_floats(task, i)));
+    th.AttendTokens(n, j.q.dim(1), scale, Scratch(thread, most));
   });
 }
 
@@ -577,18 +575,19 @@ void CpuBackend::LatentAttention(const Tensor& q, const Tensor& pool, int64_t la
   auto ids_of = [&](int64_t n_keys) {
     return selection != nullptr ? (n_keys + 15) / 16 * 16 : 0;
   };
-  auto task_floats = [&](int64_t ti, int64_t heads) {
-    const int64_t n_keys = keys_of(ti);
-    return uint64_t(ids_of(n_keys) +
-                    kernels::AttendTokensScratch(1, n_keys, 1, heads, d, latent_dim, 0));
-  };
+  // Every thread's scratch fits the biggest task (a full group of heads over
+  // the most keys) before any task runs.
   uint64_t most = 0;
-  for (int64_t ti = 0; ti < t; ++ti) most = std::max(most, task_floats(ti, group));
+  for (int64_t ti = 0; ti < t; ++ti) {
+    const int64_t n_keys = keys_of(ti);
+    most = std::max(most, uint64_t(ids_of(n_keys) + kernels::AttendTokensScratch(
+                                                         1, n_keys, 1, group, d, latent_dim, 0)));
+  }
   ReserveScratch(most);
   pool_.ParallelFor(t * groups, [&](int64_t task, int thread) {
     const int64_t ti = task / groups, h0 = task % groups * group, heads = std::min(group, n_h - h0);
     const int64_t n_keys = keys_of(ti), ids = ids_of(n_keys);
-    float* scratch = Scratch(thread, task_floats(ti, heads));
+    float* scratch = Scratch(thread, most);
     const int32_t* rows = key_rows.data();
     if (selection != nullptr) {
       const int32_t* positions = selection->keys.data() + ti * selection->stride;
