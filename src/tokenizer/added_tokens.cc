@@ -48,6 +48,7 @@ AddedTokenMatcher::AddedTokenMatcher(std::vector<AddedToken> tokens) : tokens_(s
   nodes_.emplace_back();
   for (size_t t = 0; t < tokens_.size(); ++t) {
     if (tokens_[t].content.empty()) continue;
+    starts_token_[static_cast<uint8_t>(tokens_[t].content[0])] = true;
     int32_t node = 0;
     for (char c : tokens_[t].content) {
       const auto byte = static_cast<uint8_t>(c);
@@ -107,6 +108,8 @@ void AddedTokenMatcher::Split(std::string_view text, bool match_special,
   size_t pos = 0;
   size_t next_plain = 0;  // first range not wholly before pos
   while (pos < text.size()) {
+    while (pos < text.size() && !starts_token_[static_cast<uint8_t>(text[pos])]) ++pos;
+    if (pos == text.size()) break;
     while (next_plain < plain_ranges.size() && plain_ranges[next_plain].end <= pos) ++next_plain;
     // A special token may end no later than where the next plain range starts.
     size_t special_limit = 0;

@@ -4,6 +4,7 @@
 // position: O(text length x longest token), no recursion.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -63,6 +64,9 @@ class AddedTokenMatcher {
 
   std::vector<AddedToken> tokens_;
   std::vector<Node> nodes_;
+  // Whether some token starts with this byte: Split skips every other position
+  // without walking the trie (most text never starts a token).
+  std::array<bool, 256> starts_token_{};
 };
 
 }  // namespace anymoe

@@ -112,6 +112,7 @@ CharClass ClassifyCodepoint(uint32_t cp) {
 }
 
 bool IsDigitsNumeric(uint32_t cp) {
+  if (cp < 128) return cp >= '0' && cp <= '9';
   return ClassifyCodepoint(cp) == CharClass::kNumber ||
          FindRange(kDigitsOnlyNumeric, cp) != nullptr;
 }
