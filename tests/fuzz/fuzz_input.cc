@@ -63,6 +63,9 @@ CpuBudget::CpuBudget(const char* target, int64_t limit_ms)
 
 CpuBudget::~CpuBudget() {
   const int64_t used = ThreadCpuNs() - start_ns_;
+  // Set when replaying an input by hand, to see how close it came.
+  static const bool print = std::getenv("ANYMOE_FUZZ_PRINT_CPU") != nullptr;
+  if (print) std::fprintf(stderr, "%s: %.3f s of CPU time\n", target_, double(used) * 1e-9);
   if (used > limit_ns_) {
     std::fprintf(stderr, "%s: timeout: one input took %.3f s of CPU time (limit %.3f s)\n", target_,
                  double(used) * 1e-9, double(limit_ns_) * 1e-9);
