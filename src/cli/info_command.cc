@@ -11,6 +11,7 @@
 #include "models/tensor_names.h"
 #include "models/config_loader.h"
 #include "models/model_stats.h"
+#include "models/memory_plan.h"
 #include "runtime/expert_streaming.h"
 
 namespace anymoe::cli {
@@ -124,13 +125,7 @@ int PrintPlan(const ModelFile& file, const InfoFlags& f) {
   auto plan = PlanExpertStreaming(file, load, f.experts, StreamingTarget{}, memory);
   if (!plan.ok()) return ReportError(plan.status());
   const MemoryPlan& m = plan->stream ? plan->streamed : plan->resident;
-  std::printf("cpu plan:     %s = weights %s + KV cache %s + activations %s",
-              Gib(double(m.total())).c_str(), Gib(double(m.weights)).c_str(),
-              Gib(double(m.kv_cache)).c_str(), Gib(double(m.activations)).c_str());
-  if (plan->stream) {
-    std::printf(" + expert cache %s (routed experts %s stream from the file)",
-                Gib(double(m.expert_cache)).c_str(), Gib(double(m.streamed_weights)).c_str());
-  }
+  std::printf("cpu plan:     %s", DescribeMemoryPlan(m).c_str());
   std::printf("\n              %s; %s available to this process\n",
               plan->stream ? "experts stream (--expert-cache)" : "every weight resident",
               Gib(double(memory.available)).c_str());

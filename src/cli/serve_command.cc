@@ -20,6 +20,7 @@
 
 #include "cli/commands.h"
 #include "cli/common_options.h"
+#include "models/memory_plan.h"
 #include "runtime/scheduler.h"
 #include "runtime/step_broadcast.h"
 #include "server/completion_service.h"
@@ -257,6 +258,13 @@ int Serve(ServeFlags& f) {
   std::fprintf(stderr, "anymoe: ready: %s, context %lld, %d parallel, queue %d, %s KV cache\n",
                so.model_name.c_str(), static_cast<long long>(sched.context), f.parallel, f.queue,
                std::string(Name(engine->kv_type())).c_str());
+  if (engine->backend().name() == "cpu") {
+    // What this process should stay within (weights, the whole KV pool, step
+    // buffers, expert cache), to compare with its RSS.
+    const ExpertStreamingPlan& p = engine->expert_streaming();
+    std::fprintf(stderr, "anymoe: memory plan: %s\n",
+                 DescribeMemoryPlan(p.stream ? p.streamed : p.resident).c_str());
+  }
 
   signals.Wait();
   const auto timeout = std::chrono::duration_cast<std::chrono::steady_clock::duration>(

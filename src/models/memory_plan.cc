@@ -1,6 +1,7 @@
 #include "models/memory_plan.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 
 #include "formats/tensor_source.h"
@@ -138,6 +139,21 @@ Expected<MemoryPlan> PlanMemory(const ModelFile& file, const LoadOptions& option
   // Device slots are one buffer per part (NewDeviceExpertSlots), each aligned.
   if (plan.expert_cache > 0 && options.expert_cache.device_slots) plan.buffers += kExpertParts;
   return plan;
+}
+
+std::string DescribeMemoryPlan(const MemoryPlan& plan) {
+  auto gib = [](uint64_t bytes) {
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), "%.3f GiB", double(bytes) / double(uint64_t(1) << 30));
+    return std::string(buf);
+  };
+  std::string s = gib(plan.total()) + " = weights " + gib(plan.weights) + " + KV cache " +
+                  gib(plan.kv_cache) + " + activations " + gib(plan.activations);
+  if (plan.expert_cache > 0) {
+    s += " + expert cache " + gib(plan.expert_cache) + " (routed experts " +
+         gib(plan.streamed_weights) + " stream from the file)";
+  }
+  return s;
 }
 
 }  // namespace anymoe

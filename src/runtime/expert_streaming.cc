@@ -75,10 +75,15 @@ Expected<ExpertStreamingPlan> PlanExpertStreaming(const ModelFile& file, LoadOpt
   load.sticky_experts = options.sticky;
   ExpertCacheOptions& c = load.expert_cache;
   c.enabled = false;
-  if (options.cache == "off") return plan;
+  // Nothing streams: the plan is every weight resident (what info and serve print).
+  auto resident_only = [&]() -> Expected<ExpertStreamingPlan> {
+    ASSIGN_OR_RETURN(plan.resident, PlanMemory(file, load));
+    return plan;
+  };
+  if (options.cache == "off") return resident_only();
   ASSIGN_OR_RETURN(ModelConfig config, LoadModelConfig(file));
   if (!config.is_moe()) {
-    if (options.cache == "auto") return plan;
+    if (options.cache == "auto") return resident_only();
     return Status::Error("--expert-cache: " + file.path + " has no routed experts to stream");
   }
   const Backend* device = target.device;

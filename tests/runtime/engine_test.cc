@@ -45,5 +45,27 @@ TEST(Engine, KvCacheIsF16OnTheCpuBackendUnlessAskedOtherwise) {
       << unfit.status().message();
 }
 
+// The plan `info` and `serve` print (to compare with the process's RSS) is
+// filled in when nothing streams too: a dense model's plan was all zeros. It
+// holds every weight the model keeps and a KV pool for every sequence.
+TEST(Engine, MemoryPlanIsFilledInWhenNothingStreams) {
+  EngineOptions o = TinyLlama();
+  o.context = 64;
+  o.sequences = 2;
+  for (const char* cache : {"auto", "off"}) {
+    SCOPED_TRACE(cache);
+    o.experts.cache = cache;
+    auto e = Engine::Load(o);
+    ASSERT_TRUE(e.ok()) << e.status().message();
+    const ExpertStreamingPlan& p = (*e)->expert_streaming();
+    EXPECT_FALSE(p.stream);
+    EXPECT_EQ(p.resident.weights, (*e)->model().weight_bytes());
+    const ModelConfig& c = (*e)->model().config();
+    const uint64_t kv_bytes_per_token = uint64_t(c.num_layers * 2 * c.num_kv_heads * c.head_dim) * 2;
+    EXPECT_GE(p.resident.kv_cache, 2 * 64 * kv_bytes_per_token);  // f16, both sequences
+    EXPECT_GT(p.resident.activations, 0u);
+  }
+}
+
 }  // namespace
 }  // namespace anymoe
