@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <unordered_map>
 
 #include "tokenizer/unicode_class.h"
 
@@ -146,7 +147,33 @@ void Tokenizer::EncodeText(std::string_view text, std::vector<int32_t>* ids) con
   }
   std::vector<std::string_view> pieces;
   PreTokenize(spec_.pre, text, &pieces);
-  for (std::string_view piece : pieces) bpe_.Encode(piece, ids);
+  // Pieces repeat (the words of prose, the runs of code): in a long text each
+  // distinct piece runs the merges once and is copied from its first ids after
+  // that. The cache is the call's own (concurrent encodes share nothing) and
+  // holds views into `text`, so it is bounded by the text.
+  constexpr size_t kCacheFromPieces = 256, kLongestCachedPiece = 64;
+  if (pieces.size() < kCacheFromPieces) {
+    for (std::string_view piece : pieces) bpe_.Encode(piece, ids);
+    return;
+  }
+  std::unordered_map<std::string_view, std::pair<size_t, size_t>> first;  // piece -> its ids
+  for (std::string_view piece : pieces) {
+    if (piece.size() > kLongestCachedPiece) {
+      bpe_.Encode(piece, ids);
+      continue;
+    }
+    const auto [at, inserted] = first.try_emplace(piece, 0, 0);
+    if (!inserted) {
+      for (size_t i = at->second.first; i < at->second.second; ++i) {
+        const int32_t id = (*ids)[i];
+        ids->push_back(id);
+      }
+      continue;
+    }
+    const size_t begin = ids->size();
+    bpe_.Encode(piece, ids);
+    at->second = {begin, ids->size()};
+  }
 }
 
 std::vector<int32_t> Tokenizer::Encode(std::string_view text, bool add_bos,
