@@ -84,6 +84,9 @@ def main() -> None:
     ap.add_argument("--ctx", type=int, default=512)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--types", nargs="*", default=TYPES)
+    ap.add_argument("--reuse-llama", action="store_true",
+                    help="take llama-perplexity's rows from the work folder's quality.json "
+                         "(same files, chunks and context) and rerun anymoe only")
     args = ap.parse_args()
     bin_dir = args.llama_cpp.resolve() / "build" / "bin"
     anymoe = args.anymoe.resolve()
@@ -115,6 +118,12 @@ def main() -> None:
         files[q] = dst
 
     common = ["-c", args.ctx, "-t", t]
+    earlier = {}
+    if args.reuse_llama:
+        prev = json.loads((work / "quality.json").read_text())
+        if (prev["chunks"], prev["ctx"]) != (args.chunks, args.ctx):
+            raise SystemExit("--reuse-llama: quality.json was run with other --chunks/--ctx")
+        earlier = {r["type"]: r["llama"] for r in prev["rows"]}
     a_base, l_base = work / "anymoe-f16.kld", work / "llama-f16.kld"
     rows = []
     for label, path in files.items():
@@ -126,14 +135,15 @@ def main() -> None:
             row["anymoe_exact"] = parse(sh([anymoe, "perplexity", "-m", path, "-f", TEXT,
                                             "--chunks", args.chunks, "--exact", "--kv-type",
                                             "f32", *common]))
-            row["llama"] = parse(sh([bin_dir / "llama-perplexity", "-m", path, "-f", TEXT,
-                                     "--chunks", args.chunks, "--kl-divergence-base", l_base,
-                                     *common]))
+            row["llama"] = earlier.get(label) or parse(sh([
+                bin_dir / "llama-perplexity", "-m", path, "-f", TEXT, "--chunks", args.chunks,
+                "--kl-divergence-base", l_base, *common]))
         else:
             row["anymoe"] = parse(sh([anymoe, "perplexity", "-m", path, "--kl-divergence",
                                       "--kl-divergence-base", a_base, *common]))
-            row["llama"] = parse(sh([bin_dir / "llama-perplexity", "-m", path, "--kl-divergence",
-                                     "--kl-divergence-base", l_base, *common]))
+            row["llama"] = earlier.get(label) or parse(sh([
+                bin_dir / "llama-perplexity", "-m", path, "--kl-divergence",
+                "--kl-divergence-base", l_base, *common]))
         print(json.dumps(row), flush=True)
         rows.append(row)
     (work / "quality.json").write_text(json.dumps(
