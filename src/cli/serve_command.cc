@@ -262,8 +262,9 @@ int Serve(ServeFlags& f) {
     // What this process should stay within (weights, the whole KV pool, step
     // buffers, expert cache), to compare with its RSS.
     const ExpertStreamingPlan& p = engine->expert_streaming();
-    std::fprintf(stderr, "anymoe: memory plan: %s\n",
-                 DescribeMemoryPlan(p.stream ? p.streamed : p.resident).c_str());
+    std::fprintf(stderr, "anymoe: memory plan: %s; the process held %.1f MiB before loading weights\n",
+                 DescribeMemoryPlan(p.stream ? p.streamed : p.resident).c_str(),
+                 double(engine->resident_before_weights()) / double(1 << 20));
   }
 
   signals.Wait();

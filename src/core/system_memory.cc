@@ -70,4 +70,18 @@ SystemMemory QuerySystemMemory() {
   return m;
 }
 
+uint64_t ProcessResidentBytes() {
+  // /proc/self/status mixes text and numbers ("Name:\tanymoe"), so look for
+  // the line rather than reading key/number pairs.
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.rfind("VmRSS:", 0) != 0) continue;
+    std::istringstream kb(line.substr(6));
+    uint64_t v = 0;
+    return kb >> v ? v * 1024 : 0;
+  }
+  return 0;
+}
+
 }  // namespace anymoe

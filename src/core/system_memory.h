@@ -16,4 +16,8 @@ struct SystemMemory {
 
 SystemMemory QuerySystemMemory();
 
+// This process's resident memory now (VmRSS: anonymous and file pages), 0 if
+// /proc cannot tell.
+uint64_t ProcessResidentBytes();
+
 }  // namespace anymoe

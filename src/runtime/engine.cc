@@ -73,6 +73,7 @@ Expected<std::unique_ptr<Engine>> Engine::Load(const EngineOptions& options) {
   ASSIGN_OR_RETURN(e->file_, OpenModelFile(options.model_path));
   RETURN_IF_ERROR(e->StartExpertParallel(options.expert_parallel));
   ASSIGN_OR_RETURN(e->tokenizer_, LoadTokenizer(e->file_));
+  e->resident_before_weights_ = ProcessResidentBytes();
   BackendOptions backend_options;
   backend_options.num_threads = options.threads;
   backend_options.exact_matmul = options.exact_matmul;

@@ -72,6 +72,9 @@ class Engine {
   DType kv_type() const { return kv_type_; }
   // Whether and how routed experts stream (see runtime/expert_streaming.h).
   const ExpertStreamingPlan& expert_streaming() const { return streaming_; }
+  // The process's resident memory before any weight was loaded (code,
+  // libraries, the tokenizer): what its RSS holds beyond the memory plan.
+  uint64_t resident_before_weights() const { return resident_before_weights_; }
   // The MPI job under expert parallelism, else null.
   Communicator* communicator() { return comm_.get(); }
   // Rank 0 prints; the others stay silent.
@@ -122,6 +125,7 @@ class Engine {
   int64_t context_ = 0;
   DType kv_type_ = DType::kF32;
   ExpertStreamingPlan streaming_;
+  uint64_t resident_before_weights_ = 0;
 };
 
 // Loads just the tokenizer of a model file (GGUF metadata or tokenizer.json).

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/system_memory.h"
 #include "models/kv_cache.h"
 
 namespace anymoe {
@@ -64,6 +65,9 @@ TEST(Engine, MemoryPlanIsFilledInWhenNothingStreams) {
     const uint64_t kv_bytes_per_token = uint64_t(c.num_layers * 2 * c.num_kv_heads * c.head_dim) * 2;
     EXPECT_GE(p.resident.kv_cache, 2 * 64 * kv_bytes_per_token);  // f16, both sequences
     EXPECT_GT(p.resident.activations, 0u);
+    // What the process held before the weights, which the plan leaves out.
+    EXPECT_GT((*e)->resident_before_weights(), 0u);
+    EXPECT_LE((*e)->resident_before_weights(), ProcessResidentBytes());
   }
 }
 
