@@ -60,7 +60,7 @@ void BM_IndexerScoresQueries(benchmark::State& state) {
   }
   state.SetItemsProcessed(int64_t(state.iterations()) * nq * n_keys);
 }
-BENCHMARK(BM_IndexerScoresQueries)->ArgsProduct({{1024, 32768}, {1, 4, 8}});
+BENCHMARK(BM_IndexerScoresQueries)->ArgsProduct({{1024, 32768}, {1, 4, 8, 16}});
 
 }  // namespace
 }  // namespace anymoe::kernels
