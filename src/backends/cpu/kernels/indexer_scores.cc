@@ -111,11 +111,20 @@ int64_t TileKeys() { return 2 * int64_t(hn::Lanes(DF())); }
 // The transposed tile, and two vectors' room for a short tile's scores.
 int64_t TileFloatsImpl(int64_t dim) { return (dim + 1) * TileKeys(); }
 
-// WeightedSum's step lane by lane: total + w * max(0, dot * scale), where
-// std::max(0.0f, x) is (0 < x ? x : 0), +0 for -0 and NaN (as hn::Max may not be).
-HWY_INLINE VF AddHead(DF d, VF total, float w, VF dot, VF scale) {
-  const VF zero = hn::Zero(d), x = hn::Mul(dot, scale);
-  return hn::Add(total, hn::Mul(hn::Set(d, w), hn::IfThenElse(hn::Lt(zero, x), x, zero)));
+// WeightedSum's step lane by lane for the tile's two vectors of keys: total +=
+// w * max(0, dot * scale), where std::max(0.0f, x) is (0 < x ? x : 0), +0 for
+// -0 and NaN (as hn::Max may not be).
+HWY_INLINE void AddHead(DF d, float w, VF scale, VF dot_a, VF dot_b, VF& total_a, VF& total_b) {
+  const VF zero = hn::Zero(d), wv = hn::Set(d, w);
+  const VF xa = hn::Mul(dot_a, scale), xb = hn::Mul(dot_b, scale);
+  total_a = hn::Add(total_a, hn::Mul(wv, hn::IfThenElse(hn::Lt(zero, xa), xa, zero)));
+  total_b = hn::Add(total_b, hn::Mul(wv, hn::IfThenElse(hn::Lt(zero, xb), xb, zero)));
+}
+
+// One step of a head's chains with the tile's two vectors of keys.
+HWY_INLINE void MulAdd2(VF q, VF ka, VF kb, VF& a, VF& b) {
+  a = hn::MulAdd(q, ka, a);
+  b = hn::MulAdd(q, kb, b);
 }
 
 // (total_a, total_b) += heads [0, kH) of `q` (row stride dim) against the
@@ -131,62 +140,24 @@ HWY_INLINE void AddHeads(const float* q, int64_t dim, const float* kt, const flo
   for (int64_t i = 0; i < dim; ++i) {
     const float* row = kt + i * 2 * n;
     const auto ka = hn::LoadU(d, row), kb = hn::LoadU(d, row + n);
-    auto qh = hn::Set(d, q[i]);
-    a0 = hn::MulAdd(qh, ka, a0);
-    b0 = hn::MulAdd(qh, kb, b0);
-    if constexpr (kH > 1) {
-      qh = hn::Set(d, q[dim + i]);
-      a1 = hn::MulAdd(qh, ka, a1);
-      b1 = hn::MulAdd(qh, kb, b1);
-    }
-    if constexpr (kH > 2) {
-      qh = hn::Set(d, q[2 * dim + i]);
-      a2 = hn::MulAdd(qh, ka, a2);
-      b2 = hn::MulAdd(qh, kb, b2);
-    }
-    if constexpr (kH > 3) {
-      qh = hn::Set(d, q[3 * dim + i]);
-      a3 = hn::MulAdd(qh, ka, a3);
-      b3 = hn::MulAdd(qh, kb, b3);
-    }
-    if constexpr (kH > 4) {
-      qh = hn::Set(d, q[4 * dim + i]);
-      a4 = hn::MulAdd(qh, ka, a4);
-      b4 = hn::MulAdd(qh, kb, b4);
-    }
-    if constexpr (kH > 5) {
-      qh = hn::Set(d, q[5 * dim + i]);
-      a5 = hn::MulAdd(qh, ka, a5);
-      b5 = hn::MulAdd(qh, kb, b5);
-    }
-    if constexpr (kH > 6) {
-      qh = hn::Set(d, q[6 * dim + i]);
-      a6 = hn::MulAdd(qh, ka, a6);
-      b6 = hn::MulAdd(qh, kb, b6);
-    }
-    if constexpr (kH > 7) {
-      qh = hn::Set(d, q[7 * dim + i]);
-      a7 = hn::MulAdd(qh, ka, a7);
-      b7 = hn::MulAdd(qh, kb, b7);
-    }
+    MulAdd2(hn::Set(d, q[i]), ka, kb, a0, b0);
+    if constexpr (kH > 1) MulAdd2(hn::Set(d, q[dim + i]), ka, kb, a1, b1);
+    if constexpr (kH > 2) MulAdd2(hn::Set(d, q[2 * dim + i]), ka, kb, a2, b2);
+    if constexpr (kH > 3) MulAdd2(hn::Set(d, q[3 * dim + i]), ka, kb, a3, b3);
+    if constexpr (kH > 4) MulAdd2(hn::Set(d, q[4 * dim + i]), ka, kb, a4, b4);
+    if constexpr (kH > 5) MulAdd2(hn::Set(d, q[5 * dim + i]), ka, kb, a5, b5);
+    if constexpr (kH > 6) MulAdd2(hn::Set(d, q[6 * dim + i]), ka, kb, a6, b6);
+    if constexpr (kH > 7) MulAdd2(hn::Set(d, q[7 * dim + i]), ka, kb, a7, b7);
   }
   const VF vs = hn::Set(d, scale);
-  total_a = AddHead(d, total_a, w[0], a0, vs);
-  total_b = AddHead(d, total_b, w[0], b0, vs);
-  if constexpr (kH > 1) total_a = AddHead(d, total_a, w[1], a1, vs);
-  if constexpr (kH > 1) total_b = AddHead(d, total_b, w[1], b1, vs);
-  if constexpr (kH > 2) total_a = AddHead(d, total_a, w[2], a2, vs);
-  if constexpr (kH > 2) total_b = AddHead(d, total_b, w[2], b2, vs);
-  if constexpr (kH > 3) total_a = AddHead(d, total_a, w[3], a3, vs);
-  if constexpr (kH > 3) total_b = AddHead(d, total_b, w[3], b3, vs);
-  if constexpr (kH > 4) total_a = AddHead(d, total_a, w[4], a4, vs);
-  if constexpr (kH > 4) total_b = AddHead(d, total_b, w[4], b4, vs);
-  if constexpr (kH > 5) total_a = AddHead(d, total_a, w[5], a5, vs);
-  if constexpr (kH > 5) total_b = AddHead(d, total_b, w[5], b5, vs);
-  if constexpr (kH > 6) total_a = AddHead(d, total_a, w[6], a6, vs);
-  if constexpr (kH > 6) total_b = AddHead(d, total_b, w[6], b6, vs);
-  if constexpr (kH > 7) total_a = AddHead(d, total_a, w[7], a7, vs);
-  if constexpr (kH > 7) total_b = AddHead(d, total_b, w[7], b7, vs);
+  AddHead(d, w[0], vs, a0, b0, total_a, total_b);
+  if constexpr (kH > 1) AddHead(d, w[1], vs, a1, b1, total_a, total_b);
+  if constexpr (kH > 2) AddHead(d, w[2], vs, a2, b2, total_a, total_b);
+  if constexpr (kH > 3) AddHead(d, w[3], vs, a3, b3, total_a, total_b);
+  if constexpr (kH > 4) AddHead(d, w[4], vs, a4, b4, total_a, total_b);
+  if constexpr (kH > 5) AddHead(d, w[5], vs, a5, b5, total_a, total_b);
+  if constexpr (kH > 6) AddHead(d, w[6], vs, a6, b6, total_a, total_b);
+  if constexpr (kH > 7) AddHead(d, w[7], vs, a7, b7, total_a, total_b);
 }
 
 // Heads [h, n_heads), fewer than kTileHeads, as one register tile.
