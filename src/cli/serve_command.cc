@@ -42,7 +42,7 @@ struct ServeFlags {
   bool no_request_log = false;
   bool no_prefix_cache = false;
   int64_t prefill_chunk = 0;
-  int64_t prefill_depth_unit = 0;
+  int64_t prefill_depth_unit = -1;  // not given: DefaultPrefillDepthUnit of the model
   int debug_token_delay_ms = 0;
   double request_timeout = 10;
 };
@@ -224,7 +224,9 @@ int Serve(ServeFlags& f) {
   sched.kv_cache_tokens = f.kv_tokens;
   sched.prefix_cache = !f.no_prefix_cache;
   sched.prefill_chunk = f.prefill_chunk;
-  sched.prefill_depth_unit = f.prefill_depth_unit;
+  sched.prefill_depth_unit = f.prefill_depth_unit >= 0
+                                 ? f.prefill_depth_unit
+                                 : DefaultPrefillDepthUnit(engine->model().config());
   sched.between_steps = [&server] { server.AwaitResponseWrites(); };
   sched.spec = f.spec;
   if (sched.spec.kind != SpecKind::kNone && engine->model().routing_stats().cache.enabled) {
@@ -255,9 +257,12 @@ int Serve(ServeFlags& f) {
   std::unique_ptr<CompletionService> service = SchedulerService(std::move(scheduler).value());
   server.SetReady({engine.get(), service.get(), sched.context});
   signals.SetDraining();
-  std::fprintf(stderr, "anymoe: ready: %s, context %lld, %d parallel, queue %d, %s KV cache\n",
+  std::fprintf(stderr,
+               "anymoe: ready: %s, context %lld, %d parallel, queue %d, %s KV cache, prefill "
+               "depth unit %lld\n",
                so.model_name.c_str(), static_cast<long long>(sched.context), f.parallel, f.queue,
-               std::string(Name(engine->kv_type())).c_str());
+               std::string(Name(engine->kv_type())).c_str(),
+               static_cast<long long>(sched.prefill_depth_unit));
   if (engine->backend().name() == "cpu") {
     // What this process should stay within (weights, the whole KV pool, step
     // buffers, expert cache), to compare with its RSS.
@@ -308,7 +313,8 @@ CommandFn RegisterServe(CLI::App& cmd) {
       ->check(CLI::Range(int64_t(0), int64_t(1) << 20));
   cmd.add_option("--prefill-depth-unit", f->prefill_depth_unit,
                  "while others decode, a prompt token at depth D counts as 1 + D / N tokens of "
-                 "the prefill budget, so chunks deep in a long prompt shrink (0: off)")
+                 "the prefill budget, so chunks deep in a long prompt shrink (0: off; default: from the "
+                 "model's shapes, see docs/server.md)")
       ->check(CLI::Range(int64_t(0), int64_t(1) << 30));
   cmd.add_option("--alias", so.model_name,
                  "model id in /v1/models and responses "

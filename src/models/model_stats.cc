@@ -88,4 +88,18 @@ KvFootprint KvValuesPerToken(const ModelConfig& c) {
   return f;
 }
 
+int64_t AttentionMacsPerKey(const ModelConfig& c) {
+  int64_t macs = 0;
+  for (int64_t l = 0; l < c.num_layers; ++l) {
+    if (c.attention == AttentionKind::kGqa) {
+      macs += 2 * c.num_heads * c.head_dim;
+    } else if (c.dsa.topk > 0) {
+      if (c.indexer_kinds[size_t(l)] == IndexerKind::kFull) macs += c.dsa.n_heads * c.dsa.head_dim;
+    } else {
+      macs += c.num_heads * (2 * c.mla.kv_lora_rank + c.mla.qk_rope_head_dim);
+    }
+  }
+  return macs;
+}
+
 }  // namespace anymoe

@@ -38,4 +38,12 @@ struct KvFootprint {
 };
 KvFootprint KvValuesPerToken(const ModelConfig& config);
 
+// Multiply-adds one token's attention spends per cached key, all layers: the
+// scores and the weighted sum of values per query head (GQA: head_dim each; MLA
+// in its absorbed form: latent + rope for the scores, latent for the sum). On a
+// DSA layer only the lightning indexer's heads x head_dim per key grow with the
+// context once it is past index_topk (the attention itself stays at top-k
+// keys), and a layer that reuses another's selection adds nothing.
+int64_t AttentionMacsPerKey(const ModelConfig& config);
+
 }  // namespace anymoe

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <thread>
 
+#include "models/model_stats.h"
 #include "models/workspace.h"
 #include "runtime/engine.h"
 #include "runtime/mtp_drafter.h"
@@ -690,6 +691,12 @@ int64_t PrefillChunkTokens(int64_t budget, int64_t at, int64_t left, int64_t dep
     }
   }
   return lo;
+}
+
+int64_t DefaultPrefillDepthUnit(const ModelConfig& config) {
+  const int64_t per_key = AttentionMacsPerKey(config);
+  if (per_key <= 0) return 0;
+  return std::max<int64_t>(1, CountParameters(config).active / (4 * per_key));
 }
 
 }  // namespace anymoe

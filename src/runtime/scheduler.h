@@ -72,6 +72,15 @@ struct SchedulerOptions {
 // when the token at position p costs 1 + p / depth_unit and the chunk may cost
 // `budget` (depth_unit 0: every token costs 1); 0 when not even one fits.
 int64_t PrefillChunkTokens(int64_t budget, int64_t at, int64_t left, int64_t depth_unit);
+
+// The prefill_depth_unit `serve` uses unless told, from the model's shapes: a
+// quarter of the ratio of a token's weight multiply-adds (its active
+// parameters) to its attention's multiply-adds per cached key
+// (AttentionMacsPerKey). The quarter is measured: attention ran at about a
+// quarter of the matmuls' rate per multiply-add where the unit was calibrated
+// (docs/server.md: 900-1070 on SmolLM2, 2221 on the GLM-4.5-shaped MoE file;
+// this gives 973 and 2556). 0 (off) when no attention cost grows with depth.
+int64_t DefaultPrefillDepthUnit(const ModelConfig& config);
 // A request is admitted only when the KV pool can hold its prompt and all the
 // tokens it may generate (up to the context), so a running request never runs
 // out of cache; requests that do not fit wait.

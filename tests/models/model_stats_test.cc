@@ -59,6 +59,17 @@ TEST(KvFootprint, Glm5CachesTheLatentNotPerHeadKeysAndValues) {
   EXPECT_EQ(kv.full_kv_values_per_token, 78 * 64 * (192 + 64 + 256));
 }
 
+// Per cached key and token, from the published shapes: GLM-4.5-Air's GQA scores
+// and values over 96 heads x 128; DeepSeek-V3's absorbed MLA, 128 heads x (latent
+// 512 + rope 64) for the scores and 512 for the values; GLM-5 past its top-2048
+// keys, only the lightning indexer's 32 heads x 128 on each of its 78 layers.
+TEST(AttentionMacsPerKey, GqaMlaAndDsaFromThePublishedShapes) {
+  EXPECT_EQ(AttentionMacsPerKey(LoadConfig(kConfigs + "glm4_5_air.json")), 46 * 2 * 96 * 128);
+  EXPECT_EQ(AttentionMacsPerKey(LoadConfig(kConfigs + "deepseek_v3.json")),
+            61 * 128 * (512 + 64 + 512));
+  EXPECT_EQ(AttentionMacsPerKey(LoadConfig(kConfigs + "glm5.json")), 78 * 32 * 128);
+}
+
 class CheckpointCounts : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(CheckpointCounts, ConfigCountEqualsStoredElements) {

@@ -13,6 +13,7 @@
 #include <numeric>
 #include <thread>
 
+#include "models/model_stats.h"
 #include "runtime/engine.h"
 
 namespace anymoe {
@@ -145,6 +146,40 @@ TEST_P(SchedulerTest, ChunkedPrefillEqualsLoneGeneration) {
                               [](uint64_t n, const auto& p) { return n + p.size(); }));
     EXPECT_EQ(BlocksUsedOnceIdle(*sched), 0);
   }
+}
+
+// The default depth unit from the shapes lands where it was measured
+// (docs/server.md: N = a / b from per-token prefill times a + b d): 900-1070 on
+// SmolLM2-135M, 2221 on the GLM-4.5-shaped MoE bench file (within 25 %: one
+// busy-machine measurement). Both configs are those files' (`anymoe info`
+// prints 134.52M and 167.54M active parameters for them).
+TEST(DefaultPrefillDepthUnit, LandsWhereItWasMeasured) {
+  ModelConfig smollm;
+  smollm.arch = "llama";
+  smollm.vocab_size = 49152, smollm.hidden_size = 576, smollm.num_layers = 30;
+  smollm.num_heads = 9, smollm.num_kv_heads = 3, smollm.head_dim = 64;
+  smollm.intermediate_size = 1536, smollm.tie_word_embeddings = true;
+  smollm.ffn_kinds.assign(30, FfnKind::kDense);
+  ASSERT_NEAR(double(CountParameters(smollm).active), 134.52e6, 0.01e6);
+  const int64_t small = DefaultPrefillDepthUnit(smollm);
+  EXPECT_GE(small, 900);
+  EXPECT_LE(small, 1070);
+
+  ModelConfig moe;
+  moe.arch = "glm4_moe";
+  moe.vocab_size = 32000, moe.hidden_size = 1024, moe.num_layers = 8;
+  moe.num_heads = 16, moe.num_kv_heads = 4, moe.head_dim = 64, moe.attention_bias = true;
+  moe.intermediate_size = 2736;
+  moe.moe.num_experts = 64, moe.moe.experts_per_token = 8, moe.moe.expert_ffn = 512;
+  moe.moe.shared_ffn = 512, moe.moe.selection_bias = true;
+  moe.ffn_kinds.assign(8, FfnKind::kMoe);
+  ASSERT_NEAR(double(CountParameters(moe).active), 167.54e6, 0.01e6);
+  const int64_t unit = DefaultPrefillDepthUnit(moe);
+  EXPECT_GE(unit, 2221 * 3 / 4);
+  EXPECT_LE(unit, 2221 * 5 / 4);
+
+  moe.num_layers = 0, moe.ffn_kinds.clear();  // no attention at all: off
+  EXPECT_EQ(DefaultPrefillDepthUnit(moe), 0);
 }
 
 // Depth-weighed chunks: a token at position p costs 1 + p / unit of the

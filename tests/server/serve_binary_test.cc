@@ -88,6 +88,9 @@ TEST_F(ServeBinary, GreedyOutputEqualsAnymoeRun) {
   const std::string expected = json::parse(DumpJson(json(printed))).get<std::string>();
 
   StartServe({"--parallel", "9"});
+  // Not given, the prefill depth unit comes from the model's shapes (> 0: on).
+  EXPECT_TRUE(std::regex_search(serve_->err(), std::regex("prefill depth unit [1-9][0-9]*\n")))
+      << serve_->err();
   const json request = {{"prompt", prompt}, {"max_tokens", 48}, {"temperature", 0}};
   auto res = Http()->Post("/v1/completions", request.dump(), "application/json");
   ASSERT_TRUE(res);

@@ -626,11 +626,11 @@ void CpuBackend::CopyColumns(const Tensor& src, int64_t src_col, const Tensor& d
   }
 }
 
-// Scores go in runs of kIndexerRunKeys keys. A step of at most
-// kIndexerFewQueries queries (decode, verify) spreads each query's runs over
-// the threads, scores in shared scratch; a longer one (prefill) gives each task
-// kIndexerQueryBlock queries, which score each run of keys in turn while it is
-// in cache. A score never depends on which path computed it.
+// A step of at most kIndexerFewQueries queries (decode, verify) scores each
+// query alone, its keys in runs of kIndexerRunKeys spread over the threads,
+// scores in shared scratch; a longer one (prefill) gives each task
+// kIndexerQueryBlock queries, scored together one transposed tile of keys at a
+// time (kernels::IndexerScoresQueries). A score has the same bits either way.
 void CpuBackend::IndexerTopK(const Tensor& q, const Tensor& pool, const Tensor& head_weights,
                              std::span<const int32_t> key_rows, int64_t n_past, float scale,
                              int64_t topk, std::span<int32_t> selection,
@@ -640,25 +640,24 @@ void CpuBackend::IndexerTopK(const Tensor& q, const Tensor& pool, const Tensor& 
   const float* qp = q.as<const float>();
   const float* kp = pool.as<const float>();
   const float* wp = head_weights.as<const float>();
-  const int64_t max_keys = n_past + t, q_floats = kernels::IndexerHeadSlots(n_heads) * dim;
-  auto score_run = [&](int64_t ti, const float* q_t, int64_t u0, float* scores) {
-    const int64_t n_keys = n_past + ti + 1;  // causal
-    if (n_keys <= topk || u0 >= n_keys) return;  // every key survives: no scores needed
-    kernels::IndexerScores(q_t, wp + ti * n_heads, n_heads, dim, kp, key_rows.data(), u0,
-                           std::min(u0 + kIndexerRunKeys, n_keys), scale, scores + u0);
-  };
+  const int64_t max_keys = n_past + t;
   auto select = [&](int64_t ti, const float* scores, int32_t* order) {
     counts[size_t(ti)] = int32_t(cpu::SelectTopK(scores, n_past + ti + 1, topk, order,
                                                  selection.data() + ti * topk));
   };
-  const int64_t runs = (max_keys + kIndexerRunKeys - 1) / kIndexerRunKeys;
   if (t <= kIndexerFewQueries) {
+    const int64_t runs = (max_keys + kIndexerRunKeys - 1) / kIndexerRunKeys;
+    const int64_t q_floats = kernels::IndexerHeadSlots(n_heads) * dim;
     float* scores = SharedScratch(uint64_t(t * max_keys));
     pool_.ParallelFor(t * runs, [&](int64_t task, int thread) {
-      const int64_t ti = task / runs;
+      const int64_t ti = task / runs, u0 = (task % runs) * kIndexerRunKeys;
+      const int64_t n_keys = n_past + ti + 1;  // causal
+      if (n_keys <= topk || u0 >= n_keys) return;  // every key survives: no scores needed
       float* q_t = Scratch(thread, uint64_t(q_floats));
       kernels::IndexerQueryLayout(qp + ti * n_heads * dim, n_heads, dim, q_t);
-      score_run(ti, q_t, (task % runs) * kIndexerRunKeys, scores + ti * max_keys);
+      kernels::IndexerScores(q_t, wp + ti * n_heads, n_heads, dim, kp, key_rows.data(), u0,
+                             std::min(u0 + kIndexerRunKeys, n_keys), scale,
+                             scores + ti * max_keys + u0);
     });
     pool_.ParallelFor(t, [&](int64_t ti, int thread) {
       select(ti, scores + ti * max_keys, reinterpret_cast<int32_t*>(Scratch(thread, max_keys)));
@@ -666,19 +665,19 @@ void CpuBackend::IndexerTopK(const Tensor& q, const Tensor& pool, const Tensor& 
     return;
   }
   constexpr int64_t kBlock = kIndexerQueryBlock;
+  const int64_t tile_floats = kernels::IndexerTileFloats(dim);
   pool_.ParallelFor((t + kBlock - 1) / kBlock, [&](int64_t block, int thread) {
     const int64_t t0 = block * kBlock, nq = std::min(kBlock, t - t0);
-    float* scratch = Scratch(thread, uint64_t((kBlock + 1) * max_keys + kBlock * q_floats));
+    float* scratch = Scratch(thread, uint64_t((kBlock + 1) * max_keys + tile_floats));
     float* scores = scratch;  // [kBlock, max_keys]
     int32_t* order = reinterpret_cast<int32_t*>(scratch + kBlock * max_keys);
-    float* q_t = scratch + (kBlock + 1) * max_keys;  // [kBlock, q_floats]
-    for (int64_t i = 0; i < nq; ++i) {
-      kernels::IndexerQueryLayout(qp + (t0 + i) * n_heads * dim, n_heads, dim, q_t + i * q_floats);
-    }
-    for (int64_t r = 0; r < runs; ++r) {
-      for (int64_t i = 0; i < nq; ++i) {
-        score_run(t0 + i, q_t + i * q_floats, r * kIndexerRunKeys, scores + i * max_keys);
-      }
+    // Keys past a query's causal end get scores too (the block's last query
+    // sees up to nq - 1 more); its selection never reads them.
+    const int64_t n_keys = n_past + t0 + nq;
+    if (n_keys > topk) {
+      kernels::IndexerScoresQueries(qp + t0 * n_heads * dim, n_heads * dim, wp + t0 * n_heads,
+                                    n_heads, nq, n_heads, dim, kp, key_rows.data(), 0, n_keys,
+                                    scale, scores, max_keys, scratch + (kBlock + 1) * max_keys);
     }
     for (int64_t i = 0; i < nq; ++i) select(t0 + i, scores + i * max_keys, order);
   });

@@ -82,7 +82,7 @@ class CpuBackend final : public Backend {
   // spreads by keys, and the queries of one prefill task.
   static constexpr int64_t kIndexerRunKeys = 1024;
   static constexpr int64_t kIndexerFewQueries = 8;
-  static constexpr int64_t kIndexerQueryBlock = 4;
+  static constexpr int64_t kIndexerQueryBlock = 8;
   // Per-thread f32 scratch, grown on first use and then reused (no per-token allocation).
   float* Scratch(int thread, uint64_t floats);
   float* SharedScratch(uint64_t floats);
