@@ -28,6 +28,12 @@ root (docs/benchmarks.md, DSA scaling):
     tools/.venv/bin/python tools/gen_glm5_bench_gguf.py --mtp                # -> models/bench/glm5-mini-mtp-q8_0.gguf
     tools/.venv/bin/python tools/gen_glm5_bench_gguf.py --layers 1 --index-topk 65536
                                                  # -> models/bench/glm5-mini-1l-dense-q8_0.gguf
+    tools/.venv/bin/python tools/gen_glm5_bench_gguf.py --layers 1 --real-width --index-topk 65536
+                                                 # -> models/bench/glm5-mini-1l-w6144-dense-q8_0.gguf
+
+`--real-width` gives the layers GLM-5's own hidden size and feed-forward widths, so that the
+attention's and indexer's share of a token's work is GLM-5's (the scaled-down file overstates
+it: its projections and feed-forward are 3-9x smaller).
 """
 
 from __future__ import annotations
@@ -150,8 +156,14 @@ def main() -> None:
     ap.add_argument("--layers", type=int, default=LAYERS,
                     help="trunk layers (1: the dense layer alone, for a cheap 32K-context "
                          "attention measurement)")
-    ap.add_argument("--out", help="default models/bench/glm5-mini[-dense][-mtp]-TYPE.gguf")
+    ap.add_argument("--real-width", action="store_true",
+                    help="GLM-5's own hidden 6144, dense ffn 12288 and expert ffn 2048 (16 "
+                         "experts still): a layer costs per token what a GLM-5 layer costs")
+    ap.add_argument("--out", help="default models/bench/glm5-mini[-Nl][-w6144][-dense][-mtp]-TYPE.gguf")
     args = ap.parse_args()
+    global HIDDEN, DENSE_FFN, EXPERT_FFN
+    if args.real_width:
+        HIDDEN, DENSE_FFN, EXPERT_FFN = 6144, 12288, 2048
     if args.index_topk < 1:
         raise SystemExit("--index-topk must be at least 1")
     if args.layers < 1:
@@ -160,6 +172,7 @@ def main() -> None:
     suffix = "" if args.index_topk == INDEX_TOPK else ("-dense" if args.index_topk >= CONTEXT
                                                       else f"-topk{args.index_topk}")
     suffix += "-mtp" if args.mtp else ""
+    suffix = ("-w6144" if args.real_width else "") + suffix
     suffix = ("" if args.layers == LAYERS else f"-{args.layers}l") + suffix
     out = Path(args.out or REPO_ROOT / "models" / "bench" / f"glm5-mini{suffix}-{args.type}.gguf")
     qtype = {"q8_0": gguf.GGMLQuantizationType.Q8_0, "f16": gguf.GGMLQuantizationType.F16}[args.type]
