@@ -263,11 +263,12 @@ int Serve(ServeFlags& f) {
                so.model_name.c_str(), static_cast<long long>(sched.context), f.parallel, f.queue,
                std::string(Name(engine->kv_type())).c_str(),
                static_cast<long long>(sched.prefill_depth_unit));
-  if (engine->backend().name() == "cpu") {
+  if (engine->backend().kind() == BackendKind::kCpu) {
     // What this process should stay within (weights, the whole KV pool, step
     // buffers, expert cache), to compare with its RSS.
     const ExpertStreamingPlan& p = engine->expert_streaming();
-    std::fprintf(stderr, "anymoe: memory plan: %s; the process held %.1f MiB before loading weights\n",
+    std::fprintf(stderr,
+                 "anymoe: memory plan: %s; the process held %.1f MiB before loading weights\n",
                  DescribeMemoryPlan(p.stream ? p.streamed : p.resident).c_str(),
                  double(engine->resident_before_weights()) / double(1 << 20));
   }
@@ -313,8 +314,8 @@ CommandFn RegisterServe(CLI::App& cmd) {
       ->check(CLI::Range(int64_t(0), int64_t(1) << 20));
   cmd.add_option("--prefill-depth-unit", f->prefill_depth_unit,
                  "while others decode, a prompt token at depth D counts as 1 + D / N tokens of "
-                 "the prefill budget, so chunks deep in a long prompt shrink (0: off; default: from the "
-                 "model's shapes, see docs/server.md)")
+                 "the prefill budget, so chunks deep in a long prompt shrink (0: off; default: "
+                 "from the model's shapes, see docs/server.md)")
       ->check(CLI::Range(int64_t(0), int64_t(1) << 30));
   cmd.add_option("--alias", so.model_name,
                  "model id in /v1/models and responses "

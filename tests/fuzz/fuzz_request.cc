@@ -54,7 +54,8 @@ void CheckJson(const json& value) {
 void CheckSse(const json& value) {
   const std::string sse = anymoe::SseData(value);
   Require(sse.rfind("data: ", 0) == 0 && sse.ends_with("\n\n"), "bad SSE framing");
-  Require(json::accept(std::string_view(sse).substr(6, sse.size() - 8)), "an SSE chunk is not valid JSON");
+  Require(json::accept(std::string_view(sse).substr(6, sse.size() - 8)),
+          "an SSE chunk is not valid JSON");
 }
 
 void CheckRanges(const anymoe::CompletionRequest& r, int64_t vocab) {

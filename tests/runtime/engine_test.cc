@@ -62,7 +62,8 @@ TEST(Engine, MemoryPlanIsFilledInWhenNothingStreams) {
     EXPECT_FALSE(p.stream);
     EXPECT_EQ(p.resident.weights, (*e)->model().weight_bytes());
     const ModelConfig& c = (*e)->model().config();
-    const uint64_t kv_bytes_per_token = uint64_t(c.num_layers * 2 * c.num_kv_heads * c.head_dim) * 2;
+    const uint64_t kv_bytes_per_token =
+        uint64_t(c.num_layers * 2 * c.num_kv_heads * c.head_dim) * 2;
     EXPECT_GE(p.resident.kv_cache, 2 * 64 * kv_bytes_per_token);  // f16, both sequences
     EXPECT_GT(p.resident.activations, 0u);
     // What the process held before the weights, which the plan leaves out.
