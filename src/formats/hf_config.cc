@@ -35,13 +35,23 @@ std::string DescribeJson(const Json& v) {
   return std::string(v.type_name()) + " " + text;
 }
 
+namespace {
+
+JsonLimits ConfigJsonLimits() {
+  return JsonLimits{.max_depth = HfConfig::kMaxDepth,
+                    .max_values = HfConfig::kMaxValues,
+                    .max_containers = HfConfig::kMaxContainers};
+}
+
+}  // namespace
+
 Expected<std::unique_ptr<HfConfig>> HfConfig::Load(const std::string& path) {
   std::error_code ec;
   std::string file = path;
   if (std::filesystem::is_directory(path, ec)) {
     file = (std::filesystem::path(path) / "config.json").string();
   }
-  ASSIGN_OR_RETURN(Json j, ReadJsonFile(file, kMaxFileBytes, JsonLimits{kMaxDepth, true}));
+  ASSIGN_OR_RETURN(Json j, ReadJsonFile(file, kMaxFileBytes, ConfigJsonLimits()));
   if (!j.is_object()) return Status::Error(file + ": config is not a JSON object");
   return std::unique_ptr<HfConfig>(new HfConfig(file, std::move(j)));
 }
@@ -52,7 +62,7 @@ Expected<std::unique_ptr<HfConfig>> HfConfig::Parse(std::string_view text,
     return Status::Error(name + ": config is " + std::to_string(text.size()) + " bytes, over the " +
                          std::to_string(kMaxFileBytes) + "-byte limit");
   }
-  ASSIGN_OR_RETURN(Json j, ParseJsonStrict(text, name, JsonLimits{kMaxDepth, true}));
+  ASSIGN_OR_RETURN(Json j, ParseJsonStrict(text, name, ConfigJsonLimits()));
   if (!j.is_object()) return Status::Error(name + ": config is not a JSON object");
   return std::unique_ptr<HfConfig>(new HfConfig(name, std::move(j)));
 }

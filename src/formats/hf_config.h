@@ -25,6 +25,11 @@ class HfConfig {
  public:
   static constexpr uint64_t kMaxFileBytes = 16 << 20;
   static constexpr int kMaxDepth = 64;
+  // Real configs hold a few hundred to a few thousand values (layer lists,
+  // nested text/vision configs); a hostile one of `{},` stops here, not at
+  // 16 MiB (5.6 million objects).
+  static constexpr uint64_t kMaxValues = 1 << 16;
+  static constexpr uint64_t kMaxContainers = 1 << 13;
 
   // Loads `path`: a config.json file, or a folder that holds one.
   static Expected<std::unique_ptr<HfConfig>> Load(const std::string& path);

@@ -79,8 +79,20 @@ bool JsonDomBuilder::Deliver(Level& level) {
   return ok;
 }
 
+bool JsonDomBuilder::Count(bool container) {
+  if (limits_.max_values != 0 && ++values_ > limits_.max_values) {
+    return Fail("more than " + std::to_string(limits_.max_values) + " JSON values");
+  }
+  if (container && limits_.max_containers != 0 && ++containers_ > limits_.max_containers) {
+    return Fail("more than " + std::to_string(limits_.max_containers) +
+                " JSON objects and arrays");
+  }
+  return true;
+}
+
 template <typename Value>
 bool JsonDomBuilder::Put(Value&& v) {
+  if (!Count(false)) return false;
   if (stack_.empty()) {
     root_ = json(std::forward<Value>(v));
     return true;
@@ -110,6 +122,7 @@ bool JsonDomBuilder::Open(json&& empty) {
   if (stack_.size() + 1 > size_t(limits_.max_depth)) {
     return Fail("JSON nesting deeper than " + std::to_string(limits_.max_depth) + " levels");
   }
+  if (!Count(true)) return false;
   json* slot;
   // An array's children have no name; an object's were named by the last key.
   const bool named =

@@ -24,6 +24,12 @@ struct JsonLimits {
   // Errors name a duplicate key (escaped, cut). Off for request bodies, whose
   // errors must not echo request text (reliability.md E5).
   bool quote_keys_in_errors = true;
+  // Values (scalars and containers) and containers (objects and arrays) in
+  // the whole document; 0: no limit. Checked as each opens, so a tree past a
+  // limit is never built (request bodies: a 1 MiB body of `{},` would
+  // otherwise build 350,000 objects, ~35 MB of tree).
+  uint64_t max_values = 0;
+  uint64_t max_containers = 0;
 };
 
 // Builds a nlohmann::json tree from the parser's SAX events in one pass, so
@@ -91,7 +97,11 @@ class JsonDomBuilder : public nlohmann::json_sax<nlohmann::json> {
   bool Close();
   bool Deliver(Level& level);
 
+  // Counts one more value (a container if `container`) against the limits.
+  bool Count(bool container);
+
   JsonLimits limits_;
+  uint64_t values_ = 0, containers_ = 0;
   json root_;
   std::deque<Level> stack_;      // deque: a slot never moves while a child is built in it
   json* next_member_ = nullptr;  // the object slot the last key made

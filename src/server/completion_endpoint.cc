@@ -385,6 +385,8 @@ std::optional<ApiError> CompletionEndpoint::Prepare(Engine& engine, bool chat,
   {
     JsonLimits limits;
     limits.max_depth = options_.json_max_depth;
+    limits.max_values = options_.json_max_values;
+    limits.max_containers = options_.json_max_containers;
     limits.quote_keys_in_errors = false;  // error messages never echo request text
     auto body = ParseJsonStrict(body_text, "request body", limits);
     if (!body.ok()) {

@@ -20,6 +20,12 @@ struct ServerOptions {
   std::string model_name;   // the id in /v1/models and responses
   size_t max_body_bytes = 1 << 20;
   int json_max_depth = 32;
+  // JSON values and objects/arrays in one request body: a token-id prompt of
+  // 131,072 ids fits; a max-size body of tiny values (`[{},{},...]`), whose
+  // tree takes ~35x its bytes and ~1 s of a sanitised build's CPU to parse
+  // (twice for chat: once strictly, once in key order), stops early.
+  uint64_t json_max_values = 1 << 17;
+  uint64_t json_max_containers = 1 << 15;
   // Requests handled at once (0: 80): a streamed generation holds one until
   // its last event. As many more complete requests may wait for one; past
   // that, 503 too_many_connections.

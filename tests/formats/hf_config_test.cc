@@ -80,6 +80,22 @@ TEST_F(HfConfigTest, RejectsDeepNesting) {
   EXPECT_TRUE(HasError(HfConfig::Load(deep).status(), deep + ": JSON nesting deeper than 64"));
 }
 
+// A config of many tiny values (the fuzzer's `{"x":[{},{},...]}`: 786 KB,
+// 262,144 objects, ~1 s of a sanitised build) stops at the config limits.
+TEST_F(HfConfigTest, RejectsConfigsOfTooManyValues) {
+  auto repeated = [](const char* item, int n) {
+    std::string s = "{\"model_type\":\"llama\",\"x\":[";
+    for (int i = 0; i < n; ++i) s += std::string(i ? "," : "") + item;
+    return s + "]}";
+  };
+  EXPECT_TRUE(HfConfig::Parse(repeated("{}", 8000), "c.json").ok());
+  EXPECT_TRUE(HasError(HfConfig::Parse(repeated("{}", 9000), "c.json").status(),
+                       "c.json: more than 8192 JSON objects and arrays"));
+  EXPECT_TRUE(HfConfig::Parse(repeated("0", 65000), "c.json").ok());
+  EXPECT_TRUE(HasError(HfConfig::Parse(repeated("0", 70000), "c.json").status(),
+                       "c.json: more than 65536 JSON values"));
+}
+
 TEST_F(HfConfigTest, RejectsBadInput) {
   EXPECT_TRUE(HasError(HfConfig::Parse("{\"a\":1,\"a\":2}", "c.json").status(),
                        "c.json: duplicate JSON key 'a'"));

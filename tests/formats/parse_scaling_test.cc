@@ -42,6 +42,28 @@ TEST(ParseScaling, JsonParsingIsLinear) {
   }
 }
 
+// The value and container limits (request bodies): a document at a limit
+// parses, one value more fails naming the limit, before the rest is built.
+TEST(ParseScaling, ValueAndContainerCountsAreLimited) {
+  JsonLimits limits;
+  limits.max_values = 10;
+  limits.max_containers = 4;
+  // {"a":[1,2,{}],"b":[]}: 7 values, 4 containers (root, two arrays, {}).
+  EXPECT_TRUE(ParseJsonStrict(R"({"a":[1,2,{}],"b":[]})", "body", limits).ok());
+  auto containers = ParseJsonStrict(R"({"a":[1,2,{}],"b":[[]]})", "body", limits);
+  ASSERT_FALSE(containers.ok());
+  EXPECT_NE(containers.status().message().find("more than 4 JSON objects and arrays"),
+            std::string::npos)
+      << containers.status().message();
+  EXPECT_TRUE(ParseJsonStrict("[1,2,3,4,5,6,7,8,9]", "body", limits).ok());  // 10 values
+  auto values = ParseJsonStrict("[1,2,3,4,5,6,7,8,9,10]", "body", limits);
+  ASSERT_FALSE(values.ok());
+  EXPECT_NE(values.status().message().find("more than 10 JSON values"), std::string::npos)
+      << values.status().message();
+  limits.max_values = limits.max_containers = 0;  // no limit
+  EXPECT_TRUE(ParseJsonStrict(EmptyObjects(1000, false), "body", limits).ok());
+}
+
 // n empty F32 tensors: a header of ~60 n bytes.
 std::vector<uint8_t> SafetensorsWith(size_t n) {
   std::string header = "{";

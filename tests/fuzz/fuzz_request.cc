@@ -17,6 +17,7 @@
 #include "server/api_error.h"
 #include "server/openai_format.h"
 #include "server/request_params.h"
+#include "server/server_options.h"
 #include "server/sse.h"
 #include "tokenizer/tokenizer.h"
 
@@ -105,8 +106,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const anymoe::fuzz::CpuBudget budget("fuzz_request");
   const bool chat = data[0] & 1;
   const std::string_view body(reinterpret_cast<const char*>(data + 1), size - 1);
+  const anymoe::ServerOptions server;  // the server's limits
   anymoe::JsonLimits limits;
-  limits.max_depth = 32;  // ServerOptions::json_max_depth
+  limits.max_depth = server.json_max_depth;
+  limits.max_values = server.json_max_values;
+  limits.max_containers = server.json_max_containers;
   limits.quote_keys_in_errors = false;
   auto parsed = anymoe::ParseJsonStrict(body, "request body", limits);
   if (!parsed.ok()) return 0;

@@ -377,10 +377,12 @@ TEST_F(ServeBinary, LargeRequestsOnManyThreadsDoNotGrowMemory) {
   GTEST_SKIP() << "RSS growth is not measurable under AddressSanitizer";
 #endif
   StartServe({"--http-threads", "16"});
-  // A body of many small values: its JSON tree is ~15x the bytes.
+  // 1 MiB: the most small values a body may hold (130,000 of the 131,072,
+  // ServerOptions::json_max_values; a tree of ~20x their bytes) and a string.
   std::string body = "{\"prompt\":\"hi\",\"max_tokens\":1,\"x\":[0";
-  while (body.size() < (1 << 20) - 64) body += ",0";
-  body += "]}";
+  for (int i = 1; i < 130000; ++i) body += ",0";
+  body += "],\"pad\":\"";
+  body += std::string((1 << 20) - 64 - body.size(), 'p') + "\"}";
   const auto rss_kib = [&] {
     std::ifstream status("/proc/" + std::to_string(serve_->pid()) + "/status");
     for (std::string line; std::getline(status, line);) {

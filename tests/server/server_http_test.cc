@@ -90,6 +90,30 @@ TEST_F(ServerHttp, DeepNestingIs400BeforeBuildingIt) {
   ExpectError(Post("/v1/chat/completions", messages), 400, "", "nesting");
 }
 
+// A body of many tiny values builds a tree of ~35x its bytes: past 32,768
+// objects and arrays or 131,072 values it is refused (ServerOptions).
+TEST_F(ServerHttp, BodiesOfTooManyJsonValuesAre400) {
+  StartServer();
+  auto repeated = [](const char* head, const char* item, int n, const char* tail) {
+    std::string s = head;
+    for (int i = 0; i < n; ++i) s += std::string(i ? "," : "") + item;
+    return s + tail;
+  };
+  ExpectError(Post("/v1/completions", repeated(R"({"prompt":"hi","x":[)", "{}", 40000, "]}")),
+              400, "", "more than 32768 JSON objects and arrays");
+  ExpectError(Post("/v1/chat/completions",
+                   repeated(R"({"messages":[{"role":"user","content":"hi"}],"x":[)", "[]", 40000,
+                            "]}")),
+              400, "", "more than 32768 JSON objects and arrays");
+  ExpectError(Post("/v1/completions", repeated(R"({"prompt":"hi","x":[)", "0", 140000, "]}")), 400,
+              "", "more than 131072 JSON values");
+  // Under both limits the same shapes are only JSON.
+  auto under = Post("/v1/completions",
+                    repeated(R"({"prompt":"hi","max_tokens":1,"x":[)", "{}", 30000, "]}"));
+  ASSERT_TRUE(under);
+  EXPECT_EQ(under->status, 200) << under->body;
+}
+
 TEST_F(ServerHttp, EveryBadFieldIs400NamingIt) {
   StartServer();
   const json ok = {{"prompt", "hello"}, {"max_tokens", 2}};
