@@ -351,6 +351,11 @@ struct BackendOptions {
   // under a running process fails expert reads with an error instead of
   // faulting on a resident weight.
   bool copy_weights = false;
+  // CPU, DSA models: a prefill's indexer scores in int16 with error bounds and
+  // exact scores only near each query's top-k threshold (the same selection;
+  // CpuBackend::IndexerTopK). Opt-in: on AVX2 machines it was measured slower
+  // (docs/benchmarks.md); it is meant for AVX-512 VNNI, not yet measured there.
+  bool int16_indexer = false;
   // CPU: thread pinning and memory policy over NUMA nodes (core/numa.h); set
   // when the backend is created, before any weight is touched.
   NumaMode numa = NumaMode::kNone;

@@ -28,9 +28,10 @@ Expected<std::unique_ptr<Backend>> NewCpu(const BackendOptions& options) {
     threads = int(placement.thread_cpus.size());
   }
   if (threads <= 0) threads = int(std::max(1u, std::thread::hardware_concurrency()));
-  return std::unique_ptr<Backend>(new CpuBackend(threads, options.exact_matmul,
-                                                 options.repack_weights, options.copy_weights,
-                                                 options.numa, std::move(placement)));
+  auto cpu = std::make_unique<CpuBackend>(threads, options.exact_matmul, options.repack_weights,
+                                          options.copy_weights, options.numa, std::move(placement));
+  cpu->set_int16_indexer(options.int16_indexer);
+  return std::unique_ptr<Backend>(std::move(cpu));
 }
 
 // A backend this build knows. A plugin's entry has no functions until the

@@ -41,6 +41,7 @@ struct BenchFlags {
   int64_t membw_mib = 1024;
   int membw_passes = 5;
   bool repack_weights = true;
+  bool int16_indexer = false;
   std::optional<DType> kv_type;  // empty: the backend's default
   ExpertStreamingOptions experts;
   NumaMode numa = NumaMode::kNone;
@@ -182,6 +183,7 @@ int Bench(BenchFlags f) {
       options.backend = f.backend;
       options.device = f.device;
       options.repack_weights = f.repack_weights;
+      options.int16_indexer = f.int16_indexer;
       options.numa = f.numa;
       options.kv_type = f.kv_type;
       options.experts = f.experts;
@@ -324,6 +326,7 @@ CommandFn RegisterBench(CLI::App& cmd) {
       ->delimiter(',')
       ->capture_default_str();
   AddRepackFlag(cmd, f->repack_weights);
+  AddInt16IndexerFlag(cmd, f->int16_indexer);
   AddKvTypeOption(cmd, f->kv_type);
   AddExpertOptions(cmd, f->experts);
   cmd.add_option("--spec-prompt", f->spec_prompt,

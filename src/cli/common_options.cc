@@ -30,6 +30,7 @@ void AddEngineOptions(CLI::App& cmd, EngineOptions& o) {
   cmd.add_flag("--exact", o.exact_matmul,
                "keep activations in f32 in every matmul (slower; closest to the f32 reference)");
   AddRepackFlag(cmd, o.repack_weights);
+  AddInt16IndexerFlag(cmd, o.int16_indexer);
   AddKvTypeOption(cmd, o.kv_type);
   AddCpuTargetOption(cmd);
   cmd.add_flag("--mtp", o.load_mtp,
@@ -177,6 +178,13 @@ void AddRepackFlag(CLI::App& cmd, bool& repack_weights) {
       "--no-repack", [&repack_weights] { repack_weights = false; },
       "use q8_0/q4_0/q4_1 weights in place from the file instead of in the CPU's "
       "panel layout (slower decode; no copy at load)");
+}
+
+void AddInt16IndexerFlag(CLI::App& cmd, bool& int16_indexer) {
+  cmd.add_flag("--int16-indexer", int16_indexer,
+               "DSA models on the CPU: a prefill scores the indexer in int16 and exactly only "
+               "near each query's top-k threshold (the same selection; measured slower on AVX2, "
+               "meant for AVX-512 VNNI)");
 }
 
 void AddSamplingOptions(CLI::App& cmd, SamplingFlags& f) {

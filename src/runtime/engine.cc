@@ -78,6 +78,7 @@ Expected<std::unique_ptr<Engine>> Engine::Load(const EngineOptions& options) {
   backend_options.num_threads = options.threads;
   backend_options.exact_matmul = options.exact_matmul;
   backend_options.repack_weights = options.repack_weights;
+  backend_options.int16_indexer = options.int16_indexer;
   backend_options.numa = options.numa;
   backend_options.device = options.device;
   backend_options.mem_budget = options.mem_budget;

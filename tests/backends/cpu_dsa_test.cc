@@ -2,7 +2,10 @@
 // selects the keys a double-precision evaluation of the scores ranks first,
 // and a query selects the same keys, and LatentAttention gives it the same
 // bits, whether it runs alone (a decode step: keys or heads spread over the
-// threads) or among many (a prefill step: blocks of queries per task).
+// threads, exact scores) or among many (a prefill step: blocks of queries per
+// task, int16 scores with bounds and exact scores near the threshold), on
+// every CPU target, with ties, zero keys and values outside the int16 range.
+// SelectTopKWithBounds selects what SelectTopK selects on the exact scores.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -12,6 +15,8 @@
 #include <vector>
 
 #include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/indexer.h"
+#include "backends/kernels/for_each_target.h"
 
 namespace anymoe {
 namespace {
@@ -91,6 +96,92 @@ TEST_F(CpuDsa, IndexerSelectsTheBestScoredKeysAloneAndInABatch) {
     ++compared;
   }
   EXPECT_GE(compared, kTokens / 2);
+}
+
+// Prefill (a block of queries: exact scores, or with the opt-in int16 path
+// int16 scores, bounds and an exact band) against decode (each query alone,
+// every key scored exactly) on every target, with
+// keys that tie (repeated), all-zero keys, keys of very different norms, a
+// top-k of a quarter of the keys, and then one key outside the int16 range
+// (the call scores exactly).
+TEST_F(CpuDsa, PrefillSelectsWhatDecodeSelectsOnEveryTarget) {
+  for (int64_t u = 0; u < int64_t(rows_.size()); ++u) {
+    float* k = keys_.data() + int64_t(rows_[size_t(u)]) * kDim;
+    if (u % 97 == 5) std::copy_n(keys_.data() + int64_t(rows_[3]) * kDim, kDim, k);  // ties
+    if (u % 89 == 7) std::fill_n(k, kDim, 0.0f);
+    if (u % 13 == 1) std::for_each(k, k + kDim, [](float& x) { x *= 64.0f; });
+  }
+  for (const bool untamed : {false, true}) {
+    if (untamed) keys_[size_t(rows_[17]) * kDim + 5] = 1e30f;
+    for (const int64_t topk : {kTopK, int64_t{640}}) {
+      for (const bool int16 : {false, true}) {
+        backend_.set_int16_indexer(int16);
+        testing::ForEachTarget([&] {
+          SCOPED_TRACE(::testing::Message() << "topk " << topk << (untamed ? ", a 1e30 key" : "")
+                                            << (int16 ? ", int16 indexer" : ""));
+          const int64_t t = 19;
+          std::vector<int32_t> batch(static_cast<size_t>(t * topk)), counts(static_cast<size_t>(t));
+          auto call = [&](int64_t t0, int64_t n, std::span<int32_t> sel, std::span<int32_t> cnt) {
+            backend_.IndexerTopK(
+                Tensor::Of(q_.data() + t0 * kHeads * kDim, DType::kF32, {n, kHeads, kDim}),
+                Tensor::Of(keys_.data(), DType::kF32, {int64_t(rows_.size()), kDim}),
+                Tensor::Of(w_.data() + t0 * kHeads, DType::kF32, {n, kHeads}), rows_, kPast + t0,
+                0.088f, topk, sel, cnt);
+          };
+          call(0, t, batch, counts);
+          for (int64_t ti = 0; ti < t; ++ti) {
+            std::vector<int32_t> alone(static_cast<size_t>(topk)), alone_count(1);
+            call(ti, 1, alone, alone_count);
+            ASSERT_EQ(counts[size_t(ti)], alone_count[0]);
+            ASSERT_TRUE(std::equal(alone.begin(), alone.end(), batch.begin() + ti * topk))
+                << "token " << ti;
+          }
+        });
+      }
+    }
+  }
+}
+
+TEST(SelectTopKWithBounds, SelectsWhatTheExactScoresSelect) {
+  std::mt19937 rng(5);
+  int64_t decided = 0, total = 0;
+  for (int round = 0; round < 400; ++round) {
+    const int64_t topk = 1 + int64_t(rng() % 40), n = topk + 1 + int64_t(rng() % 300);
+    // Scores from a few values (ties everywhere) or continuous ones.
+    const bool coarse = round % 2 == 0;
+    std::vector<float> exact(static_cast<size_t>(n)), approx(exact.size()), bound(exact.size());
+    std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
+    const float width = round % 5 == 0 ? 0.0f : round % 5 == 1 ? 100.0f : 0.05f;
+    for (int64_t u = 0; u < n; ++u) {
+      exact[size_t(u)] = coarse ? float(int(rng() % 7)) * 0.25f : unit(rng);
+      bound[size_t(u)] = width * (0.5f + 0.5f * std::abs(unit(rng)));
+      approx[size_t(u)] = exact[size_t(u)] + bound[size_t(u)] * unit(rng);
+      // approx +- bound must still contain the exact score after rounding.
+      bound[size_t(u)] = std::abs(approx[size_t(u)] - exact[size_t(u)]) +
+                         (width == 0.0f ? 0.0f : bound[size_t(u)] * 1e-3f);
+    }
+    std::vector<int32_t> order(static_cast<size_t>(n)), want(static_cast<size_t>(topk));
+    ASSERT_EQ(cpu::SelectTopK(exact.data(), n, topk, order.data(), want.data()), topk);
+
+    std::vector<float> lower(exact.size()), upper(exact.size()), band_scores(exact.size());
+    std::vector<int32_t> sure(exact.size()), band(exact.size()), got(static_cast<size_t>(topk));
+    const cpu::BoundedSelectScratch scratch{lower.data(), upper.data(),       sure.data(),
+                                            band.data(),  band_scores.data(), order.data()};
+    int64_t band_size = -1;
+    auto score_exactly = [&](const int32_t* positions, int64_t count, float* out) {
+      for (int64_t i = 0; i < count; ++i) out[i] = exact[size_t(positions[i])];
+    };
+    ASSERT_EQ(cpu::SelectTopKWithBounds(approx.data(), bound.data(), n, topk, score_exactly,
+                                        scratch, got.data(), &band_size),
+              topk);
+    ASSERT_EQ(got, want) << "round " << round << ": " << n << " keys, top " << topk;
+    ASSERT_GE(band_size, 0);
+    ASSERT_LE(band_size, n);
+    decided += n - band_size;
+    total += n;
+  }
+  // Narrow bounds decide most keys without an exact score.
+  EXPECT_GT(decided, total / 2);
 }
 
 TEST_F(CpuDsa, FewerKeysThanTopKSelectsEveryVisibleKey) {

@@ -5,15 +5,18 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstring>
 #include <new>
 #include <thread>
+#include <utility>
 
 #include "backends/cpu/indexer.h"
 #include "backends/cpu/kernels/attention.h"
 #include "backends/cpu/kernels/convert.h"
 #include "backends/cpu/kernels/cpu_target.h"
 #include "backends/cpu/kernels/float_matmul.h"
+#include "backends/cpu/kernels/indexer_int16.h"
 #include "backends/cpu/kernels/indexer_scores.h"
 #include "backends/cpu/kernels/norm.h"
 #include "backends/cpu/kernels/panel_layout.h"
@@ -27,6 +30,21 @@
 #include "formats/tensor_source.h"
 
 namespace anymoe {
+namespace {
+
+// Floats of a thread's scratch for one block of `block` queries in
+// IndexerTopK's prefill path: scores, order, bound, band rows and
+// SelectTopKWithBounds' five arrays; the exact kernel's tile; the block's
+// quantised queries; one query laid out for the exact kernel.
+int64_t IndexerPrefillScratchFloats(int64_t block, int64_t max_keys, int64_t n_heads, int64_t dim) {
+  const int64_t tile_keys = kernels::IndexerInt16TileKeys();
+  const int64_t padded = (max_keys + tile_keys - 1) / tile_keys * tile_keys;
+  return (block + 8) * padded + kernels::IndexerTileFloats(dim) +
+         block * n_heads * (kernels::IndexerInt16Pairs(dim) + 1) +
+         kernels::IndexerHeadSlots(n_heads) * dim;
+}
+
+}  // namespace
 namespace {
 
 // Asks the kernel to page out the whole pages of [p, p + bytes). MADV_PAGEOUT
@@ -127,9 +145,12 @@ float* CpuBackend::SharedScratch(uint64_t floats) {
 Status CpuBackend::ReserveForContext(int64_t max_keys) {
   // The DSA indexer keeps scores and an index per key: a decode step's in the
   // shared scratch, a prefill block's in its thread's (IndexerTopK).
+  // (A prefill call's quantised keys, about dim / 2 + 2 floats per key, and
+  // its per-block query terms are sized by the indexer's shapes: they grow the
+  // shared and per-thread scratch at the first long prefill.)
   SharedScratch(uint64_t(kIndexerFewQueries * max_keys));
   for (int t = 0; t < pool_.num_threads(); ++t) {
-    Scratch(t, uint64_t((kIndexerQueryBlock + 1) * max_keys));
+    Scratch(t, uint64_t((kIndexerQueryBlock + 8) * max_keys));
   }
   return Status::Ok();
 }
@@ -629,8 +650,13 @@ void CpuBackend::CopyColumns(const Tensor& src, int64_t src_col, const Tensor& d
 // A step of at most kIndexerFewQueries queries (decode, verify) scores each
 // query alone, its keys in runs of kIndexerRunKeys spread over the threads,
 // scores in shared scratch; a longer one (prefill) gives each task
-// kIndexerQueryBlock queries, scored together one transposed tile of keys at a
-// time (kernels::IndexerScoresQueries). A score has the same bits either way.
+// kIndexerQueryBlock queries, scored together one tile of keys at a time.
+// With int16_indexer_ (opt-in), prefill scores in int16 first (kernels/indexer_int16.h: every key
+// quantised once per call, into the shared scratch), each score with a bound on its error, and only
+// the keys the bounds leave undecided near a query's top-k threshold are scored exactly
+// (cpu::SelectTopKWithBounds); values outside the bounds' range make the call, or the block, score
+// exactly. The selection is the exact scores' either way, and an exact score has the same bits in
+// every path (kernels/indexer_scores.h).
 void CpuBackend::IndexerTopK(const Tensor& q, const Tensor& pool, const Tensor& head_weights,
                              std::span<const int32_t> key_rows, int64_t n_past, float scale,
                              int64_t topk, std::span<int32_t> selection,
@@ -665,21 +691,97 @@ void CpuBackend::IndexerTopK(const Tensor& q, const Tensor& pool, const Tensor& 
     return;
   }
   constexpr int64_t kBlock = kIndexerQueryBlock;
+  const int64_t tile_keys = kernels::IndexerInt16TileKeys();
+  const int64_t padded = (max_keys + tile_keys - 1) / tile_keys * tile_keys;
+  const int64_t n_pairs = kernels::IndexerInt16Pairs(dim);
+  const int64_t slots = kernels::IndexerHeadSlots(n_heads);
   const int64_t tile_floats = kernels::IndexerTileFloats(dim);
+
+  // Every key quantised once, in parallel runs of whole tiles.
+  bool approximate = int16_indexer_ && max_keys > topk;
+  kernels::IndexerKeyQuant keys_q;
+  if (approximate) {
+    const int64_t key_floats = (kernels::IndexerInt16KeyElements(max_keys, dim) + 1) / 2;
+    float* shared = SharedScratch(uint64_t(key_floats + 2 * padded));
+    keys_q = {reinterpret_cast<int16_t*>(shared), shared + key_floats,
+              shared + key_floats + padded};
+    const int64_t run = 64 * tile_keys;
+    std::atomic<bool> tame{true};
+    pool_.ParallelFor((max_keys + run - 1) / run, [&](int64_t r, int) {
+      const int64_t u0 = r * run, u1 = std::min(max_keys, u0 + run);
+      if (!kernels::QuantizeIndexerKeys(kp, key_rows.data(), dim, u0, u1, u1 == max_keys, keys_q)) {
+        tame = false;
+      }
+    });
+    approximate = tame;
+  }
+
   pool_.ParallelFor((t + kBlock - 1) / kBlock, [&](int64_t block, int thread) {
     const int64_t t0 = block * kBlock, nq = std::min(kBlock, t - t0);
-    float* scratch = Scratch(thread, uint64_t((kBlock + 1) * max_keys + tile_floats));
-    float* scores = scratch;  // [kBlock, max_keys]
-    int32_t* order = reinterpret_cast<int32_t*>(scratch + kBlock * max_keys);
+    float* next =
+        Scratch(thread, uint64_t(IndexerPrefillScratchFloats(kBlock, max_keys, n_heads, dim)));
+    auto take = [&next](int64_t floats) { return std::exchange(next, next + floats); };
+    float* scores = take(kBlock * padded);  // [kBlock, padded]
+    auto* order = reinterpret_cast<int32_t*>(take(padded));
+    float* tile = take(tile_floats);
     // Keys past a query's causal end get scores too (the block's last query
     // sees up to nq - 1 more); its selection never reads them.
     const int64_t n_keys = n_past + t0 + nq;
-    if (n_keys > topk) {
+    if (n_keys <= topk) {  // every visible key survives
+      for (int64_t i = 0; i < nq; ++i) select(t0 + i, scores, order);
+      return;
+    }
+    auto* pairs = reinterpret_cast<int32_t*>(take(kBlock * n_heads * n_pairs));
+    float* head_scale = take(kBlock * n_heads);
+    std::array<float, kBlock> bound_p{}, bound_r{};
+    bool block_approximate = approximate;
+    for (int64_t i = 0; i < nq && block_approximate; ++i) {
+      kernels::IndexerQueryQuant qq{pairs + i * n_heads * n_pairs, head_scale + i * n_heads};
+      block_approximate = kernels::QuantizeIndexerQuery(
+          qp + (t0 + i) * n_heads * dim, wp + (t0 + i) * n_heads, n_heads, dim, scale, qq);
+      bound_p[size_t(i)] = qq.bound_p;
+      bound_r[size_t(i)] = qq.bound_r;
+    }
+    if (!block_approximate) {
       kernels::IndexerScoresQueries(qp + t0 * n_heads * dim, n_heads * dim, wp + t0 * n_heads,
                                     n_heads, nq, n_heads, dim, kp, key_rows.data(), 0, n_keys,
-                                    scale, scores, max_keys, scratch + (kBlock + 1) * max_keys);
+                                    scale, scores, padded, tile);
+      for (int64_t i = 0; i < nq; ++i) select(t0 + i, scores + i * padded, order);
+      return;
     }
-    for (int64_t i = 0; i < nq; ++i) select(t0 + i, scores + i * max_keys, order);
+    kernels::IndexerInt16Scores(pairs, n_heads * n_pairs, head_scale, n_heads, wp + t0 * n_heads,
+                                n_heads, nq, n_heads, dim, keys_q, 0, n_keys, scores, padded);
+    float* bound = take(padded);
+    float* q_t = take(slots * dim);
+    auto* band_rows = reinterpret_cast<int32_t*>(take(padded));
+    cpu::BoundedSelectScratch bs{take(padded),
+                                 take(padded),
+                                 reinterpret_cast<int32_t*>(take(padded)),
+                                 reinterpret_cast<int32_t*>(take(padded)),
+                                 take(padded),
+                                 order};
+    for (int64_t i = 0; i < nq; ++i) {
+      const int64_t ti = t0 + i, visible = n_past + ti + 1;
+      if (visible <= topk) {
+        select(ti, scores, order);
+        continue;
+      }
+      for (int64_t u = 0; u < visible; ++u) {
+        bound[u] = (bound_p[size_t(i)] + bound_r[size_t(i)] * keys_q.abs_sum[u]) * keys_q.scale[u] +
+                   kernels::kIndexerBoundFloor;
+      }
+      auto score_exactly = [&](const int32_t* positions, int64_t n, float* out) {
+        if (n == 0) return;
+        for (int64_t j = 0; j < n; ++j) band_rows[j] = key_rows[size_t(positions[j])];
+        kernels::IndexerQueryLayout(qp + ti * n_heads * dim, n_heads, dim, q_t);
+        kernels::IndexerScores(q_t, wp + ti * n_heads, n_heads, dim, kp, band_rows, 0, n, scale,
+                               out);
+      };
+      int64_t band = 0;
+      counts[size_t(ti)] = int32_t(cpu::SelectTopKWithBounds(scores + i * padded, bound, visible,
+                                                             topk, score_exactly, bs,
+                                                             selection.data() + ti * topk, &band));
+    }
   });
 }
 

@@ -27,6 +27,9 @@ class CpuBackend final : public Backend {
                       bool copy_weights = false, NumaMode numa = NumaMode::kNone,
                       NumaPlacement placement = {});
 
+  // See BackendOptions::int16_indexer (off by default).
+  void set_int16_indexer(bool on) { int16_indexer_ = on; }
+
   BackendKind kind() const override { return BackendKind::kCpu; }
   std::string name() const override { return "cpu"; }
   // "cpu: N threads, SIMD kernels <target> (available: ...)[, numa ...]".
@@ -109,6 +112,7 @@ class CpuBackend final : public Backend {
   ThreadPool pool_;
   const bool exact_matmul_;
   const bool repack_weights_;
+  bool int16_indexer_ = false;
   const bool copy_weights_;
   std::vector<std::vector<float>> scratch_;
   std::vector<float> shared_scratch_;  // quantised activations of the current matmul, DSA scores
