@@ -29,6 +29,18 @@ namespace anymoe::kernels {
 namespace {
 
 // x as the kernels see it: dequantised from the activation buffer.
+#if HWY_ARCH_X86
+// Whether this CPU has a target with vpdpbusd (AVX-VNNI or AVX-512 VNNI):
+// without one (an AVX2-only CPU, e.g. Zen 2 / Zen 3) "avx2" is the only x86
+// target with integer kernels, and there is no second dot form to compare.
+bool HasVnniTarget() {
+  for (const CpuTarget& t : AvailableCpuTargets()) {
+    if (t.name.ends_with("-vnni")) return true;
+  }
+  return false;
+}
+#endif
+
 std::vector<float> DequantisedActivations(DType type, const void* buffer, int64_t t, int64_t k) {
   const QuantizedActivations qa = ActivationView(type, buffer, t, k);
   std::vector<float> x(size_t(t * k));
@@ -272,7 +284,8 @@ TEST(QuantMatmul, PanelLayoutGivesTheFileLayoutsBits) {
   });
 #if HWY_ARCH_X86
   if ((hwy::SupportedTargets() & HWY_AVX2) == 0) GTEST_SKIP() << "no AVX2 here";
-  EXPECT_GE(targets_with_panels, 2) << "avx2 and avx2-vnni / avx512-vnni at least";
+  EXPECT_GE(targets_with_panels, HasVnniTarget() ? 2 : 1)
+      << "avx2, and avx2-vnni / avx512-vnni where the CPU has VNNI";
 #else
   if (targets_with_panels == 0) GTEST_SKIP() << "no target with panel kernels here";
 #endif
@@ -289,6 +302,7 @@ TEST(QuantMatmul, PanelLayoutGivesTheFileLayoutsBits) {
 TEST(QuantMatmul, X86TargetsGiveTheSameBits) {
   const int64_t n = 24, k = 512, t = 5;
   if ((hwy::SupportedTargets() & HWY_AVX2) == 0) GTEST_SKIP() << "no AVX2 here";
+  if (!HasVnniTarget()) GTEST_SKIP() << "no vpdpbusd target here: only one dot form to compare";
   auto x = testing::UniformFloats(size_t(t * k), 10);
   std::mt19937 rng(10);
   for (int64_t i = 0; i < k; ++i) x[size_t(i)] = (rng() & 1) ? 1.5f : -1.5f;
