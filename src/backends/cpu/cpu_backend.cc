@@ -150,7 +150,8 @@ Status CpuBackend::ReserveForContext(int64_t max_keys) {
   // shared and per-thread scratch at the first long prefill.)
   SharedScratch(uint64_t(kIndexerFewQueries * max_keys));
   for (int t = 0; t < pool_.num_threads(); ++t) {
-    Scratch(t, uint64_t((kIndexerQueryBlock + 8) * max_keys));
+    // The opt-in int16 path's bounds and band take 7 more arrays per block.
+    Scratch(t, uint64_t((kIndexerQueryBlock + (int16_indexer_ ? 8 : 1)) * max_keys));
   }
   return Status::Ok();
 }
@@ -718,8 +719,11 @@ void CpuBackend::IndexerTopK(const Tensor& q, const Tensor& pool, const Tensor& 
 
   pool_.ParallelFor((t + kBlock - 1) / kBlock, [&](int64_t block, int thread) {
     const int64_t t0 = block * kBlock, nq = std::min(kBlock, t - t0);
-    float* next =
-        Scratch(thread, uint64_t(IndexerPrefillScratchFloats(kBlock, max_keys, n_heads, dim)));
+    // The exact path needs only the scores, the order and the tile.
+    const int64_t floats = approximate
+                               ? IndexerPrefillScratchFloats(kBlock, max_keys, n_heads, dim)
+                               : (kBlock + 1) * padded + tile_floats;
+    float* next = Scratch(thread, uint64_t(floats));
     auto take = [&next](int64_t floats) { return std::exchange(next, next + floats); };
     float* scores = take(kBlock * padded);  // [kBlock, padded]
     auto* order = reinterpret_cast<int32_t*>(take(padded));
@@ -731,8 +735,10 @@ void CpuBackend::IndexerTopK(const Tensor& q, const Tensor& pool, const Tensor& 
       for (int64_t i = 0; i < nq; ++i) select(t0 + i, scores, order);
       return;
     }
-    auto* pairs = reinterpret_cast<int32_t*>(take(kBlock * n_heads * n_pairs));
-    float* head_scale = take(kBlock * n_heads);
+    // The block's quantised queries (only the int16 path has room for them).
+    auto* pairs = approximate ? reinterpret_cast<int32_t*>(take(kBlock * n_heads * n_pairs))
+                              : nullptr;
+    float* head_scale = approximate ? take(kBlock * n_heads) : nullptr;
     std::array<float, kBlock> bound_p{}, bound_r{};
     bool block_approximate = approximate;
     for (int64_t i = 0; i < nq && block_approximate; ++i) {
