@@ -30,15 +30,6 @@ std::string PlatformName(cl_platform_id p) {
 
 }  // namespace
 
-// OpenCL drivers keep allocations alive until process exit (PoCL: about 1.4 MB
-// in 3,200 objects, all inside libpocl), which LeakSanitizer would report in
-// every test that creates a backend. Leaks inside anymoe are still reported.
-#if defined(__SANITIZE_ADDRESS__)
-extern "C" const char* __lsan_default_suppressions() {
-  return "leak:libpocl\nleak:libOpenCL\nleak:libLLVM\n";
-}
-#endif
-
 void CheckCl(cl_int err, const char* what) {
   if (err == CL_SUCCESS) return;
   std::fprintf(stderr, "anymoe: opencl: %s failed with error %d\n", what, int(err));
