@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/device_exchange.h"
 #include "backends/op.h"
 #include "core/numa.h"
 #include "core/status.h"
@@ -318,6 +319,10 @@ class Backend {
   // --op-profile` reports them per op and per step. 0 on the CPU.
   virtual uint64_t launches() const { return 0; }
   virtual uint64_t transfers() const { return 0; }
+  // Exchanges with the other ranks' devices that stay on the device (NCCL
+  // between CUDA ranks); null where there are none (the CPU, OpenCL, a CUDA
+  // build without NCCL): expert parallelism then goes through host memory.
+  virtual DeviceExchange* device_exchange() { return nullptr; }
 };
 
 struct BackendOptions {

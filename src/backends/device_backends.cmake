@@ -27,6 +27,7 @@ target_link_libraries(anymoe_backends PRIVATE ${CMAKE_DL_LIBS})
 set(plugin_abi_headers
     ${CMAKE_CURRENT_SOURCE_DIR}/backends/backend.h
     ${CMAKE_CURRENT_SOURCE_DIR}/backends/backend_registry.h
+    ${CMAKE_CURRENT_SOURCE_DIR}/backends/device_exchange.h
     ${CMAKE_CURRENT_SOURCE_DIR}/backends/op.h
     ${CMAKE_CURRENT_SOURCE_DIR}/core/status.h
     ${CMAKE_CURRENT_SOURCE_DIR}/core/tensor.h

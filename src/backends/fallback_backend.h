@@ -135,6 +135,7 @@ class FallbackBackend final : public Backend {
   void Synchronize() override { device_->Synchronize(); }
   uint64_t launches() const override { return device_->launches(); }
   uint64_t transfers() const override { return device_->transfers(); }
+  DeviceExchange* device_exchange() override { return device_->device_exchange(); }
   void Idle() override {
     device_->Idle();
     cpu_->Idle();

@@ -59,6 +59,11 @@ class Communicator {
   // Totals since Join: bytes this rank sent, seconds it waited in collectives.
   uint64_t bytes_sent() const { return bytes_sent_; }
   double wait_seconds() const { return wait_seconds_; }
+  // Adds an exchange that went around MPI (NCCL between devices) to those totals.
+  void CountExchange(uint64_t bytes_sent, double wait_seconds) {
+    bytes_sent_ += bytes_sent;
+    wait_seconds_ += wait_seconds;
+  }
   bool failed() const { return failed_; }
   // The first failure's message (empty while none): a later call answers it
   // again, so the error names the exchange that failed first.

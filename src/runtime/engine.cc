@@ -68,6 +68,42 @@ Status Engine::StartExpertParallel(const ExpertParallelOptions& options) {
   return Status::Ok();
 }
 
+// Rank 0 makes the device exchange's job id and broadcasts it, or "none" when
+// its backend has no device exchange (the CPU, OpenCL, a CUDA build without
+// NCCL): then every rank's experts exchange through MPI. Every rank takes part
+// in the broadcast whatever its backend, so the job's collectives stay in step.
+Status Engine::JoinDeviceExchange() {
+  Communicator& c = *comm_;
+  if (c.size() < 2) return Status::Ok();
+  constexpr size_t kMaxIdBytes = 256;  // NCCL's is 128
+  std::vector<uint8_t> message(1 + kMaxIdBytes, 0);  // [has id, id bytes]
+  DeviceExchange* dx = backend_->device_exchange();
+  if (c.rank() == 0 && dx != nullptr) {
+    Expected<std::vector<uint8_t>> id = dx->NewJobId();
+    if (id.ok() && id->size() <= kMaxIdBytes) {
+      message[0] = 1;
+      std::copy(id->begin(), id->end(), message.begin() + 1);
+    } else {
+      std::fprintf(stderr, "anymoe: expert parallelism: %s; exchanging through host memory\n",
+                   id.ok() ? "device exchange id too long" : id.status().message().c_str());
+    }
+  }
+  RETURN_IF_ERROR(c.Broadcast(message, 0));
+  if (message[0] == 0) return Status::Ok();
+  if (dx == nullptr || dx->job_id_bytes() > kMaxIdBytes) {
+    return Status::Error("expert parallelism: rank " + std::to_string(c.rank()) + "'s backend (" +
+                         backend_->name() +
+                         ") cannot exchange with rank 0's devices: run every rank on one backend");
+  }
+  RETURN_IF_ERROR(dx->Join(std::span<const uint8_t>(message).subspan(1, dx->job_id_bytes()),
+                           c.rank(), c.size(), c.timeout_s()));
+  if (c.rank() == 0) {
+    std::fprintf(stderr, "anymoe: expert parallelism: the %d ranks exchange device to device\n",
+                 c.size());
+  }
+  return Status::Ok();
+}
+
 Expected<std::unique_ptr<Engine>> Engine::Load(const EngineOptions& options) {
   std::unique_ptr<Engine> e(new Engine());
   ASSIGN_OR_RETURN(e->file_, OpenModelFile(options.model_path));
@@ -86,10 +122,6 @@ Expected<std::unique_ptr<Engine>> Engine::Load(const EngineOptions& options) {
   backend_options.time_ops = options.time_ops;
   ASSIGN_OR_RETURN(e->backend_, CreateBackend(options.backend, backend_options));
   const bool cpu = e->backend_->kind() == BackendKind::kCpu;
-  if (e->ep_ && !cpu) {
-    return Status::Error("expert parallelism (--ep) runs on the cpu backend only for now (got '" +
-                         options.backend + "')");
-  }
   LoadOptions load;
   load.expert_parallel = e->ep_.get();
   load.max_step_tokens = options.max_step_tokens;
@@ -138,6 +170,7 @@ Expected<std::unique_ptr<Engine>> Engine::Load(const EngineOptions& options) {
                  double(e->model_->remote_expert_bytes()) / (1 << 20));
     // Ranks may load at different speeds: a longer wait than a step's.
     RETURN_IF_ERROR(e->comm_->Barrier(std::max(c.timeout_s(), 600.0)));
+    RETURN_IF_ERROR(e->JoinDeviceExchange());
   }
   if (e->model_->config().vocab_size < int64_t(e->tokenizer_->vocab_size())) {
     return Status::Error(options.model_path + ": tokenizer has " +

@@ -113,6 +113,9 @@ class Engine {
   Engine() = default;
   // Joins the MPI job and works out the expert placement for `file_`.
   Status StartExpertParallel(const ExpertParallelOptions& options);
+  // Under expert parallelism on 2+ ranks: joins the backends' device exchange
+  // (NCCL between CUDA ranks) where rank 0's backend has one.
+  Status JoinDeviceExchange();
   // Declared first: the job outlives the model that calls into it.
   std::unique_ptr<Communicator> comm_;
   std::unique_ptr<ExpertParallelism> ep_;

@@ -2,7 +2,8 @@
 // every step's logits are byte-identical to one process, for 2 and 3 ranks,
 // contiguous and scattered placements, HF and GGUF files; a rank that is
 // killed or stopped mid-run makes the job end non-zero with a clear message
-// within a bound; a bad placement file is refused on every rank.
+// within a bound; a bad placement file is refused on every rank. The same on
+// the OpenCL backend, whose output rows travel through host memory.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -11,6 +12,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "backends/backend.h"
 #include "testing/test_files.h"
 
 namespace anymoe {
@@ -116,6 +118,20 @@ TEST_F(ExpertParallel, ThreeRanksMatchOneProcessWithoutExact) {
     SCOPED_TRACE(model);
     ExpectSameAsOneProcess(Golden(model), 3);
   }
+}
+
+// A device backend's ranks exchange their output rows through host memory
+// (ExpertParallelLayer): the same tokens and logits as one process on that
+// device, with MLA + DSA (glm_moe_dsa), a quantised GGUF and uneven ranges.
+TEST_F(ExpertParallel, RanksOnOpenClMatchOneProcessOnOpenCl) {
+  if (!CreateBackend("opencl", BackendOptions{.num_threads = 1}).ok()) {
+    GTEST_SKIP() << "opencl unavailable";
+  }
+  for (const char* model : {"moe/glm_moe_dsa", "moe/qwen3_moe", "moe_gguf/glm4_moe.q8_0.gguf"}) {
+    SCOPED_TRACE(model);
+    ExpectSameAsOneProcess(Golden(model), 2, "--backend opencl");
+  }
+  ExpectSameAsOneProcess(Golden("moe_gguf/mixtral.gguf"), 3, "--backend opencl");
 }
 
 TEST_F(ExpertParallel, ScatteredPlacementMatchesOneProcess) {

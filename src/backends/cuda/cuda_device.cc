@@ -6,6 +6,9 @@
 
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/kernels/kernels.h"
+#ifdef ANYMOE_HAVE_NCCL
+#include "backends/cuda/nccl_exchange.h"
+#endif
 #include "core/check.h"
 
 namespace anymoe::cuda {
@@ -80,8 +83,19 @@ class CudaMemory final : public CudaDevice {
     return Status::Ok();
   }
   void Finish() override { CheckCuda(cudaStreamSynchronize(compute()), "cudaStreamSynchronize"); }
+#ifdef ANYMOE_HAVE_NCCL
+  DeviceExchange* exchange() override {
+    if (!exchange_) exchange_ = std::make_unique<NcclExchange>(*this);
+    return exchange_.get();
+  }
+#endif
 
  private:
+#ifdef ANYMOE_HAVE_NCCL
+  // Made at the first use, destroyed before the streams (a member of the
+  // derived class goes first).
+  std::unique_ptr<NcclExchange> exchange_;
+#endif
   // Makes the copy stream wait for the compute work queued so far (results
   // read back after the kernels that wrote them).
   void CopiesAfterCompute() {

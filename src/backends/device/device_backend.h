@@ -71,6 +71,7 @@ class DeviceBackend : public Backend {
   uint64_t DeviceBytesFor(const MemoryPlan& plan) const final;
   uint64_t launches() const final { return rt_->launches(); }
   uint64_t transfers() const final { return rt_->transfers(); }
+  DeviceExchange* device_exchange() final { return rt_->exchange(); }
 
   Expected<std::unique_ptr<Buffer>> Allocate(uint64_t bytes, const std::string& what) final;
   Status ReserveForContext(int64_t max_keys) final;

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <string>
 
+#include "backends/device_exchange.h"
 #include "core/status.h"
 
 namespace anymoe::device {
@@ -69,6 +70,8 @@ class DeviceRuntime {
   }
   // Waits until every queued command has run.
   virtual void Finish() = 0;
+  // Exchanges with other ranks' devices (Backend::device_exchange); null if none.
+  virtual DeviceExchange* exchange() { return nullptr; }
 
   // Kernel launchers call this for every kernel they enqueue.
   void CountLaunch() { ++launches_; }

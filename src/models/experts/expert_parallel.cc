@@ -1,5 +1,7 @@
 #include "models/experts/expert_parallel.h"
 
+#include <chrono>
+
 #include "core/check.h"
 
 namespace anymoe {
@@ -51,9 +53,9 @@ Status ExpertParallelLayer::Start(Backend& be, Workspace& ws, const Tensor& xe,
   // Everyone's output rows land in `gathered` [M, H]; this rank writes its own
   // block in place, so the all-gather sends it from there.
   Tensor gathered = ws.Take(m, h);
+  const Tensor yl = gathered.RowSlice(displs_[size_t(me)], local);
   if (local > 0) {
     Tensor xl = ws.Take(local, h);
-    const Tensor yl = gathered.RowSlice(displs_[size_t(me)], local);
     const Tensor gl = g.RowSlice(0, local), ul = u.RowSlice(0, local);
     be.GatherRows(xe, std::span<const int32_t>(local_rows_).first(size_t(local)), xl);
     const GroupedProjection gate_up[] = {{gate, gl}, {up, ul}};
@@ -61,22 +63,52 @@ Status ExpertParallelLayer::Start(Backend& be, Workspace& ws, const Tensor& xe,
     be.SwiGlu(gl, ul, gl);
     be.GroupedMatmul(gl, down, local_offsets_, yl);
   }
-  be.Synchronize();
   for (int r = 0; r < ranks; ++r) {
     counts_[size_t(r)] *= int(h);
     displs_[size_t(r)] *= int(h);
   }
-  float* all = gathered.as<float>();
-  const std::span<float> recv(all, size_t(m * h));
   gathered_ = gathered;
   rows_ = m;
+  DeviceExchange* dx = be.device_exchange();
+  if (dx != nullptr && dx->joined()) {
+    path_ = Path::kDevice;
+    device_exchange_ = dx;
+    return dx->StartAllgatherv(gathered, counts_, displs_);
+  }
+  // The CPU backend's tensors are host memory: MPI reads and writes them in
+  // place. A device's are not: this rank's rows go through a host copy.
+  path_ = be.kind() == BackendKind::kCpu ? Path::kInPlace : Path::kHostCopy;
+  std::span<float> recv;
+  if (path_ == Path::kHostCopy) {
+    if (host_gathered_.size() < size_t(m * h)) host_gathered_.resize(size_t(m * h));
+    recv = std::span<float>(host_gathered_).first(size_t(m * h));
+    if (local > 0) {
+      be.ReadF32(yl, recv.subspan(size_t(displs_[size_t(me)]), size_t(counts_[size_t(me)])));
+    }
+  } else {
+    be.Synchronize();
+    recv = std::span<float>(gathered.as<float>(), size_t(m * h));
+  }
   return comm_.StartAllgatherv(
       recv.subspan(size_t(displs_[size_t(me)]), size_t(counts_[size_t(me)])), recv, counts_,
       displs_);
 }
 
 Status ExpertParallelLayer::Finish(Backend& be, const Tensor& ye) {
-  RETURN_IF_ERROR(comm_.FinishAllgatherv());
+  if (path_ == Path::kDevice) {
+    const auto start = std::chrono::steady_clock::now();
+    RETURN_IF_ERROR(device_exchange_->Finish(comm_.timeout_s()));
+    const int me = comm_.rank();
+    comm_.CountExchange(
+        uint64_t(counts_[size_t(me)]) * 4 * uint64_t(comm_.size() - 1),
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  } else {
+    RETURN_IF_ERROR(comm_.FinishAllgatherv());
+  }
+  if (path_ == Path::kHostCopy) {
+    be.WriteF32(std::span<const float>(host_gathered_).first(size_t(rows_ * gathered_.cols())),
+                gathered_);
+  }
   // Back to the single-process row order, which the weighted sum follows.
   be.GatherRows(gathered_, std::span<const int32_t>(position_).first(size_t(rows_)), ye);
   return Status::Ok();

@@ -3,7 +3,11 @@
 // owns on their rows, and an all-gather hands every rank every expert's output
 // rows in the single-process order, so the weighted sum that follows is the
 // single-process one, bit for bit. The exchange runs while the caller computes
-// the shared expert.
+// the shared expert. On a device backend with a device exchange (NCCL between
+// CUDA ranks, joined by the engine) the rows stay on the devices; on another
+// device backend they travel through host memory: this rank's output rows are
+// read back into a host copy of the gathered buffer, MPI exchanges that, and
+// the whole buffer is written back before the rows are put in order.
 #pragma once
 
 #include <cstdint>
@@ -52,6 +56,13 @@ class ExpertParallelLayer {
   std::vector<int> counts_, displs_, cursor_;
   Tensor gathered_;  // every rank's output rows, rank-major, while the exchange runs
   int64_t rows_ = 0;
+  // How this step's rows travel: MPI in place (the CPU backend's tensors are
+  // host memory), MPI through a host copy, or the backend's device exchange.
+  enum class Path { kInPlace, kHostCopy, kDevice };
+  Path path_ = Path::kInPlace;
+  DeviceExchange* device_exchange_ = nullptr;  // while a kDevice exchange runs
+  // kHostCopy: the host copy of `gathered_` (grown to the largest step's rows).
+  std::vector<float> host_gathered_;
 };
 
 }  // namespace anymoe
