@@ -26,6 +26,8 @@ class DeviceExchange {
   // when a rank never joins.
   virtual Status Join(std::span<const uint8_t> job_id, int rank, int ranks, double timeout_s) = 0;
   virtual bool joined() const = 0;
+  // Leaves the exchange (when another rank could not join): joined() is then false.
+  virtual void Leave() = 0;
 
   // All-gather of f32 values within `buffer` (device memory): rank r's
   // counts[r] values at displs[r], this rank's block already in place. Starts

@@ -95,11 +95,27 @@ Status Engine::JoinDeviceExchange() {
                          backend_->name() +
                          ") cannot exchange with rank 0's devices: run every rank on one backend");
   }
-  RETURN_IF_ERROR(dx->Join(std::span<const uint8_t>(message).subspan(1, dx->job_id_bytes()),
-                           c.rank(), c.size(), c.timeout_s()));
-  if (c.rank() == 0) {
-    std::fprintf(stderr, "anymoe: expert parallelism: the %d ranks exchange device to device\n",
-                 c.size());
+  const Status joined = dx->Join(std::span<const uint8_t>(message).subspan(1, dx->job_id_bytes()),
+                                 c.rank(), c.size(), c.timeout_s());
+  // Every rank learns whether all joined. Ranks sharing one GPU, for one,
+  // cannot (NCCL refuses two ranks on a device): the job then exchanges
+  // through host memory rather than failing.
+  const float mine = joined.ok() ? 1.0f : 0.0f;
+  std::vector<float> all(size_t(c.size()));
+  std::vector<int> counts(size_t(c.size()), 1), displs(size_t(c.size()));
+  for (int r = 0; r < c.size(); ++r) displs[size_t(r)] = r;
+  RETURN_IF_ERROR(c.Allgatherv(std::span<const float>(&mine, 1), all, counts, displs));
+  if (std::all_of(all.begin(), all.end(), [](float v) { return v == 1.0f; })) {
+    if (c.rank() == 0) {
+      std::fprintf(stderr, "anymoe: expert parallelism: the %d ranks exchange device to device\n",
+                   c.size());
+    }
+    return Status::Ok();
+  }
+  dx->Leave();
+  if (!joined.ok()) {
+    std::fprintf(stderr, "anymoe: expert parallelism: rank %d: %s; exchanging through host memory\n",
+                 c.rank(), joined.message().c_str());
   }
   return Status::Ok();
 }

@@ -100,6 +100,12 @@ Status NcclExchange::Join(std::span<const uint8_t> job_id, int rank, int ranks, 
   return Poll([] { return true; }, timeout_s, "joining the other ranks' devices");
 }
 
+void NcclExchange::Leave() {
+  if (comm_ == nullptr) return;
+  ncclCommAbort(comm_);  // nothing was exchanged: no need to flush
+  comm_ = nullptr;
+}
+
 Status NcclExchange::StartAllgatherv(const Tensor& buffer, std::span<const int> counts,
                                      std::span<const int> displs) {
   if (!failure_.empty()) {

@@ -23,6 +23,7 @@ class NcclExchange final : public DeviceExchange {
   Expected<std::vector<uint8_t>> NewJobId() override;
   Status Join(std::span<const uint8_t> job_id, int rank, int ranks, double timeout_s) override;
   bool joined() const override { return comm_ != nullptr && failure_.empty(); }
+  void Leave() override;
   Status StartAllgatherv(const Tensor& buffer, std::span<const int> counts,
                          std::span<const int> displs) override;
   Status Finish(double timeout_s) override;
