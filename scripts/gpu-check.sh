@@ -4,7 +4,8 @@
 # `anymoe doctor`, runs every CUDA test of the conformance suite (every golden
 # model on cuda against the CPU backend, op-level tests, fallback and
 # device-memory tests), each in its own process so that one kernel fault
-# cannot hide the others' results, then `anymoe bench` on SmolLM2 and on the
+# cannot hide the others' results, expert parallelism on 2 ranks (where the
+# build found MPI), then `anymoe bench` on SmolLM2 and on the
 # MoE bench file, `anymoe serve` under `anymoe bench-serve`, and an `ncu`
 # breakdown of one 8-sequence decode step (tools/ncu_step_summary.py). $OUT (default ./gpu-check-out) gets at most 7 files, as the
 # device tool returns at most 8: summary.txt (every step's exit code and time,
@@ -118,6 +119,32 @@ if [[ -z ${SKIP_CONFORMANCE:-} ]]; then
     --gtest_filter='DoctorCuda.*:*BenchOnDevice*'
   grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$LOGS/cli_device.txt" | tee -a "$SUMMARY"
 fi
+
+# 3b. Expert parallelism on the device: 2 ranks under mpirun (where the build
+# found MPI) against one process, tokens and logits byte for byte. On one GPU
+# NCCL refuses two ranks on a device, so this runs the host-memory path and
+# says so ("exchanging through host memory"); with 2+ GPUs, pass each rank its
+# own (docs/distributed.md) to run the NCCL one.
+ep_check() {
+  local mpirun model=tests/golden/moe/glm_moe_dsa
+  mpirun=$(command -v mpirun || true)
+  if [[ -z $mpirun ]] || ! grep -q 'ANYMOE_MPI:BOOL=ON' "$BUILD/CMakeCache.txt"; then
+    say "ep: no mpirun or a build without MPI, skipped"
+    return
+  fi
+  local run=("$ANYMOE" run -m "$model" --backend cuda --prompt-tokens 5,6,7,8,9,10,11,12,13,14
+             -n 8 --temp 0 --ignore-eos --print-tokens --batch 4 -t 1)
+  timed "ep one process" "$LOGS/ep_one.log" 60 "${run[@]}" --logits-out "$LOGS/ep_one.npy"
+  OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timed "ep 2 ranks" "$LOGS/ep_two.log" 120 \
+    "$mpirun" -np 2 --oversubscribe --bind-to none "${run[@]}" --logits-out "$LOGS/ep_two.npy" --ep
+  if cmp -s "$LOGS/ep_one.npy" "$LOGS/ep_two.npy"; then
+    say "ep: 2 ranks on cuda give one process's logits byte for byte"
+  else
+    say "ep: LOGITS DIFFER between 2 ranks on cuda and one process"
+  fi
+  grep -E -m 4 'exchange|expert parallelism|error' "$LOGS/ep_two.log" | tee -a "$SUMMARY"
+}
+[[ -n ${SKIP_CONFORMANCE:-} ]] || ep_check
 
 # 4. anymoe bench: pp128/pp512, tg64 at 1 and 8 sequences, mean ± sd of 5 runs,
 # JSON with decode bytes per token.
