@@ -17,6 +17,11 @@ namespace {
 
 std::string NcclText(ncclResult_t r) { return ncclGetErrorString(r); }
 
+// As Communicator's failures: the job cannot go on, a server answers 503.
+Status Unavailable(std::string message) {
+  return Status::Error(std::move(message), ErrorKind::kUnavailable, "expert_parallel_failure");
+}
+
 std::string Seconds(double s) {
   char text[32];
   std::snprintf(text, sizeof(text), "%g", s);
@@ -31,8 +36,7 @@ Status NcclExchange::Fail(std::string message) {
     comm_ = nullptr;
   }
   failure_ = message;
-  // As Communicator's failures: the job cannot go on, a server answers 503.
-  return Status::Error(std::move(message), ErrorKind::kUnavailable, "expert_parallel_failure");
+  return Unavailable(std::move(message));
 }
 
 template <typename Done>
@@ -108,9 +112,7 @@ void NcclExchange::Leave() {
 
 Status NcclExchange::StartAllgatherv(const Tensor& buffer, std::span<const int> counts,
                                      std::span<const int> displs) {
-  if (!failure_.empty()) {
-    return Status::Error(failure_, ErrorKind::kUnavailable, "expert_parallel_failure");
-  }
+  if (!failure_.empty()) return Unavailable(failure_);
   CHECK(comm_ != nullptr && !pending_);
   CHECK(int(counts.size()) == ranks_ && int(displs.size()) == ranks_);
   float* base = buffer.as<float>();

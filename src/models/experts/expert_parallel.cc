@@ -72,7 +72,6 @@ Status ExpertParallelLayer::Start(Backend& be, Workspace& ws, const Tensor& xe,
   DeviceExchange* dx = be.device_exchange();
   if (dx != nullptr && dx->joined()) {
     path_ = Path::kDevice;
-    device_exchange_ = dx;
     return dx->StartAllgatherv(gathered, counts_, displs_);
   }
   // The CPU backend's tensors are host memory: MPI reads and writes them in
@@ -97,7 +96,7 @@ Status ExpertParallelLayer::Start(Backend& be, Workspace& ws, const Tensor& xe,
 Status ExpertParallelLayer::Finish(Backend& be, const Tensor& ye) {
   if (path_ == Path::kDevice) {
     const auto start = std::chrono::steady_clock::now();
-    RETURN_IF_ERROR(device_exchange_->Finish(comm_.timeout_s()));
+    RETURN_IF_ERROR(be.device_exchange()->Finish(comm_.timeout_s()));
     const int me = comm_.rank();
     comm_.CountExchange(
         uint64_t(counts_[size_t(me)]) * 4 * uint64_t(comm_.size() - 1),

@@ -60,7 +60,6 @@ class ExpertParallelLayer {
   // host memory), MPI through a host copy, or the backend's device exchange.
   enum class Path { kInPlace, kHostCopy, kDevice };
   Path path_ = Path::kInPlace;
-  DeviceExchange* device_exchange_ = nullptr;  // while a kDevice exchange runs
   // kHostCopy: the host copy of `gathered_` (grown to the largest step's rows).
   std::vector<float> host_gathered_;
 };
