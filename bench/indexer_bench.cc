@@ -123,13 +123,13 @@ BENCHMARK(BM_IndexerTopKPrefillExact)
     ->Arg(32768)
     ->Unit(benchmark::kMillisecond);
 
-// The same selection through CpuBackend::IndexerTopK with the opt-in int16
-// path (int16 scores, bounds, exact scores for the band).
+// The same selection through CpuBackend::IndexerTopK with the int16 path
+// forced on (int16 scores, bounds, exact scores for the band).
 void BM_IndexerTopKPrefill(benchmark::State& state) {
   const int64_t n_keys = state.range(0), n_past = n_keys - kPrefillQueries;
   const Inputs in(n_keys, kPrefillQueries);
   CpuBackend backend(1);
-  backend.set_int16_indexer(true);
+  backend.set_int16_indexer(Int16Indexer::kOn);
   std::vector<int32_t> selection(size_t(kPrefillQueries * kTopK)),
       counts(static_cast<size_t>(kPrefillQueries));
   for (auto _ : state) {

@@ -325,6 +325,10 @@ class Backend {
   virtual DeviceExchange* device_exchange() { return nullptr; }
 };
 
+// Whether the CPU's DSA indexer scores a prefill in int16 first (see
+// BackendOptions::int16_indexer): where it pays, always, or never.
+enum class Int16Indexer : uint8_t { kAuto, kOn, kOff };
+
 struct BackendOptions {
   int num_threads = 0;  // 0: all cores
   int device = 0;       // device index for device backends (as `anymoe doctor` lists them)
@@ -358,9 +362,10 @@ struct BackendOptions {
   bool copy_weights = false;
   // CPU, DSA models: a prefill's indexer scores in int16 with error bounds and
   // exact scores only near each query's top-k threshold (the same selection;
-  // CpuBackend::IndexerTopK). Opt-in: on AVX2 machines it was measured slower
-  // (docs/benchmarks.md); it is meant for AVX-512 VNNI, not yet measured there.
-  bool int16_indexer = false;
+  // CpuBackend::IndexerTopK). kAuto: where the kernels' target makes it pay
+  // (AVX-512 VNNI: 1.3x the exact indexer; on AVX2 it was slower; see
+  // docs/benchmarks.md).
+  Int16Indexer int16_indexer = Int16Indexer::kAuto;
   // CPU: thread pinning and memory policy over NUMA nodes (core/numa.h); set
   // when the backend is created, before any weight is touched.
   NumaMode numa = NumaMode::kNone;

@@ -41,7 +41,7 @@ struct BenchFlags {
   int64_t membw_mib = 1024;
   int membw_passes = 5;
   bool repack_weights = true;
-  bool int16_indexer = false;
+  Int16Indexer int16_indexer = Int16Indexer::kAuto;
   std::optional<DType> kv_type;  // empty: the backend's default
   ExpertStreamingOptions experts;
   NumaMode numa = NumaMode::kNone;

@@ -21,8 +21,9 @@ CLI::Validator FiniteNumber(double lo, double hi);
 // --no-repack: clears `repack_weights` (see BackendOptions::repack_weights).
 void AddRepackFlag(CLI::App& cmd, bool& repack_weights);
 
-// --int16-indexer: sets `int16_indexer` (see BackendOptions::int16_indexer).
-void AddInt16IndexerFlag(CLI::App& cmd, bool& int16_indexer);
+// --int16-indexer / --no-int16-indexer: set `int16_indexer` on or off (default
+// kAuto; see BackendOptions::int16_indexer).
+void AddInt16IndexerFlag(CLI::App& cmd, Int16Indexer& int16_indexer);
 
 // --cpu-target NAME: the SIMD target the CPU kernels dispatch to (kernels/cpu_target.h);
 // selected as the option is parsed.

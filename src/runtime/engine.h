@@ -39,7 +39,7 @@ struct EngineOptions {
   bool progress = true;           // show load progress on a TTY for large files
   bool exact_matmul = false;      // f32 activations everywhere (see BackendOptions)
   bool repack_weights = true;     // CPU panel layout for q8_0/q4_0/q4_1 (see BackendOptions)
-  bool int16_indexer = false;     // CPU DSA prefill indexer in int16 (see BackendOptions)
+  Int16Indexer int16_indexer = Int16Indexer::kAuto;  // CPU DSA prefill indexer (see BackendOptions)
   NumaMode numa = NumaMode::kNone;  // CPU threads and memory over NUMA nodes (see BackendOptions)
   int device = 0;                 // device index of a device backend
   uint64_t mem_budget = 0;        // device memory to reserve (0: what the model plans)

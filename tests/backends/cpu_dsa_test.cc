@@ -98,9 +98,10 @@ TEST_F(CpuDsa, IndexerSelectsTheBestScoredKeysAloneAndInABatch) {
   EXPECT_GE(compared, kTokens / 2);
 }
 
-// Prefill (a block of queries: exact scores, or with the opt-in int16 path
-// int16 scores, bounds and an exact band) against decode (each query alone,
-// every key scored exactly) on every target, with
+// Prefill (a block of queries: exact scores, or with the int16 path int16
+// scores, bounds and an exact band; on, off, and where the target makes it
+// pay) against decode (each query alone, every key scored exactly) on every
+// target, with
 // keys that tie (repeated), all-zero keys, keys of very different norms, a
 // top-k of a quarter of the keys, and then one key outside the int16 range
 // (the call scores exactly).
@@ -114,11 +115,11 @@ TEST_F(CpuDsa, PrefillSelectsWhatDecodeSelectsOnEveryTarget) {
   for (const bool untamed : {false, true}) {
     if (untamed) keys_[size_t(rows_[17]) * kDim + 5] = 1e30f;
     for (const int64_t topk : {kTopK, int64_t{640}}) {
-      for (const bool int16 : {false, true}) {
-        backend_.set_int16_indexer(int16);
+      for (const Int16Indexer mode : {Int16Indexer::kOff, Int16Indexer::kOn, Int16Indexer::kAuto}) {
+        backend_.set_int16_indexer(mode);
         testing::ForEachTarget([&] {
           SCOPED_TRACE(::testing::Message() << "topk " << topk << (untamed ? ", a 1e30 key" : "")
-                                            << (int16 ? ", int16 indexer" : ""));
+                                            << ", int16 indexer " << int(mode));
           const int64_t t = 19;
           std::vector<int32_t> batch(static_cast<size_t>(t * topk)), counts(static_cast<size_t>(t));
           auto call = [&](int64_t t0, int64_t n, std::span<int32_t> sel, std::span<int32_t> cnt) {

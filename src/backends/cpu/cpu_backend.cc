@@ -150,8 +150,8 @@ Status CpuBackend::ReserveForContext(int64_t max_keys) {
   // shared and per-thread scratch at the first long prefill.)
   SharedScratch(uint64_t(kIndexerFewQueries * max_keys));
   for (int t = 0; t < pool_.num_threads(); ++t) {
-    // The opt-in int16 path's bounds and band take 7 more arrays per block.
-    Scratch(t, uint64_t((kIndexerQueryBlock + (int16_indexer_ ? 8 : 1)) * max_keys));
+    // The int16 path's bounds and band take 7 more arrays per block.
+    Scratch(t, uint64_t((kIndexerQueryBlock + (UseInt16Indexer() ? 8 : 1)) * max_keys));
   }
   return Status::Ok();
 }
@@ -648,16 +648,29 @@ void CpuBackend::CopyColumns(const Tensor& src, int64_t src_col, const Tensor& d
   }
 }
 
+bool CpuBackend::UseInt16Indexer() const {
+  switch (int16_indexer_) {
+    case Int16Indexer::kOn:
+      return true;
+    case Int16Indexer::kOff:
+      return false;
+    case Int16Indexer::kAuto:
+      break;
+  }
+  return kernels::IndexerInt16Pays();
+}
+
 // A step of at most kIndexerFewQueries queries (decode, verify) scores each
 // query alone, its keys in runs of kIndexerRunKeys spread over the threads,
 // scores in shared scratch; a longer one (prefill) gives each task
 // kIndexerQueryBlock queries, scored together one tile of keys at a time.
-// With int16_indexer_ (opt-in), prefill scores in int16 first (kernels/indexer_int16.h: every key
-// quantised once per call, into the shared scratch), each score with a bound on its error, and only
-// the keys the bounds leave undecided near a query's top-k threshold are scored exactly
-// (cpu::SelectTopKWithBounds); values outside the bounds' range make the call, or the block, score
-// exactly. The selection is the exact scores' either way, and an exact score has the same bits in
-// every path (kernels/indexer_scores.h).
+// With the int16 indexer (UseInt16Indexer; by default where the target makes it pay), prefill
+// scores in int16 first (kernels/indexer_int16.h: every key quantised once per call, into the
+// shared scratch), each score with a bound on its error, and only the keys the bounds leave
+// undecided near a query's top-k threshold are scored exactly (cpu::SelectTopKWithBounds); values
+// outside the bounds' range make the call, or the block, score exactly. The selection is the exact
+// scores' either way, and an exact score has the same bits in every path
+// (kernels/indexer_scores.h).
 void CpuBackend::IndexerTopK(const Tensor& q, const Tensor& pool, const Tensor& head_weights,
                              std::span<const int32_t> key_rows, int64_t n_past, float scale,
                              int64_t topk, std::span<int32_t> selection,
@@ -699,7 +712,7 @@ void CpuBackend::IndexerTopK(const Tensor& q, const Tensor& pool, const Tensor& 
   const int64_t tile_floats = kernels::IndexerTileFloats(dim);
 
   // Every key quantised once, in parallel runs of whole tiles.
-  bool approximate = int16_indexer_ && max_keys > topk;
+  bool approximate = max_keys > topk && UseInt16Indexer();
   kernels::IndexerKeyQuant keys_q;
   if (approximate) {
     const int64_t key_floats = (kernels::IndexerInt16KeyElements(max_keys, dim) + 1) / 2;

@@ -27,8 +27,8 @@ class CpuBackend final : public Backend {
                       bool copy_weights = false, NumaMode numa = NumaMode::kNone,
                       NumaPlacement placement = {});
 
-  // See BackendOptions::int16_indexer (off by default).
-  void set_int16_indexer(bool on) { int16_indexer_ = on; }
+  // See BackendOptions::int16_indexer (kAuto by default).
+  void set_int16_indexer(Int16Indexer mode) { int16_indexer_ = mode; }
 
   BackendKind kind() const override { return BackendKind::kCpu; }
   std::string name() const override { return "cpu"; }
@@ -112,7 +112,10 @@ class CpuBackend final : public Backend {
   ThreadPool pool_;
   const bool exact_matmul_;
   const bool repack_weights_;
-  bool int16_indexer_ = false;
+  Int16Indexer int16_indexer_ = Int16Indexer::kAuto;
+  // Whether a prefill's IndexerTopK takes the int16 path now (the kernels'
+  // target can change between calls: SelectCpuTarget).
+  bool UseInt16Indexer() const;
   const bool copy_weights_;
   std::vector<std::vector<float>> scratch_;
   std::vector<float> shared_scratch_;  // quantised activations of the current matmul, DSA scores

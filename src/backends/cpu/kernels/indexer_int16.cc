@@ -28,6 +28,11 @@ using VF = hn::Vec<DF>;
 
 int64_t TileKeysImpl() { return 2 * int64_t(hn::Lanes(DI())); }
 
+// Where the int16 path beat the exact one end to end (docs/benchmarks.md):
+// 512-bit vpdpwssd, twice an f32 FMA's products per instruction. vpmaddwd
+// (AVX2) measured slower; other targets are unmeasured.
+bool PaysImpl() { return HWY_TARGET == HWY_AVX3_DL; }
+
 #if HWY_TARGET == HWY_SCALAR
 
 // One lane: the pairs one key at a time.
@@ -190,6 +195,7 @@ HWY_AFTER_NAMESPACE();
 namespace anymoe::kernels {
 
 HWY_EXPORT(TileKeysImpl);
+HWY_EXPORT(PaysImpl);
 HWY_EXPORT(ScoresImpl);
 
 namespace {
@@ -227,6 +233,8 @@ int16_t Quantize(float x, float inv, int32_t limit) {
 }  // namespace
 
 int64_t IndexerInt16TileKeys() { return HWY_DYNAMIC_DISPATCH(TileKeysImpl)(); }
+
+bool IndexerInt16Pays() { return HWY_DYNAMIC_DISPATCH(PaysImpl)(); }
 
 int64_t IndexerInt16KeyElements(int64_t n_keys, int64_t dim) {
   const int64_t tile = IndexerInt16TileKeys();

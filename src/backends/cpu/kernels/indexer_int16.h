@@ -29,6 +29,10 @@ namespace anymoe::kernels {
 // Keys per tile of the quantised key layout on the dispatched target.
 int64_t IndexerInt16TileKeys();
 
+// True when the dispatched target scores int16 pairs fast enough for the
+// bounded path to beat the exact one (measured: AVX-512 VNNI).
+bool IndexerInt16Pays();
+
 // int16 pairs per key or query head: dim rounded up to even, halved.
 inline int64_t IndexerInt16Pairs(int64_t dim) { return (dim + 1) / 2; }
 
