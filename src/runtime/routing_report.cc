@@ -52,10 +52,7 @@ std::string RoutingStatsJson(const RoutingStats& stats, const std::string& model
   }
   out["tokens"] = tokens;
   out["layers"] = std::move(layers);
-  if (stats.cache.enabled) {
-    const ExpertCacheStats& c = stats.cache;
-    out["expert_cache"] = ExpertCacheJson(stats.cache);
-  }
+  if (stats.cache.enabled) out["expert_cache"] = ExpertCacheJson(stats.cache);
   return out.dump(1) + "\n";
 }
 

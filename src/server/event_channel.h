@@ -28,7 +28,7 @@ class EventChannel {
   // `sequences`: how many sequences push here (n choices), each ending with
   // one kDone/kError.
   explicit EventChannel(RequestTracker* unwritten = nullptr, size_t sequences = 1)
-      : unwritten_(unwritten), ends_left_(sequences) {}
+      : ends_left_(sequences), unwritten_(unwritten) {}
   ~EventChannel() { Close(); }
   EventChannel(const EventChannel&) = delete;
   EventChannel& operator=(const EventChannel&) = delete;
