@@ -21,8 +21,8 @@ struct NgramDraftOptions {
 // Proposes up to `max_draft` tokens to follow `context` into `draft` (cleared
 // first): the tokens after the most recent earlier occurrence of the longest
 // suffix of `context` of min_ngram..max_ngram tokens that has max_draft
-// followers, or else after the occurrence with the most followers (the most
-// recent of those). Empty when none occurs.
+// followers, or else (every occurrence lies within max_draft tokens of the
+// end) after the earliest one, which has the most. Empty when none occurs.
 void ProposeNgramDraft(std::span<const int32_t> context, int64_t max_draft,
                        const NgramDraftOptions& options, std::vector<int32_t>& draft);
 
