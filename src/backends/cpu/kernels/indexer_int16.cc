@@ -29,8 +29,9 @@ using VF = hn::Vec<DF>;
 int64_t TileKeysImpl() { return 2 * int64_t(hn::Lanes(DI())); }
 
 // Where the int16 path beat the exact one end to end (docs/benchmarks.md):
-// 512-bit vpdpwssd, twice an f32 FMA's products per instruction. vpmaddwd
-// (AVX2) measured slower; other targets are unmeasured.
+// the target on which PairDot issues 512-bit vpdpwssd, twice an f32 FMA's
+// products per instruction. vpmaddwd (AVX2) measured slower; other targets
+// are unmeasured.
 bool PaysImpl() { return HWY_TARGET == HWY_AVX3_DL; }
 
 #if HWY_TARGET == HWY_SCALAR
