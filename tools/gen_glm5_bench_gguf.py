@@ -34,6 +34,15 @@ root (docs/benchmarks.md, DSA scaling):
 `--real-width` gives the layers GLM-5's own hidden size and feed-forward widths, so that the
 attention's and indexer's share of a token's work is GLM-5's (the scaled-down file overstates
 it: its projections and feed-forward are 3-9x smaller).
+
+`--attention deepseek-v3` gives the MLA DeepSeek-V3's sizes instead (128 heads, q_lora 1536,
+qk_nope 128, v 128; with --real-width also its hidden 7168 and ffn widths 18432 / 2048), for
+the absorbed against the expanded MLA form (`--mla-form`), where DeepSeek-V3's shapes are the
+ones expanding pays for. Written with `--index-topk 65536` the indexer keeps every key and is
+skipped, so the file runs as DeepSeek-V3's dense MLA:
+
+    tools/.venv/bin/python tools/gen_glm5_bench_gguf.py --layers 1 --real-width \
+        --attention deepseek-v3 --index-topk 65536   # -> models/bench/dsv3attn-1l-w7168-dense-q8_0.gguf
 """
 
 from __future__ import annotations
@@ -159,11 +168,17 @@ def main() -> None:
     ap.add_argument("--real-width", action="store_true",
                     help="GLM-5's own hidden 6144, dense ffn 12288 and expert ffn 2048 (16 "
                          "experts still): a layer costs per token what a GLM-5 layer costs")
-    ap.add_argument("--out", help="default models/bench/glm5-mini[-Nl][-w6144][-dense][-mtp]-TYPE.gguf")
+    ap.add_argument("--attention", choices=["glm-5", "deepseek-v3"], default="glm-5",
+                    help="whose MLA sizes (heads, q_lora, qk_nope, v) the layers get")
+    ap.add_argument("--out", help="default models/bench/glm5-mini[-Nl][-w6144][-dense][-mtp]-TYPE.gguf "
+                                  "(dsv3attn[-Nl][-w7168]... with --attention deepseek-v3)")
     args = ap.parse_args()
-    global HIDDEN, DENSE_FFN, EXPERT_FFN
+    global HIDDEN, DENSE_FFN, EXPERT_FFN, HEADS, Q_LORA, QK_NOPE, V_HEAD
+    dsv3 = args.attention == "deepseek-v3"
+    if dsv3:  # config.json of deepseek-ai/DeepSeek-V3
+        HEADS, Q_LORA, QK_NOPE, V_HEAD = 128, 1536, 128, 128
     if args.real_width:
-        HIDDEN, DENSE_FFN, EXPERT_FFN = 6144, 12288, 2048
+        HIDDEN, DENSE_FFN, EXPERT_FFN = (7168, 18432, 2048) if dsv3 else (6144, 12288, 2048)
     if args.index_topk < 1:
         raise SystemExit("--index-topk must be at least 1")
     if args.layers < 1:
@@ -172,9 +187,10 @@ def main() -> None:
     suffix = "" if args.index_topk == INDEX_TOPK else ("-dense" if args.index_topk >= CONTEXT
                                                       else f"-topk{args.index_topk}")
     suffix += "-mtp" if args.mtp else ""
-    suffix = ("-w6144" if args.real_width else "") + suffix
+    suffix = (f"-w{HIDDEN}" if args.real_width else "") + suffix
     suffix = ("" if args.layers == LAYERS else f"-{args.layers}l") + suffix
-    out = Path(args.out or REPO_ROOT / "models" / "bench" / f"glm5-mini{suffix}-{args.type}.gguf")
+    stem = "dsv3attn" if dsv3 else "glm5-mini"
+    out = Path(args.out or REPO_ROOT / "models" / "bench" / f"{stem}{suffix}-{args.type}.gguf")
     qtype = {"q8_0": gguf.GGMLQuantizationType.Q8_0, "f16": gguf.GGMLQuantizationType.F16}[args.type]
     file_type = {"q8_0": gguf.LlamaFileType.MOSTLY_Q8_0, "f16": gguf.LlamaFileType.MOSTLY_F16}[args.type]
 
@@ -198,7 +214,8 @@ def main() -> None:
 
     moe_layers = args.layers + int(args.mtp) - dense_layers
     put("general.type", "STRING", "model")
-    put("general.name", "STRING", "GLM-5-mini (random weights, benchmark only)")
+    put("general.name", "STRING", ("GLM-5-mini with DeepSeek-V3's attention" if dsv3 else
+                                   "GLM-5-mini") + " (random weights, benchmark only)")
     put("general.size_label", "STRING",
         gguf.size_label(total, total - EXPERTS * moe_layers * expert_params,
                         expert_params * moe_layers, EXPERTS))

@@ -43,6 +43,7 @@ struct BenchFlags {
   bool repack_weights = true;
   Int16Indexer int16_indexer = Int16Indexer::kAuto;
   std::optional<DType> kv_type;  // empty: the backend's default
+  MlaForm mla_form = MlaForm::kAbsorbed;
   ExpertStreamingOptions experts;
   NumaMode numa = NumaMode::kNone;
   std::vector<std::string> specs{"none"};  // with spec_prompt: tg tests generate from it
@@ -186,6 +187,7 @@ int Bench(BenchFlags f) {
       options.int16_indexer = f.int16_indexer;
       options.numa = f.numa;
       options.kv_type = f.kv_type;
+      options.mla_form = f.mla_form;
       options.experts = f.experts;
       options.load_mtp = std::find(f.specs.begin(), f.specs.end(), "mtp") != f.specs.end();
       options.context = max_tokens;
@@ -328,6 +330,7 @@ CommandFn RegisterBench(CLI::App& cmd) {
   AddRepackFlag(cmd, f->repack_weights);
   AddInt16IndexerFlag(cmd, f->int16_indexer);
   AddKvTypeOption(cmd, f->kv_type);
+  AddMlaFormOption(cmd, f->mla_form);
   AddExpertOptions(cmd, f->experts);
   cmd.add_option("--spec-prompt", f->spec_prompt,
                  "tg tests generate greedily from this text file's prompt (prefilled untimed) "

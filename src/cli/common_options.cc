@@ -32,6 +32,7 @@ void AddEngineOptions(CLI::App& cmd, EngineOptions& o) {
   AddRepackFlag(cmd, o.repack_weights);
   AddInt16IndexerFlag(cmd, o.int16_indexer);
   AddKvTypeOption(cmd, o.kv_type);
+  AddMlaFormOption(cmd, o.mla_form);
   AddCpuTargetOption(cmd);
   cmd.add_flag("--mtp", o.load_mtp,
                "also load the model's NextN / MTP layer (speculative decoding: --spec mtp)");
@@ -150,6 +151,18 @@ void AddKvTypeOption(CLI::App& cmd, std::optional<DType>& kv_type) {
          "f32 on the cpu backend only")
       ->check(CLI::IsMember({"auto", "f32", "f16", "q8_0", "q4_0"}))
       ->default_str("auto");
+}
+
+void AddMlaFormOption(CLI::App& cmd, MlaForm& form) {
+  cmd.add_option_function<std::string>(
+         "--mla-form", [&form](const std::string& name) { form = ParseMlaForm(name).value(); },
+         "MLA models' prefill attention: absorbed (queries into the latent space; a prompt's "
+         "logits do not depend on its chunking), expanded (keys and values rebuilt from the "
+         "latent per chunk, as transformers computes; fewer multiply-adds for long chunks, "
+         "slow for decode; not with DSA), or auto (the cheaper form per chunk: logits then "
+         "depend on the chunking)")
+      ->check(CLI::IsMember({"absorbed", "expanded", "auto"}))
+      ->default_str("absorbed");
 }
 
 void AddSpecOptions(CLI::App& cmd, SpeculativeOptions& spec, bool allow_mtp) {

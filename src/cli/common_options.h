@@ -37,6 +37,9 @@ void AddNumaOption(CLI::App& cmd, NumaMode& numa);
 // auto leaves it empty: the backend's default).
 void AddKvTypeOption(CLI::App& cmd, std::optional<DType>& kv_type);
 
+// --mla-form absorbed|expanded|auto (EngineOptions::mla_form).
+void AddMlaFormOption(CLI::App& cmd, MlaForm& form);
+
 // --expert-cache, --expert-policy, --no-expert-prefetch, --sticky-experts
 // (see runtime/expert_streaming.h).
 void AddExpertOptions(CLI::App& cmd, ExpertStreamingOptions& experts);

@@ -105,6 +105,7 @@ int RunDoctor(EngineOptions options) {
   load.max_step_tokens = options.max_step_tokens;
   load.context = options.context;
   load.kv_type = engine->kv_type();
+  load.mla_form = options.mla_form;
   if (engine->backend().kind() != BackendKind::kCpu) {
     load.cpu_moe_layers = options.experts.cpu_moe_layers;
   }

@@ -21,6 +21,7 @@ struct InfoFlags {
   std::string model_path;
   std::string mtp_path;
   int64_t context = 4096;
+  MlaForm mla_form = MlaForm::kAbsorbed;
   ExpertStreamingOptions experts;
   std::string backend = "cpu";  // a device backend: also its plan under mem_budget
   int device = 0;
@@ -121,6 +122,7 @@ int PrintPlan(const ModelFile& file, const InfoFlags& f) {
   LoadOptions load;
   load.context = f.context;
   load.kv_type = DType::kF16;
+  load.mla_form = f.mla_form;
   const SystemMemory memory = QuerySystemMemory();
   auto plan = PlanExpertStreaming(file, load, f.experts, StreamingTarget{}, memory);
   if (!plan.ok()) return ReportError(plan.status());
@@ -143,6 +145,7 @@ int PrintDevicePlan(const ModelFile& file, const InfoFlags& f) {
   load.context = f.context;
   load.max_step_tokens = EngineOptions().max_step_tokens;
   load.kv_type = DType::kF32;
+  load.mla_form = f.mla_form;
   load.cpu_moe_layers = f.experts.cpu_moe_layers;
   auto plan = PlanExpertStreaming(file, load, f.experts, StreamingTarget{&be, f.mem_budget},
                                   QuerySystemMemory());
@@ -262,6 +265,7 @@ CommandFn RegisterInfo(CLI::App& cmd) {
   cmd.add_option("--mtp-file", f->mtp_path,
                  "an MTP-only GGUF to check against this (trunk-only) model");
   AddExpertOptions(cmd, f->experts);
+  AddMlaFormOption(cmd, f->mla_form);
   cmd.add_option("--backend", f->backend, "also print the plan on this device backend")
       ->check(CLI::IsMember(AvailableBackends()));
   cmd.add_option("--device", f->device, "device index of a device backend")

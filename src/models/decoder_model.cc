@@ -17,6 +17,16 @@ Expected<std::unique_ptr<Model>> DecoderModel::Load(const ModelFile& file, Model
   std::unique_ptr<DecoderModel> m(new DecoderModel(std::move(config), backend));
   m->max_step_tokens_ = options.max_step_tokens;
   m->kv_type_ = options.kv_type;
+  if (options.mla_form != MlaForm::kAbsorbed && m->config_.attention != AttentionKind::kMla) {
+    return Status::Error("--mla-form " + std::string(MlaFormName(options.mla_form)) +
+                         ": the model has no multi-head latent attention (MLA)");
+  }
+  m->mla_form_ = options.mla_form;
+  m->mla_expand_budget_ = options.mla_expand_budget_floats;
+  // The expanded form's scratch holds one sequence's keys: at most the context.
+  m->mla_max_keys_ = m->config_.max_position_embeddings > 0
+                         ? std::min(options.context, m->config_.max_position_embeddings)
+                         : options.context;
   RETURN_IF_ERROR(m->Bind(file, options));
   {  // --kv-type against the heads now, not at the first cache
     std::vector<LayerCacheSpec> specs;
@@ -148,7 +158,8 @@ Status DecoderModel::BindLayer(WeightBinder& w, int64_t i) {
   ASSIGN_OR_RETURN(L.attn_norm, w.Layer(i, "input_layernorm.weight", {c.hidden_size}));
   ASSIGN_OR_RETURN(L.ffn_norm, w.Layer(i, "post_attention_layernorm.weight", {c.hidden_size}));
   if (c.attention == AttentionKind::kMla) {
-    ASSIGN_OR_RETURN(L.attention, MlaAttention::Bind(w, backend_, c, i, rope_));
+    ASSIGN_OR_RETURN(L.attention, MlaAttention::Bind(w, backend_, c, i, rope_, mla_form_,
+                                                     mla_max_keys_, mla_expand_budget_));
   } else {
     ASSIGN_OR_RETURN(L.attention, GqaAttention::Bind(w, c, i, rope_));
   }

@@ -61,6 +61,9 @@ class DecoderModel final : public Model {
   ModelConfig config_;
   Backend& backend_;
   DType kv_type_ = DType::kF32;  // of the GQA keys and values in its pools
+  MlaForm mla_form_ = MlaForm::kAbsorbed;
+  int64_t mla_max_keys_ = 0;  // longest sequence the expanded MLA form has scratch for
+  int64_t mla_expand_budget_ = kMlaExpandBudgetFloats;
   Tensor tok_embd_, output_norm_, output_;
   std::vector<Layer> layers_;
   std::unique_ptr<MtpBlock> mtp_;

@@ -8,6 +8,7 @@
 #include <span>
 
 #include "backends/backend.h"
+#include "models/blocks/mla_form.h"
 #include "models/blocks/step_context.h"
 #include "models/experts/expert_cache.h"
 #include "models/kv_cache.h"
@@ -35,6 +36,11 @@ struct LoadOptions {
   int64_t context = 4096;  // capped by the model's maximum positions
   int64_t sequences = 1;
   DType kv_type = DType::kF32;  // GQA keys and values in the KV cache: f32, f16, q8_0, q4_0
+  // MLA models: the form prefill segments run in (models/blocks/mla_form.h).
+  MlaForm mla_form = MlaForm::kAbsorbed;
+  // Scratch for one head group of the expanded form (tests shrink it to run
+  // several groups).
+  int64_t mla_expand_budget_floats = kMlaExpandBudgetFloats;
   // Bind the NextN / MTP layer (Model::mtp()) from the model file, or from
   // `mtp_file`, an MTP-only GGUF beside a trunk-only one (implies load_mtp).
   bool load_mtp = false;

@@ -147,6 +147,7 @@ Expected<std::unique_ptr<Engine>> Engine::Load(const EngineOptions& options) {
   load.kv_type = options.kv_type.value_or(DefaultKvType(*e->backend_));
   RETURN_IF_ERROR(CheckKvType(*e->backend_, load.kv_type));  // at load, not at the first cache
   e->kv_type_ = load.kv_type;
+  load.mla_form = options.mla_form;
   load.load_mtp = options.load_mtp;
   if (!options.mtp_path.empty()) {
     ASSIGN_OR_RETURN(ModelFile mtp, OpenModelFile(options.mtp_path));

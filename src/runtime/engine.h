@@ -50,6 +50,9 @@ struct EngineOptions {
   // KV cache keys and values: f32 or f16 (cpu backend); empty: the backend's
   // DefaultKvType (f16 on the cpu backend).
   std::optional<DType> kv_type;
+  // MLA models: absorbed (default), expanded or auto per prefill segment
+  // (models/blocks/mla_form.h).
+  MlaForm mla_form = MlaForm::kAbsorbed;
   // Bind the NextN / MTP layer (Model::mtp()) from the model file, or from
   // `mtp_path`, an MTP-only GGUF beside a trunk-only one.
   bool load_mtp = false;

@@ -239,6 +239,32 @@ TEST_F(Cli, KvTypeF16RunsOnTheCpuAndIsRefusedElsewhere) {
 #endif
 }
 
+// --mla-form: the same greedy tokens in every form on the tiny DeepSeek-V3;
+// "expanded" on a DSA model, any form but absorbed on a GQA model, and an
+// unknown name are one-line errors naming the flag.
+TEST_F(Cli, MlaFormRunsTheSameTokensAndIsRefusedWhereItCannotHold) {
+  const std::vector<std::string> args = {
+      "run",    "-m", Golden("moe/deepseek_v3"), "--prompt-tokens", "5,6,7,8,9,10,11,12", "-n", "8",
+      "--temp", "0",  "--print-tokens"};
+  const auto want = Run(args);
+  ASSERT_EQ(want.exit_code, 0) << want.err;
+  for (const char* form : {"absorbed", "expanded", "auto"}) {
+    auto with = args;
+    with.insert(with.end(), {"--mla-form", form});
+    const auto r = Run(with);
+    ASSERT_EQ(r.exit_code, 0) << form << ": " << r.err;
+    EXPECT_EQ(r.out, want.out) << form;
+  }
+  ExpectCleanError(
+      Run({"run", "-m", Golden("moe/glm_moe_dsa"), "--mla-form", "expanded", "-p", "hi"}),
+      {"--mla-form expanded", "DSA"});
+  ExpectCleanError(Run({"run", "-m", Golden("llama_tiny"), "--mla-form", "auto", "-p", "hi"}),
+                   {"--mla-form auto", "no multi-head latent attention"});
+  const auto bad = Run({"run", "-m", Golden("moe/deepseek_v3"), "--mla-form", "dense", "-p", "hi"});
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("--mla-form"), std::string::npos) << bad.err;
+}
+
 // --cpu-target: every target the CPU has gives transformers' greedy ids on the
 // tiny llama (f32 weights: the batch-invariant f32 kernels on each target), doctor
 // names the target in use, and an unknown one is a one-line error listing them.

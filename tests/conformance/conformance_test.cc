@@ -3,7 +3,8 @@
 // every device backend this build has, against the CPU backend in exact mode
 // (f32 activations): prompt logits within kLogitTolerance at every position and
 // the identical greedy continuation. A backend that is not built or has no
-// device is skipped with a message. See docs/backends.md for the tolerances.
+// device is skipped with a message. The MLA models run in the expanded form
+// too (--mla-form). See docs/backends.md for the tolerances.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -32,10 +33,14 @@ const std::vector<std::string> kDeviceBackends = {"opencl", "cuda"};
 struct GoldenModel {
   std::string path;    // relative to tests/golden
   std::string golden;  // directory with golden.json (prompt_ids)
+  MlaForm mla_form = MlaForm::kAbsorbed;
+  std::string name() const {
+    return mla_form == MlaForm::kAbsorbed ? path : path + " " + std::string(MlaFormName(mla_form));
+  }
 };
 
 // gtest prints parameters in failure messages and test listings.
-void PrintTo(const GoldenModel& m, std::ostream* os) { *os << m.path; }
+void PrintTo(const GoldenModel& m, std::ostream* os) { *os << m.name(); }
 
 std::vector<GoldenModel> GoldenModels() {
   std::vector<GoldenModel> m = {{"llama_tiny", "llama_tiny"},
@@ -48,6 +53,9 @@ std::vector<GoldenModel> GoldenModels() {
   for (const char* name : {"deepseek_v3", "glm4_moe", "glm4_moe_lite", "glm_moe_dsa", "mixtral"}) {
     m.push_back({std::string("moe_gguf/") + name + ".gguf", std::string("moe/") + name});
   }
+  m.push_back({"moe/deepseek_v3", "moe/deepseek_v3", MlaForm::kExpanded});
+  m.push_back({"moe_gguf/glm4_moe_lite.gguf", "moe/glm4_moe_lite", MlaForm::kExpanded});
+  m.push_back({"moe/glm_moe_dsa", "moe/glm_moe_dsa", MlaForm::kAuto});
   return m;
 }
 
@@ -65,8 +73,10 @@ struct Run {
   std::vector<int32_t> greedy;
 };
 
-Expected<Run> RunModel(const ModelFile& file, Backend& backend, std::span<const int32_t> prompt) {
+Expected<Run> RunModel(const ModelFile& file, Backend& backend, std::span<const int32_t> prompt,
+                       MlaForm mla_form) {
   LoadOptions load;
+  load.mla_form = mla_form;
   load.max_step_tokens = 64;
   load.kv_cache_tokens = 256;
   ASSIGN_OR_RETURN(auto model, LoadModel(file, backend, load));
@@ -115,21 +125,21 @@ TEST_P(Conformance, MatchesCpuBackend) {
 
   auto cpu = CreateBackend("cpu", BackendOptions{.num_threads = 2, .exact_matmul = true});
   ASSERT_TRUE(cpu.ok());
-  auto want = RunModel(*file, **cpu, prompt);
+  auto want = RunModel(*file, **cpu, prompt, model.mla_form);
   ASSERT_TRUE(want.ok()) << want.status().message();
-  auto got = RunModel(*file, **device, prompt);
+  auto got = RunModel(*file, **device, prompt, model.mla_form);
   ASSERT_TRUE(got.ok()) << got.status().message();
 
   const float diff = MaxAbsDiff(got->prompt_logits, want->prompt_logits);
   EXPECT_LT(diff, kLogitTolerance);
   EXPECT_EQ(got->greedy, want->greedy);
   std::printf("[ %s %s ] prompt logits max |diff| vs cpu = %.3g over %zu positions, greedy %s\n",
-              backend_name.c_str(), model.path.c_str(), diff, prompt.size(),
+              backend_name.c_str(), model.name().c_str(), diff, prompt.size(),
               got->greedy == want->greedy ? "identical" : "DIFFERENT");
 }
 
 std::string ParamName(const ::testing::TestParamInfo<Param>& info) {
-  std::string s = std::get<0>(info.param) + "_" + std::get<1>(info.param).path;
+  std::string s = std::get<0>(info.param) + "_" + std::get<1>(info.param).name();
   for (char& c : s) {
     if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
   }

@@ -48,12 +48,21 @@ float MaxAbsDiff(std::span<const float> a, std::span<const float> b) {
 
 // "name" runs tests/golden/moe/name (HF safetensors); "gguf/name" runs the same
 // weights as converted by llama.cpp (tests/golden/moe_gguf/name.gguf) against
-// the same transformers goldens. The second parameter is the CPU kernel target.
+// the same transformers goldens; a leading "expanded/" or "auto/" loads with
+// that --mla-form. The second parameter is the CPU kernel target.
 class MoeGolden : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {
  protected:
   void SetUp() override {
     target_.emplace(std::get<1>(GetParam()));
-    std::string name = std::get<0>(GetParam()), path = std::string(ANYMOE_GOLDEN_DIR) + "/moe/" + name;
+    std::string name = std::get<0>(GetParam());
+    MlaForm form = MlaForm::kAbsorbed;
+    if (const size_t slash = name.find('/'); slash != std::string::npos) {
+      if (auto f = ParseMlaForm(name.substr(0, slash)); f.ok()) {
+        form = *f;
+        name = name.substr(slash + 1);
+      }
+    }
+    std::string path = std::string(ANYMOE_GOLDEN_DIR) + "/moe/" + name;
     if (name.starts_with("gguf/")) {
       name = name.substr(5);
       path = std::string(ANYMOE_GOLDEN_DIR) + "/moe_gguf/" + name + ".gguf";
@@ -65,7 +74,7 @@ class MoeGolden : public ::testing::TestWithParam<std::tuple<std::string, std::s
     ASSERT_TRUE(file.ok()) << file.status().message();
     file_ = std::move(file).value();
     backend_ = std::move(CreateBackend("cpu", BackendOptions{.num_threads = 2})).value();
-    auto model = LoadModel(file_, *backend_, LoadOptions{.max_step_tokens = 64});
+    auto model = LoadModel(file_, *backend_, LoadOptions{.max_step_tokens = 64, .mla_form = form});
     ASSERT_TRUE(model.ok()) << model.status().message();
     model_ = std::move(model).value();
     vocab_ = model_->config().vocab_size;
@@ -209,6 +218,15 @@ INSTANTIATE_TEST_SUITE_P(LlamaCppGguf, MoeGolden,
                                                               "gguf/deepseek_v3", "gguf/mixtral"),
                                             kTargets),
                          TestName);
+// The MLA models in the expanded form (DSA's only in auto: forcing it is
+// refused) against the same goldens: transformers computes this form.
+INSTANTIATE_TEST_SUITE_P(
+    MlaForms, MoeGolden,
+    ::testing::Combine(::testing::Values("expanded/deepseek_v3", "expanded/glm4_moe_lite",
+                                         "expanded/gguf/deepseek_v3", "auto/glm_moe_dsa",
+                                         "auto/glm_moe_dsa_dense", "auto/gguf/glm_moe_dsa"),
+                       kTargets),
+    TestName);
 INSTANTIATE_TEST_SUITE_P(Architectures, DsaGolden,
                          ::testing::Combine(::testing::Values("glm_moe_dsa", "glm_moe_dsa_dense",
                                                               "glm_moe_dsa_dv20", "gguf/glm_moe_dsa"),
