@@ -1,6 +1,7 @@
 #include "models/decoder_model.h"
 
 #include <algorithm>
+#include <numeric>
 #include <optional>
 
 #include "models/blocks/dense_mlp.h"
@@ -23,10 +24,14 @@ Expected<std::unique_ptr<Model>> DecoderModel::Load(const ModelFile& file, Model
   }
   m->mla_form_ = options.mla_form;
   m->mla_expand_budget_ = options.mla_expand_budget_floats;
-  // The expanded form's scratch holds one sequence's keys: at most the context.
-  m->mla_max_keys_ = m->config_.max_position_embeddings > 0
-                         ? std::min(options.context, m->config_.max_position_embeddings)
-                         : options.context;
+  if (options.mla_form != MlaForm::kAbsorbed) {
+    // The expanded form's scratch holds one sequence's keys: at most the context.
+    const int64_t max_keys = m->config_.max_position_embeddings > 0
+                                 ? std::min(options.context, m->config_.max_position_embeddings)
+                                 : options.context;
+    m->mla_key_order_.resize(size_t(std::max<int64_t>(max_keys, 0)));
+    std::iota(m->mla_key_order_.begin(), m->mla_key_order_.end(), 0);
+  }
   RETURN_IF_ERROR(m->Bind(file, options));
   {  // --kv-type against the heads now, not at the first cache
     std::vector<LayerCacheSpec> specs;
@@ -159,7 +164,7 @@ Status DecoderModel::BindLayer(WeightBinder& w, int64_t i) {
   ASSIGN_OR_RETURN(L.ffn_norm, w.Layer(i, "post_attention_layernorm.weight", {c.hidden_size}));
   if (c.attention == AttentionKind::kMla) {
     ASSIGN_OR_RETURN(L.attention, MlaAttention::Bind(w, backend_, c, i, rope_, mla_form_,
-                                                     mla_max_keys_, mla_expand_budget_));
+                                                     mla_key_order_, mla_expand_budget_));
   } else {
     ASSIGN_OR_RETURN(L.attention, GqaAttention::Bind(w, c, i, rope_));
   }

@@ -62,7 +62,9 @@ class DecoderModel final : public Model {
   Backend& backend_;
   DType kv_type_ = DType::kF32;  // of the GQA keys and values in its pools
   MlaForm mla_form_ = MlaForm::kAbsorbed;
-  int64_t mla_max_keys_ = 0;  // longest sequence the expanded MLA form has scratch for
+  // 0, 1, ... up to the longest sequence the expanded MLA form has scratch for
+  // (the key rows its layers attend); empty in the absorbed form.
+  std::vector<int32_t> mla_key_order_;
   int64_t mla_expand_budget_ = kMlaExpandBudgetFloats;
   Tensor tok_embd_, output_norm_, output_;
   std::vector<Layer> layers_;

@@ -1,7 +1,6 @@
 #include "models/blocks/mla_attention.h"
 
 #include <algorithm>
-#include <numeric>
 #include <vector>
 
 namespace anymoe {
@@ -9,10 +8,11 @@ namespace anymoe {
 Expected<std::unique_ptr<AttentionBlock>> MlaAttention::Bind(WeightBinder& w, Backend& backend,
                                                              const ModelConfig& c, int64_t i,
                                                              const RopeTable& rope, MlaForm form,
-                                                             int64_t max_keys,
+                                                             std::span<const int32_t> key_order,
                                                              int64_t budget_floats) {
   std::unique_ptr<MlaAttention> a(new MlaAttention(c, rope));
   const MlaConfig& m = c.mla;
+  const int64_t max_keys = int64_t(key_order.size());
   if (form == MlaForm::kExpanded && c.dsa.topk > 0 && c.dsa.topk < max_keys) {
     // Past index_topk keys each query attends its own selection, which only
     // the absorbed form runs: forcing "expanded" could not hold for a whole
@@ -27,6 +27,7 @@ Expected<std::unique_ptr<AttentionBlock>> MlaAttention::Bind(WeightBinder& w, Ba
   }
   a->form_ = form;
   a->max_keys_ = form == MlaForm::kAbsorbed ? 0 : max_keys;
+  a->key_order_ = key_order;
   a->group_ = ExpandedMlaHeadGroup(m, c.num_heads, a->max_keys_, budget_floats);
   const int64_t h = c.hidden_size, n_h = c.num_heads, qk = m.qk_nope_head_dim + m.qk_rope_head_dim;
   a->rope_.rotary_offset = int(m.qk_nope_head_dim);
@@ -119,8 +120,6 @@ Status MlaAttention::WriteAbsorbed(Backend& backend, std::span<const float> wk,
                    backend.Allocate(kv_b.size() * sizeof(float), "expanded MLA weights"));
   w_expand_ = Tensor::Of(expand_buffer_->base(), DType::kF32, {n_h * (dn + dv), r});
   backend.WriteF32(kv_b, w_expand_);
-  key_order_.resize(size_t(max_keys_));
-  std::iota(key_order_.begin(), key_order_.end(), 0);
   return Status::Ok();
 }
 
@@ -287,7 +286,7 @@ void MlaAttention::ExpandedAttention(StepContext& ctx, const Tensor& q, const Se
   be.GatherRows(s.cache->layer(ctx.layer).latent, s.cache->rows().first(size_t(keys)), latent);
   be.CopyColumns(latent, 0, c, 0, r);
   const Tensor q_seg = q.RowSlice(s.row0, t), o_seg = o.RowSlice(s.row0, t);
-  const std::span<const int32_t> rows = std::span(key_order_).first(size_t(keys));
+  const std::span<const int32_t> rows = key_order_.first(size_t(keys));
   for (int64_t h0 = 0; h0 < n_h; h0 += g) {
     be.Matmul(c, w_expand_.RowSlice(h0 * (dn + dv), g * (dn + dv)), nullptr, kv);
     for (int64_t j = 0; j < g; ++j) {

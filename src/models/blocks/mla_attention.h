@@ -9,6 +9,7 @@
 
 #include <memory>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "models/blocks/attention.h"
@@ -22,11 +23,13 @@ namespace anymoe {
 class MlaAttention final : public AttentionBlock {
  public:
   // `form` other than kAbsorbed also keeps kv_b_proj in f32 for the expanded
-  // form and sizes its scratch for segments of up to `max_keys` keys (longer
-  // ones run absorbed), `budget_floats` per head group (ExpandedMlaHeadGroup).
+  // form and sizes its scratch for segments of up to `key_order.size()` keys
+  // (longer ones run absorbed), `budget_floats` per head group
+  // (ExpandedMlaHeadGroup). key_order is 0, 1, 2, ... (the expanded rows in
+  // order), owned by the model and shared by its layers.
   static Expected<std::unique_ptr<AttentionBlock>> Bind(
       WeightBinder& w, Backend& backend, const ModelConfig& c, int64_t layer, const RopeTable& rope,
-      MlaForm form = MlaForm::kAbsorbed, int64_t max_keys = 0,
+      MlaForm form = MlaForm::kAbsorbed, std::span<const int32_t> key_order = {},
       int64_t budget_floats = kMlaExpandBudgetFloats);
   void AddTo(StepContext& ctx, const Tensor& x, const RowNorm& norm, const Tensor& y) override {
     AddNormed(ctx.backend, x, norm, y,
@@ -67,12 +70,12 @@ class MlaAttention final : public AttentionBlock {
   Tensor w_v_absorb_;  // [n_h, d_v, kv_lora]: latent -> value
   MlaForm form_ = MlaForm::kAbsorbed;
   int64_t max_keys_ = 0;  // the expanded form's scratch holds this many keys
+  std::span<const int32_t> key_order_;  // 0, 1, ..., max_keys - 1 (the model's)
   int64_t group_ = 1;     // heads per expanded attention call
   // kv_b_proj in f32, [n_h * (d_nope + d_v), kv_lora] (per head its k_nope
   // rows, then its v rows): latent -> keys and values (expanded form only).
   Tensor w_expand_;
   std::unique_ptr<Buffer> expand_buffer_;
-  std::vector<int32_t> key_order_;       // 0, 1, ..., max_keys - 1: the expanded rows in order
   std::unique_ptr<DsaIndexer> indexer_;  // "full" DSA layers only
   bool uses_dsa_ = false;
 };

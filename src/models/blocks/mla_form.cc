@@ -10,6 +10,24 @@ double KeyVisits(int64_t t, int64_t n_past) {
   return double(t) * double(n_past) + double(t) * double(t + 1) / 2;
 }
 
+// Each form's multiply-adds with its terms weighted (1: plain counts).
+double AbsorbedCost(const MlaConfig& m, int64_t heads, int64_t t, int64_t n_past,
+                    double projection_cost) {
+  const double r = double(m.kv_lora_rank), dr = double(m.qk_rope_head_dim);
+  const double projections =
+      double(t) * double(heads) * r * double(m.qk_nope_head_dim + m.v_head_dim);
+  return projections * projection_cost + KeyVisits(t, n_past) * double(heads) * (2 * r + dr);
+}
+
+double ExpandedCost(const MlaConfig& m, int64_t heads, int64_t t, int64_t n_past,
+                    double pair_cost, double expansion_cost) {
+  const double r = double(m.kv_lora_rank);
+  const double expansion =
+      double(n_past + t) * double(heads) * r * double(m.qk_nope_head_dim + m.v_head_dim);
+  const double pair = double(m.qk_nope_head_dim + m.qk_rope_head_dim + m.v_head_dim);
+  return expansion * expansion_cost + KeyVisits(t, n_past) * double(heads) * pair * pair_cost;
+}
+
 }  // namespace
 
 std::string_view MlaFormName(MlaForm form) {
@@ -32,18 +50,11 @@ Expected<MlaForm> ParseMlaForm(std::string_view name) {
 }
 
 double AbsorbedMlaMacs(const MlaConfig& m, int64_t heads, int64_t t, int64_t n_past) {
-  const double r = double(m.kv_lora_rank), dr = double(m.qk_rope_head_dim);
-  const double projections =
-      double(t) * double(heads) * r * double(m.qk_nope_head_dim + m.v_head_dim);
-  return projections + KeyVisits(t, n_past) * double(heads) * (2 * r + dr);
+  return AbsorbedCost(m, heads, t, n_past, 1);
 }
 
 double ExpandedMlaMacs(const MlaConfig& m, int64_t heads, int64_t t, int64_t n_past) {
-  const double r = double(m.kv_lora_rank);
-  const double expansion =
-      double(n_past + t) * double(heads) * r * double(m.qk_nope_head_dim + m.v_head_dim);
-  const double pair = double(m.qk_nope_head_dim + m.qk_rope_head_dim + m.v_head_dim);
-  return expansion + KeyVisits(t, n_past) * double(heads) * pair;
+  return ExpandedCost(m, heads, t, n_past, 1, 1);
 }
 
 // Multiply-adds do not all cost the same. Relative to one of the absorbed
@@ -57,14 +68,8 @@ constexpr double kHeadProjectionCost = 1.6;  // absorbed q_nope -> latent and la
 constexpr double kExpansionCost = 1.3;       // k_nope|v from the latent, and the copies
 
 bool ExpandedMlaIsCheaper(const MlaConfig& m, int64_t heads, int64_t t, int64_t n_past) {
-  const double r = double(m.kv_lora_rank), dr = double(m.qk_rope_head_dim);
-  const double per_key = double(heads) * r * double(m.qk_nope_head_dim + m.v_head_dim);
-  const double visits = KeyVisits(t, n_past) * double(heads);
-  const double absorbed = visits * (2 * r + dr) + double(t) * per_key * kHeadProjectionCost;
-  const double pair = double(m.qk_nope_head_dim + m.qk_rope_head_dim + m.v_head_dim);
-  const double expanded =
-      visits * pair * kPerHeadPairCost + double(n_past + t) * per_key * kExpansionCost;
-  return expanded < absorbed;
+  return ExpandedCost(m, heads, t, n_past, kPerHeadPairCost, kExpansionCost) <
+         AbsorbedCost(m, heads, t, n_past, kHeadProjectionCost);
 }
 
 int64_t ExpandedMlaHeadGroup(const MlaConfig& m, int64_t heads, int64_t max_keys,
