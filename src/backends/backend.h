@@ -119,6 +119,11 @@ struct AttentionStep {
   Tensor out;  // [T, n_h, d_v]
 };
 
+// The query shape of a DSA indexer (IndexerTopK's q is [tokens, heads, dim]).
+struct IndexerShape {
+  int64_t heads = 0, dim = 0;
+};
+
 // Backend-owned memory; released when destroyed.
 class Buffer {
  public:
@@ -133,6 +138,7 @@ struct MemoryPlan {
   uint64_t weights = 0;      // as PrepareWeight stores them, plus derived weights
   uint64_t kv_cache = 0;     // the KV pool for `kv_tokens` tokens
   uint64_t activations = 0;  // step buffers and workspace for `max_step_tokens`
+  uint64_t context_scratch = 0;  // the backend's own scratch for the context (DSA indexer)
   uint64_t expert_cache = 0; // slots of the routed-expert cache (streamed experts)
   int64_t expert_cache_slots = 0;  // experts it holds at once
   uint64_t streamed_weights = 0;  // routed experts left in the file (not in total())
@@ -140,7 +146,9 @@ struct MemoryPlan {
   uint64_t buffers = 0;      // how many Allocate/PrepareWeight calls (alignment slack)
   int64_t kv_tokens = 0;
   int64_t max_step_tokens = 0;
-  uint64_t total() const { return weights + kv_cache + activations + expert_cache; }
+  uint64_t total() const {
+    return weights + kv_cache + activations + context_scratch + expert_cache;
+  }
 };
 
 // What `anymoe doctor` reports about the device under a backend.
@@ -182,8 +190,17 @@ class Backend {
   static constexpr const char* kExpertCacheBuffer = "expert cache";
   virtual Expected<std::unique_ptr<Buffer>> Allocate(uint64_t bytes, const std::string& what) = 0;
   // Sizes per-op scratch for sequences of up to `max_keys` cached tokens, so
-  // that no op grows a buffer while decoding (called when a cache is made).
-  virtual Status ReserveForContext(int64_t max_keys) = 0;
+  // that no op grows a buffer with the context (called when a cache is made);
+  // `indexer`: the model's DSA indexer queries (IndexerTopK's scores and
+  // picks are as long as the context), heads 0 if it has none.
+  virtual Status ReserveForContext(int64_t max_keys, IndexerShape indexer) = 0;
+  // Host memory that ReserveForContext(max_keys, indexer) holds, so that the
+  // memory plan counts it (0 where it holds none outside its reservation).
+  virtual uint64_t ContextScratchBytes(int64_t max_keys, IndexerShape indexer) const { return 0; }
+  // Every weight is prepared: a backend may give back what loading left over
+  // (the CPU backend unmaps the unused tail of its last panel chunk), so that
+  // the process holds what the memory plan says.
+  virtual void FinishLoad() {}
   // Makes a file tensor usable by this backend's ops. The CPU backend returns a
   // view into the mmap (zero copy); device backends upload (and may repack).
   virtual Expected<Tensor> PrepareWeight(const TensorInfo& info) = 0;

@@ -81,7 +81,13 @@ class FallbackBackend final : public Backend {
   }
 
   Expected<std::unique_ptr<Buffer>> Allocate(uint64_t bytes, const std::string& what) override;
-  Status ReserveForContext(int64_t max_keys) override;
+  Status ReserveForContext(int64_t max_keys, IndexerShape indexer) override;
+  // (ContextScratchBytes stays 0: the CPU's scratch is host memory, outside
+  // the device's plan.)
+  void FinishLoad() override {
+    device_->FinishLoad();
+    cpu_->FinishLoad();
+  }
   Expected<Tensor> PrepareWeight(const TensorInfo& info) override;
   Expected<Tensor> PrepareCpuWeight(const TensorInfo& info) override;
 

@@ -106,6 +106,7 @@ int RunDoctor(EngineOptions options) {
   load.context = options.context;
   load.kv_type = engine->kv_type();
   load.mla_form = options.mla_form;
+  load.plan_backend = &engine->backend();
   if (engine->backend().kind() != BackendKind::kCpu) {
     load.cpu_moe_layers = options.experts.cpu_moe_layers;
   }

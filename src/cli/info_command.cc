@@ -119,7 +119,10 @@ void PrintMemory(const ModelConfig& c, int64_t ctx, uint64_t weight_bytes) {
 // What `run`/`serve` on the cpu backend would take (one sequence at -c, f16 KV
 // cache, 128-token steps), and whether --expert-cache (auto by default) streams.
 int PrintPlan(const ModelFile& file, const InfoFlags& f) {
+  auto cpu = CreateBackend("cpu", BackendOptions{});  // what run's default threads reserve
+  if (!cpu.ok()) return ReportError(cpu.status());
   LoadOptions load;
+  load.plan_backend = cpu->get();
   load.context = f.context;
   load.kv_type = DType::kF16;
   load.mla_form = f.mla_form;

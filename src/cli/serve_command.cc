@@ -20,6 +20,7 @@
 
 #include "cli/commands.h"
 #include "cli/common_options.h"
+#include "core/system_memory.h"
 #include "models/memory_plan.h"
 #include "runtime/scheduler.h"
 #include "runtime/step_broadcast.h"
@@ -263,14 +264,16 @@ int Serve(ServeFlags& f) {
                so.model_name.c_str(), static_cast<long long>(sched.context), f.parallel, f.queue,
                std::string(Name(engine->kv_type())).c_str(),
                static_cast<long long>(sched.prefill_depth_unit));
-  if (engine->backend().kind() == BackendKind::kCpu) {
+  const bool host = engine->backend().kind() == BackendKind::kCpu;
+  const ExpertStreamingPlan& streaming = engine->expert_streaming();
+  const MemoryPlan& plan = streaming.stream ? streaming.streamed : streaming.resident;
+  const auto mib = [](uint64_t bytes) { return double(bytes) / double(1 << 20); };
+  if (host) {
     // What this process should stay within (weights, the whole KV pool, step
-    // buffers, expert cache), to compare with its RSS.
-    const ExpertStreamingPlan& p = engine->expert_streaming();
+    // buffers, scratch, expert cache), to compare with its RSS.
     std::fprintf(stderr,
                  "anymoe: memory plan: %s; the process held %.1f MiB before loading weights\n",
-                 DescribeMemoryPlan(p.stream ? p.streamed : p.resident).c_str(),
-                 double(engine->resident_before_weights()) / double(1 << 20));
+                 DescribeMemoryPlan(plan).c_str(), mib(engine->resident_before_weights()));
   }
 
   signals.Wait();
@@ -279,6 +282,18 @@ int Serve(ServeFlags& f) {
   server.Drain(std::chrono::steady_clock::now() + timeout);
   if (sender) {  // the scheduler thread is gone: the other ranks may stop too
     if (Status st = sender->Stop(); !st.ok()) EndJob(*engine->communicator(), st);
+  }
+  if (host) {
+    // The peak against the plan: what the plan leaves out (handler threads,
+    // requests in flight, the ops' step scratch) is the difference.
+    const uint64_t peak = ProcessPeakResidentBytes();
+    const uint64_t planned = plan.total() + engine->resident_before_weights();
+    std::fprintf(stderr,
+                 "anymoe: peak resident memory %.1f MiB: the plan %.1f MiB + %.1f MiB held before "
+                 "loading weights %s %.1f MiB\n",
+                 mib(peak), mib(plan.total()), mib(engine->resident_before_weights()),
+                 peak >= planned ? "+" : "-",
+                 mib(peak >= planned ? peak - planned : planned - peak));
   }
   std::fprintf(stderr, "anymoe: stopped\n");
   return 0;

@@ -50,6 +50,21 @@ std::optional<std::pair<std::string, bool>> CgroupDir() {
   return v2;
 }
 
+// A "Key:  N kB" line of /proc/self/status in bytes, 0 if absent.
+uint64_t StatusBytes(const std::string& key) {
+  // /proc/self/status mixes text and numbers ("Name:\tanymoe"), so look for
+  // the line rather than reading key/number pairs.
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  while (std::getline(f, line)) {
+    if (line.rfind(key, 0) != 0) continue;
+    std::istringstream kb(line.substr(key.size()));
+    uint64_t v = 0;
+    return kb >> v ? v * 1024 : 0;
+  }
+  return 0;
+}
+
 }  // namespace
 
 SystemMemory QuerySystemMemory() {
@@ -70,18 +85,8 @@ SystemMemory QuerySystemMemory() {
   return m;
 }
 
-uint64_t ProcessResidentBytes() {
-  // /proc/self/status mixes text and numbers ("Name:\tanymoe"), so look for
-  // the line rather than reading key/number pairs.
-  std::ifstream f("/proc/self/status");
-  std::string line;
-  while (std::getline(f, line)) {
-    if (line.rfind("VmRSS:", 0) != 0) continue;
-    std::istringstream kb(line.substr(6));
-    uint64_t v = 0;
-    return kb >> v ? v * 1024 : 0;
-  }
-  return 0;
-}
+uint64_t ProcessResidentBytes() { return StatusBytes("VmRSS:"); }
+
+uint64_t ProcessPeakResidentBytes() { return StatusBytes("VmHWM:"); }
 
 }  // namespace anymoe

@@ -19,5 +19,7 @@ SystemMemory QuerySystemMemory();
 // This process's resident memory now (VmRSS: anonymous and file pages), 0 if
 // /proc cannot tell.
 uint64_t ProcessResidentBytes();
+// The most it has held so far (VmHWM), 0 if /proc cannot tell.
+uint64_t ProcessPeakResidentBytes();
 
 }  // namespace anymoe

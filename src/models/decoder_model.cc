@@ -223,7 +223,7 @@ Status DecoderModel::SetIndexTopK(int64_t topk) {
 }
 
 Expected<std::unique_ptr<KvPool>> DecoderModel::NewPool(int64_t tokens) {
-  RETURN_IF_ERROR(backend_.ReserveForContext(tokens));
+  RETURN_IF_ERROR(backend_.ReserveForContext(tokens, indexer_shape()));
   std::vector<LayerCacheSpec> specs;
   for (const Layer& L : layers_) specs.push_back(L.attention->cache_spec());
   const int64_t b = KvPool::kDefaultBlockTokens;
@@ -318,7 +318,7 @@ Tensor DecoderModel::Logits(const Tensor& x, const Tensor& norm, float eps, cons
 
 Expected<std::unique_ptr<KvCache>> DecoderModel::NewMtpCache(int64_t capacity) {
   if (!mtp_) return Status::Error("the model has no MTP layer loaded (--mtp)");
-  RETURN_IF_ERROR(backend_.ReserveForContext(capacity));
+  RETURN_IF_ERROR(backend_.ReserveForContext(capacity, indexer_shape()));
   const int64_t b = KvPool::kDefaultBlockTokens;
   ASSIGN_OR_RETURN(std::unique_ptr<KvPool> pool,
                    KvPool::Create(backend_, (capacity + b - 1) / b, b, {mtp_->cache_spec()},

@@ -35,6 +35,12 @@ class DecoderModel final : public Model {
   Status SetIndexTopK(int64_t topk) override;
 
  private:
+  // The DSA indexer's query shape (heads 0: the model has none), for the
+  // backend's context scratch.
+  IndexerShape indexer_shape() const {
+    return config_.dsa.topk > 0 ? IndexerShape{config_.dsa.n_heads, config_.dsa.head_dim}
+                                : IndexerShape{};
+  }
   struct Layer {
     Tensor attn_norm, ffn_norm;
     std::unique_ptr<AttentionBlock> attention;

@@ -22,6 +22,7 @@ class SizeOnlyBuffer final : public Buffer {
 // Counts bytes by purpose; ops are never called while loading.
 class PlanningBackend final : public Backend {
  public:
+  explicit PlanningBackend(const Backend* target) : target_(target) {}
   const MemoryPlan& plan() const { return plan_; }
 
   BackendKind kind() const override { return BackendKind::kCpu; }
@@ -39,7 +40,14 @@ class PlanningBackend final : public Backend {
     ++plan_.buffers;
     return std::unique_ptr<Buffer>(new SizeOnlyBuffer(bytes));
   }
-  Status ReserveForContext(int64_t) override { return Status::Ok(); }
+  Status ReserveForContext(int64_t max_keys, IndexerShape indexer) override {
+    // Scratch is reserved, not added: every cache's call grows the same buffers.
+    if (target_ != nullptr) {
+      plan_.context_scratch =
+          std::max(plan_.context_scratch, target_->ContextScratchBytes(max_keys, indexer));
+    }
+    return Status::Ok();
+  }
   Expected<Tensor> PrepareWeight(const TensorInfo& info) override {
     ++plan_.buffers;
     return Count(info, plan_.weights);
@@ -117,13 +125,14 @@ class PlanningBackend final : public Backend {
     CHECK(!"PlanningBackend runs no ops");
     std::abort();
   }
+  const Backend* target_;
   MemoryPlan plan_;
 };
 
 }  // namespace
 
 Expected<MemoryPlan> PlanMemory(const ModelFile& file, const LoadOptions& options) {
-  PlanningBackend planner;
+  PlanningBackend planner(options.plan_backend);
   LoadOptions planning = options;
   planning.planning = true;
   planning.progress = nullptr;
@@ -149,6 +158,7 @@ std::string DescribeMemoryPlan(const MemoryPlan& plan) {
   };
   std::string s = gib(plan.total()) + " = weights " + gib(plan.weights) + " + KV cache " +
                   gib(plan.kv_cache) + " + activations " + gib(plan.activations);
+  if (plan.context_scratch > 0) s += " + context scratch " + gib(plan.context_scratch);
   if (plan.expert_cache > 0) {
     s += " + expert cache " + gib(plan.expert_cache) + " (routed experts " +
          gib(plan.streamed_weights) + " stream from the file)";

@@ -59,6 +59,9 @@ struct LoadOptions {
   const ExpertParallelism* expert_parallel = nullptr;
   // Set by PlanMemory: size what the load would allocate, start nothing.
   bool planning = false;
+  // The backend a plan is for: PlanMemory counts the host scratch its
+  // ReserveForContext would hold (null: none).
+  const Backend* plan_backend = nullptr;
   // Called with the bytes of each weight as it is prepared (load progress).
   std::function<void(uint64_t bytes, bool done)> progress = nullptr;
 };

@@ -29,7 +29,9 @@ Expected<std::unique_ptr<Model>> LoadModel(const ModelFile& file, Backend& backe
     ASSIGN_OR_RETURN(MemoryPlan plan, PlanMemory(file, options));
     RETURN_IF_ERROR(backend.ReserveMemory(plan).WithContext(file.path));
   }
-  return LoadModelUnplanned(file, backend, options);
+  ASSIGN_OR_RETURN(std::unique_ptr<Model> model, LoadModelUnplanned(file, backend, options));
+  backend.FinishLoad();
+  return model;
 }
 
 int64_t KvCacheTokens(const Model& model, const LoadOptions& options) {

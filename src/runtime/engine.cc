@@ -154,6 +154,7 @@ Expected<std::unique_ptr<Engine>> Engine::Load(const EngineOptions& options) {
     e->mtp_file_ = std::move(mtp);
     load.mtp_file = &*e->mtp_file_;
   }
+  load.plan_backend = e->backend_.get();
   // On the CPU backend every expert is on the CPU already.
   load.cpu_moe_layers = cpu ? 0 : options.experts.cpu_moe_layers;
   ExpertStreamingOptions experts = options.experts;

@@ -143,6 +143,36 @@ TEST_F(CpuDsa, PrefillSelectsWhatDecodeSelectsOnEveryTarget) {
   }
 }
 
+// What ReserveForContext holds for a context is what the memory plan counts
+// (ContextScratchBytes), and every indexer call within that context fits it:
+// decode, verify and prefill steps, the int16 path on or off, keys it cannot
+// take (the exact fallback). Before, a first long prefill grew the scratch
+// past the plan.
+TEST_F(CpuDsa, IndexerCallsFitTheContextReservation) {
+  const int64_t keys = kPast + kTokens;
+  const IndexerShape shape{kHeads, kDim};
+  ASSERT_TRUE(backend_.ReserveForContext(keys, shape).ok());
+  const uint64_t reserved = backend_.scratch_bytes();
+  EXPECT_EQ(reserved, backend_.ContextScratchBytes(keys, shape));
+  EXPECT_GE(reserved, uint64_t(keys) * 4 * (8 + 2 * 9));
+  std::vector<int32_t> counts;
+  for (const bool untamed : {false, true}) {
+    if (untamed) keys_[size_t(rows_[17]) * kDim + 5] = 1e30f;
+    for (const Int16Indexer mode : {Int16Indexer::kOff, Int16Indexer::kOn, Int16Indexer::kAuto}) {
+      backend_.set_int16_indexer(mode);
+      Select(0, kTokens, &counts);      // prefill: blocks of queries
+      Select(kTokens - 8, 8, &counts);  // verify: the few-queries path
+      Select(kTokens - 1, 1, &counts);  // decode
+      EXPECT_EQ(backend_.scratch_bytes(), reserved) << "int16 indexer " << int(mode);
+    }
+  }
+  // Without an indexer nothing is reserved.
+  CpuBackend plain(2);
+  ASSERT_TRUE(plain.ReserveForContext(keys, IndexerShape{}).ok());
+  EXPECT_EQ(plain.scratch_bytes(), 0u);
+  EXPECT_EQ(plain.ContextScratchBytes(keys, IndexerShape{}), 0u);
+}
+
 TEST(SelectTopKWithBounds, SelectsWhatTheExactScoresSelect) {
   std::mt19937 rng(5);
   int64_t decided = 0, total = 0;

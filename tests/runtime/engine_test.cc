@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include "backends/cpu/cpu_backend.h"
 #include "core/system_memory.h"
 #include "models/kv_cache.h"
 
@@ -69,6 +70,36 @@ TEST(Engine, MemoryPlanIsFilledInWhenNothingStreams) {
     // What the process held before the weights, which the plan leaves out.
     EXPECT_GT((*e)->resident_before_weights(), 0u);
     EXPECT_LE((*e)->resident_before_weights(), ProcessResidentBytes());
+  }
+}
+
+// The CPU backend's scratch that grows with the context (the DSA indexer's
+// scores and picks, per thread and shared) is in the plan, as much as a pool
+// of the planned size reserves; models without indexers reserve none (they
+// reserved the indexer's for every key of the pool).
+TEST(Engine, MemoryPlanHoldsTheContextScratch) {
+  for (const char* model : {"/moe/glm_moe_dsa", "/llama_tiny"}) {
+    SCOPED_TRACE(model);
+    EngineOptions o = TinyLlama();
+    o.model_path = std::string(ANYMOE_GOLDEN_DIR) + model;
+    o.threads = 2;
+    o.context = 64;
+    o.sequences = 3;
+    auto e = Engine::Load(o);
+    ASSERT_TRUE(e.ok()) << e.status().message();
+    const MemoryPlan& plan = (*e)->expert_streaming().resident;
+    auto& cpu = dynamic_cast<CpuBackend&>((*e)->backend());
+    EXPECT_EQ(cpu.scratch_bytes(), 0u);  // nothing reserved before a cache
+    auto pool = (*e)->model().NewPool(plan.kv_tokens);
+    ASSERT_TRUE(pool.ok()) << pool.status().message();
+    EXPECT_EQ(cpu.scratch_bytes(), plan.context_scratch);
+    if ((*e)->model().config().dsa.topk > 0) {
+      // 8 decode queries' scores shared, and 9 (f32) or 16 (int16) arrays per
+      // thread, each a float per key of the pool.
+      EXPECT_GE(plan.context_scratch, uint64_t(8 + 2 * 9) * 4 * uint64_t(plan.kv_tokens));
+    } else {
+      EXPECT_EQ(plan.context_scratch, 0u);
+    }
   }
 }
 

@@ -129,7 +129,10 @@ DeviceInfo CpuBackend::device() const {
 
 float* CpuBackend::Scratch(int thread, uint64_t floats) {
   auto& s = scratch_[thread];
-  if (s.size() < floats) s.resize(floats);
+  if (s.size() < floats) {
+    s.reserve(floats);  // exactly: resize alone may double the capacity
+    s.resize(floats);
+  }
   return s.data();
 }
 
@@ -138,22 +141,48 @@ void CpuBackend::ReserveScratch(uint64_t floats) {
 }
 
 float* CpuBackend::SharedScratch(uint64_t floats) {
-  if (shared_scratch_.size() < floats) shared_scratch_.resize(floats);
+  if (shared_scratch_.size() < floats) {
+    shared_scratch_.reserve(floats);  // exactly: resize alone may double the capacity
+    shared_scratch_.resize(floats);
+  }
   return shared_scratch_.data();
 }
 
-Status CpuBackend::ReserveForContext(int64_t max_keys) {
-  // The DSA indexer keeps scores and an index per key: a decode step's in the
-  // shared scratch, a prefill block's in its thread's (IndexerTopK).
-  // (A prefill call's quantised keys, about dim / 2 + 2 floats per key, and
-  // its per-block query terms are sized by the indexer's shapes: they grow the
-  // shared and per-thread scratch at the first long prefill.)
-  SharedScratch(uint64_t(kIndexerFewQueries * max_keys));
-  for (int t = 0; t < pool_.num_threads(); ++t) {
-    // The int16 path's bounds and band take 7 more arrays per block.
-    Scratch(t, uint64_t((kIndexerQueryBlock + (UseInt16Indexer() ? 8 : 1)) * max_keys));
-  }
+CpuBackend::ContextFloats CpuBackend::ContextScratch(int64_t max_keys, IndexerShape indexer) const {
+  // The DSA indexer's scratch grows with the context (IndexerTopK): a decode
+  // step's scores in the shared scratch and its picks in a thread's; a
+  // prefill's keys quantised to int16 in the shared scratch and each block's
+  // scores, order, tile and bounds in its thread's. Both paths, whichever the
+  // target and --int16-indexer pick, so the figure does not depend on them.
+  if (indexer.heads == 0) return {};
+  const int64_t tile_keys = kernels::IndexerInt16TileKeys();
+  const int64_t padded = (max_keys + tile_keys - 1) / tile_keys * tile_keys;
+  const int64_t key_floats = (kernels::IndexerInt16KeyElements(max_keys, indexer.dim) + 1) / 2;
+  const int64_t decode_thread =
+      std::max(kernels::IndexerHeadSlots(indexer.heads) * indexer.dim, max_keys);
+  const int64_t prefill_thread = std::max(
+      IndexerPrefillScratchFloats(kIndexerQueryBlock, max_keys, indexer.heads, indexer.dim),
+      (kIndexerQueryBlock + 1) * padded + kernels::IndexerTileFloats(indexer.dim));
+  return {uint64_t(std::max(kIndexerFewQueries * max_keys, key_floats + 2 * padded)),
+          uint64_t(std::max(decode_thread, prefill_thread))};
+}
+
+Status CpuBackend::ReserveForContext(int64_t max_keys, IndexerShape indexer) {
+  const ContextFloats need = ContextScratch(max_keys, indexer);
+  if (need.shared > 0) SharedScratch(need.shared);
+  if (need.per_thread > 0) ReserveScratch(need.per_thread);
   return Status::Ok();
+}
+
+uint64_t CpuBackend::ContextScratchBytes(int64_t max_keys, IndexerShape indexer) const {
+  const ContextFloats need = ContextScratch(max_keys, indexer);
+  return (need.shared + uint64_t(pool_.num_threads()) * need.per_thread) * sizeof(float);
+}
+
+uint64_t CpuBackend::scratch_bytes() const {
+  uint64_t floats = shared_scratch_.capacity();
+  for (const std::vector<float>& s : scratch_) floats += s.capacity();
+  return floats * sizeof(float);
 }
 
 Expected<std::unique_ptr<Buffer>> CpuBackend::Allocate(uint64_t bytes, const std::string& what) {

@@ -38,7 +38,11 @@ class CpuBackend final : public Backend {
 
   Expected<std::unique_ptr<Buffer>> Allocate(uint64_t bytes, const std::string& what) override;
   Expected<Tensor> PrepareWeight(const TensorInfo& info) override;
-  Status ReserveForContext(int64_t max_keys) override;
+  Status ReserveForContext(int64_t max_keys, IndexerShape indexer) override;
+  uint64_t ContextScratchBytes(int64_t max_keys, IndexerShape indexer) const override;
+  // Bytes of f32 scratch held now (shared and per thread), for tests of the plan.
+  uint64_t scratch_bytes() const;
+  void FinishLoad() override { panels_.Seal(); }
 
   void Embedding(const Tensor& table, std::span<const int32_t> ids, const Tensor& out) override;
   void RmsNorm(const Tensor& x, const Tensor& weight, float eps, const Tensor& out) override;
@@ -86,6 +90,11 @@ class CpuBackend final : public Backend {
   static constexpr int64_t kIndexerRunKeys = 1024;
   static constexpr int64_t kIndexerFewQueries = 8;
   static constexpr int64_t kIndexerQueryBlock = 8;
+  // What ReserveForContext reserves, in floats: the shared scratch and each thread's.
+  struct ContextFloats {
+    uint64_t shared = 0, per_thread = 0;
+  };
+  ContextFloats ContextScratch(int64_t max_keys, IndexerShape indexer) const;
   // Per-thread f32 scratch, grown on first use and then reused (no per-token allocation).
   float* Scratch(int thread, uint64_t floats);
   float* SharedScratch(uint64_t floats);

@@ -7,8 +7,9 @@
 // 259 / 433 -> 315 / 526 and 311 / 501 -> 332 / 533.
 //
 // Allocations are bump-allocated from chunks of at least kChunkBytes and live
-// as long as the arena. Pages are only backed when written, so the unused tail
-// of the last chunk costs address space, not memory.
+// as long as the arena. A chunk's unused tail is unmapped when the chunk takes
+// no more (a new chunk starts, or Seal): left mapped, the huge page holding the
+// last allocation's end would back up to 2 MiB that nothing uses.
 #pragma once
 
 #include <cstdint>
@@ -18,9 +19,10 @@
 
 namespace anymoe::cpu {
 
-// `bytes` rounded up to whole huge pages of anonymous memory, starting on a
+// `bytes` of anonymous memory (rounded up to whole base pages), starting on a
 // huge page boundary and advised as huge pages (only advice: without THP,
-// 4 KiB pages); null when the system refuses. Free with UnmapHugePages.
+// 4 KiB pages; the tail past the last whole huge page is always base pages);
+// null when the system refuses. Free with UnmapHugePages.
 uint8_t* MapHugePages(uint64_t bytes);
 void UnmapHugePages(uint8_t* base, uint64_t bytes);
 // Backs [base, base + bytes) with memory now (zero-filled), as a first write
@@ -39,6 +41,11 @@ class HugePageArena {
 
   // `bytes` bytes, 64-byte aligned; errors name `what` when memory runs out.
   Expected<uint8_t*> Allocate(uint64_t bytes, const std::string& what);
+
+  // Gives back the last chunk's pages past its last allocation: a later
+  // allocation that does not fit what is left of that page starts a new
+  // chunk. (When loading is done: Backend::FinishLoad.)
+  void Seal();
 
   // Bytes handed out so far.
   uint64_t bytes_in_use() const;
