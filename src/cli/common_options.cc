@@ -109,6 +109,9 @@ void AddExpertParallelOptions(CLI::App& cmd, ExpertParallelOptions& ep) {
                  "seconds to wait for the other ranks in one exchange before giving up")
       ->check(FiniteNumber(0.001, 86400))
       ->capture_default_str();
+  cmd.add_flag("--ep-overlap,!--ep-no-overlap", ep.overlap,
+               "compute the shared expert while the routed experts' outputs travel (default); "
+               "--ep-no-overlap waits for them first, to measure what overlapping gains");
 }
 
 Status SingleProcessOnly(const char* command) {

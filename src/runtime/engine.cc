@@ -59,6 +59,7 @@ Status Engine::StartExpertParallel(const ExpertParallelOptions& options) {
   }
   ep_ = std::make_unique<ExpertParallelism>();
   ep_->comm = comm_.get();
+  ep_->overlap = options.overlap;
   if (options.placement.empty()) {
     ep_->placement = ExpertPlacement::Contiguous(comm_->size(), moe_layers, config.moe.num_experts);
   } else {

@@ -27,6 +27,7 @@ struct ExpertParallelOptions {
   bool enabled = false;   // --ep (run and bench turn it on under mpirun with 2+ ranks)
   std::string placement;  // --ep-placement FILE (JSON); empty: contiguous ranges
   double timeout_s = 60;  // --ep-timeout: longest wait for the other ranks
+  bool overlap = true;    // --ep-no-overlap: the shared expert waits for the exchange
 };
 
 struct EngineOptions {

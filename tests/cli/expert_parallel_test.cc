@@ -111,6 +111,15 @@ TEST_F(ExpertParallel, TwoRanksMatchOneProcessOnEveryMoeGolden) {
   }
 }
 
+// --ep-no-overlap computes the shared expert after the exchange, not during
+// it (the measurement of what overlapping gains): the same bits.
+TEST_F(ExpertParallel, SharedExpertAfterTheExchangeMatchesOneProcess) {
+  for (const char* model : {"moe/glm4_moe", "moe_gguf/deepseek_v3.gguf"}) {
+    SCOPED_TRACE(model);
+    ExpectSameAsOneProcess(Golden(model), 2, "--exact --ep-no-overlap");
+  }
+}
+
 TEST_F(ExpertParallel, ThreeRanksMatchOneProcessWithoutExact) {
   // Uneven ranges (8 experts over 3 ranks), quantised and f32 weights.
   for (const char* model : {"moe/glm_moe_dsa", "moe/mixtral", "moe_gguf/glm4_moe.q8_0.gguf",

@@ -35,6 +35,7 @@ Expected<std::unique_ptr<MoeBlock>> MoeBlock::Bind(WeightBinder& w, const ModelC
                            "not combine yet: use --expert-cache off with --ep");
     }
     m->parallel_.emplace(*ep->comm, ep->placement.owners(i), max_step_tokens * k);
+    m->overlap_exchange_ = ep->overlap;
   }
   if (s.shared_ffn > 0) {
     ASSIGN_OR_RETURN(m->shared_, DenseMlp::Bind(w, i, "mlp.shared_experts", h, s.shared_ffn));
@@ -203,7 +204,7 @@ void MoeBlock::Forward(StepContext& ctx, const Tensor& x, const Tensor& out) {
     // outputs in the single-process order.
     Status st = parallel_->Start(be, ctx.ws, xe, offsets_, experts_.gate, experts_.up,
                                  experts_.down, g, u);
-    if (st.ok() && shared_) {
+    if (st.ok() && shared_ && overlap_exchange_) {
       shared_out = ctx.ws.Take(t, h);
       DenseMlp::Run(be, x, shared_->gate(), shared_->up(), shared_->down(), g_buf, u_buf,
                     shared_out);

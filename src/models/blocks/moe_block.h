@@ -81,6 +81,7 @@ class MoeBlock final : public FeedForwardBlock {
   ExpertCache* cache_ = nullptr;
   std::optional<StreamedExperts> streamed_;
   std::optional<ExpertParallelLayer> parallel_;
+  bool overlap_exchange_ = true;  // the shared expert runs while parallel_'s exchange does
   MoeBlock* next_ = nullptr;
   Tensor next_norm_;
   float norm_eps_ = 0;

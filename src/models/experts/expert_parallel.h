@@ -25,6 +25,9 @@ namespace anymoe {
 struct ExpertParallelism {
   Communicator* comm = nullptr;
   ExpertPlacement placement;
+  // The shared expert computes while the routed outputs travel (false: after
+  // they are back; the same bits either way, to measure what overlap gains).
+  bool overlap = true;
 };
 
 class ExpertParallelLayer {
