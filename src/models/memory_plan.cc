@@ -49,7 +49,7 @@ class PlanningBackend final : public Backend {
     return Status::Ok();
   }
   Expected<Tensor> PrepareWeight(const TensorInfo& info) override {
-    ++plan_.buffers;
+    plan_.buffers += info.scales ? 2 : 1;  // a device keeps FP8 scales in a buffer of their own
     return Count(info, plan_.weights);
   }
   // Host memory, never the device's (--cpu-moe).
@@ -118,6 +118,10 @@ class PlanningBackend final : public Backend {
       bytes += uint64_t(t.elements()) * 4;
     } else {
       bytes += info.bytes;
+    }
+    if (info.scales) {  // FP8 block scales: an f32 grid beside the weight
+      bytes += uint64_t((info.rows() + info.scales.rows - 1) / info.scales.rows) *
+               uint64_t((info.cols() + info.scales.cols - 1) / info.scales.cols) * sizeof(float);
     }
     return t;
   }

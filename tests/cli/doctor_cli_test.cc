@@ -83,6 +83,22 @@ TEST(Doctor, OpenClShowsTheDeviceAndForcedFallbacks) {
       << forced.out;
 }
 
+// FP8 block-scaled checkpoints (GLM-5's and DeepSeek-V3's official form): the
+// OpenCL kernels decode the weights and apply their scales, no fallback.
+TEST(Doctor, OpenClRunsFp8WeightsWithBlockScalesNatively) {
+  if (!HasOpenCl()) GTEST_SKIP() << "built without OpenCL";
+  for (const char* name : {"deepseek_v3", "glm_moe_dsa"}) {
+    const Result r = RunAnymoe("doctor -m " + std::string(ANYMOE_GOLDEN_DIR) + "/fp8/" + name +
+                               " --backend opencl");
+    if (r.out.find("no OpenCL device") != std::string::npos) GTEST_SKIP() << r.out;
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    EXPECT_TRUE(HasRow(r.out, "Matmul", "f8_e4m3 native")) << name << "\n" << r.out;
+    EXPECT_TRUE(HasRow(r.out, "GroupedMatmul", "f8_e4m3 native")) << name << "\n" << r.out;
+    EXPECT_NE(r.out.find(" native, 0 on the CPU fallback"), std::string::npos) << name << "\n"
+                                                                               << r.out;
+  }
+}
+
 // --cpu-moe / --n-cpu-moe N: the expert matmuls of those layers are "cpu-moe"
 // rows (on the CPU by request, not fallbacks), the placement line names the
 // layers and the host bytes, and the device plan shrinks by them.

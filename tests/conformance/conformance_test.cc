@@ -1,6 +1,7 @@
 // Cross-backend conformance: every golden model (dense llama, the MoE
 // architectures from HF safetensors and from llama.cpp's GGUF conversion) on
-// every device backend this build has, against the CPU backend in exact mode
+// every device backend this build has (FP8 block-scaled checkpoints too),
+// against the CPU backend in exact mode
 // (f32 activations): prompt logits within kLogitTolerance at every position and
 // the identical greedy continuation. A backend that is not built or has no
 // device is skipped with a message. The MLA models run in the expanded form
@@ -52,6 +53,10 @@ std::vector<GoldenModel> GoldenModels() {
   }
   for (const char* name : {"deepseek_v3", "glm4_moe", "glm4_moe_lite", "glm_moe_dsa", "mixtral"}) {
     m.push_back({std::string("moe_gguf/") + name + ".gguf", std::string("moe/") + name});
+  }
+  // FP8 block-quantised checkpoints: the device kernels apply the block scales.
+  for (const char* name : {"deepseek_v3", "glm_moe_dsa"}) {
+    m.push_back({std::string("fp8/") + name, std::string("fp8/") + name});
   }
   m.push_back({"moe/deepseek_v3", "moe/deepseek_v3", MlaForm::kExpanded});
   m.push_back({"moe_gguf/glm4_moe_lite.gguf", "moe/glm4_moe_lite", MlaForm::kExpanded});

@@ -192,5 +192,25 @@ TEST(DeviceExpertCacheBudget, ABudgetBelowEveryWeightHoldsAnExpertCache) {
       << tiny.status().message();
 }
 
+// FP8 experts run natively on the device when every weight fits, but a slot
+// would hold an expert's bytes without its block scales: a budget that needs
+// an expert cache is refused with what to do instead.
+TEST(DeviceExpertCacheBudget, Fp8ExpertsStayOutOfTheCacheWithAClearError) {
+  auto probe = CreateBackend("opencl", BackendOptions{.num_threads = 2});
+  if (!probe.ok()) GTEST_SKIP() << "opencl unavailable: " << probe.status().message();
+  const std::string dir = "fp8/deepseek_v3";
+  const uint64_t all = AllResidentBytes(dir);
+  ASSERT_GT(all, 0u);
+  auto resident = Engine::Load(Options(dir, all));
+  ASSERT_TRUE(resident.ok()) << resident.status().message();
+  const uint64_t routed = (*resident)->expert_streaming().streamed.streamed_weights;
+  ASSERT_GT(routed, 0u);
+  auto engine = Engine::Load(Options(dir, all - routed / 4));
+  ASSERT_FALSE(engine.ok());
+  EXPECT_NE(engine.status().message().find("FP8 experts cannot live in a device expert cache"),
+            std::string::npos)
+      << engine.status().message();
+}
+
 }  // namespace
 }  // namespace anymoe

@@ -365,6 +365,124 @@ TEST_P(DeviceOps, StepAttentionOverSeveralSequences) {
   }
 }
 
+// FP8 weights with block scales (the official GLM-5 / DeepSeek-V3
+// checkpoints), decoded by the device kernels themselves: the blocks here are
+// [16, 24] so that a 40 x 200 matrix has partial blocks on both edges; views
+// that start inside a block row (row slices, stacked experts) read the grid
+// rows of the whole matrix.
+TEST_P(DeviceOps, Fp8WithBlockScalesInEveryOpAndView) {
+  const SupportsFn supports = DeviceSupportsTable(GetParam());
+  ASSERT_NE(supports, nullptr);
+  // Random FP8 bytes of moderate magnitude (no NaN or inf encodings) and a grid
+  // of scales in [0.25, 2]; scales null: a plain FP8 weight.
+  auto fp8 = [&](DType dtype, int64_t rows, int64_t cols, bool scaled) {
+    std::vector<uint8_t> w(size_t(rows * cols));
+    for (uint8_t& b : w) {
+      const uint32_t r = rng_();
+      b = dtype == DType::kF8_E4M3 ? uint8_t((r & 0x80) | (4 + (r >> 8) % 6) << 3 | (r >> 16) & 7)
+                                   : uint8_t((r & 0x80) | (12 + (r >> 8) % 6) << 2 | (r >> 16) & 3);
+    }
+    bytes_.push_back(std::move(w));
+    TensorInfo info{"w", dtype, {rows, cols}, bytes_.back().data(), bytes_.back().size()};
+    if (scaled) {
+      const int64_t grid = (rows + 15) / 16 * ((cols + 23) / 24);
+      std::vector<uint8_t> g(size_t(grid) * 4 + 1);  // +1: the grid starts unaligned, as in a file
+      std::uniform_real_distribution<float> scale(0.25f, 2.0f);
+      for (int64_t i = 0; i < grid; ++i) {
+        const float v = scale(rng_);
+        std::memcpy(g.data() + 1 + 4 * i, &v, 4);
+      }
+      bytes_.push_back(std::move(g));
+      info.scales = BlockScales{bytes_.back().data() + 1, 16, 24};
+    }
+    return Pair{cpu_->PrepareWeight(info).value(), dev_->PrepareWeight(info).value()};
+  };
+  for (DType dtype : {DType::kF8_E4M3, DType::kF8_E5M2}) {
+    const std::string name(Name(dtype));
+    EXPECT_TRUE(supports(Op::kMatmul, dtype)) << name;
+    EXPECT_TRUE(supports(Op::kGroupedMatmul, dtype)) << name;
+    EXPECT_TRUE(supports(Op::kEmbedding, dtype)) << name;
+    const int64_t k = 200, n = 40;
+    for (bool scaled : {true, false}) {
+      const Pair w = fp8(dtype, n, k, scaled);
+      const std::string what = name + (scaled ? " scaled" : " unscaled");
+      // Matmul over the whole matrix and over rows 17..39 (a view starting
+      // one row into the second block row).
+      for (int64_t t : {1, 7}) {
+        for (auto [r0, rows] : {std::pair<int64_t, int64_t>{0, n}, {17, n - 17}}) {
+          const Pair x = Activations(t, k), y = Activations(t, rows, false);
+          cpu_->Matmul(x.cpu, w.cpu.RowSlice(r0, rows), nullptr, y.cpu);
+          dev_->Matmul(x.dev, w.dev.RowSlice(r0, rows), nullptr, y.dev);
+          EXPECT_LT(RelDiff(y), 1e-5f) << what << " T=" << t << " rows from " << r0;
+        }
+      }
+      // Weights read back (MLA absorption reads kv_b_proj so): exact.
+      std::vector<float> a(size_t((n - 17) * k)), b(a.size());
+      cpu_->ReadF32(w.cpu.RowSlice(17, n - 17), a);
+      dev_->ReadF32(w.dev.RowSlice(17, n - 17), b);
+      EXPECT_EQ(a, b) << what << " read back";
+      // Embedding rows of the table: exact.
+      const Pair out = Activations(4, k, false);
+      const std::vector<int32_t> ids = {3, 0, 39, 17};
+      cpu_->Embedding(w.cpu, ids, out.cpu);
+      dev_->Embedding(w.dev, ids, out.dev);
+      EXPECT_EQ(RelDiff(out), 0.0f) << what << " embedding";
+    }
+    // Three scaled projections of one normed x in one launch, against the CPU
+    // and against the device's separate calls.
+    const int64_t t = 3, n1 = 24;
+    const Pair x = Activations(t, k), norm_w = Activations(1, k);
+    const Pair wq = fp8(dtype, n, k, true), wk = fp8(dtype, n1, k, true),
+               wv = fp8(dtype, n1, k, true);
+    const Pair q = Activations(t, n, false), kk = Activations(t, n1, false),
+               v = Activations(t, n1, false);
+    const Pair normed = Activations(t, k, false), q2 = Activations(t, n, false),
+               kk2 = Activations(t, n1, false), v2 = Activations(t, n1, false);
+    for (bool dev : {false, true}) {
+      Backend& b = dev ? *dev_ : *cpu_;
+      auto side = [dev](const Pair& p) { return dev ? p.dev : p.cpu; };
+      const Tensor nw = side(norm_w).Reshaped({k});
+      const Tensor wqt = side(wq), wkt = side(wk), wvt = side(wv);
+      const RowNorm norm{&nw, 1e-5f, side(normed)};
+      const Projection qkv[] = {
+          {&wqt, nullptr, side(q)}, {&wkt, nullptr, side(kk)}, {&wvt, nullptr, side(v)}};
+      b.FusedMatmul(side(x), qkv, {.norm = &norm});
+      b.RmsNorm(side(x), nw, 1e-5f, side(normed));
+      b.Matmul(side(normed), wqt, nullptr, side(q2));
+      b.Matmul(side(normed), wkt, nullptr, side(kk2));
+      b.Matmul(side(normed), wvt, nullptr, side(v2));
+    }
+    for (const Pair* p : {&q, &kk, &v}) EXPECT_LT(RelDiff(*p), 1e-5f) << name << " norm+qkv";
+    for (auto [fused, separate] : {std::pair{&q, &q2}, {&kk, &kk2}, {&v, &v2}}) {
+      EXPECT_EQ(DeviceDiff(fused->dev, separate->dev), 0.0f) << name << " norm+qkv";
+    }
+    // Experts: stacked (row slices of one matrix, 24 rows each, so scaled
+    // experts start inside block rows) and separate matrices; scaled ones run
+    // a matmul per expert, unscaled ones the grouped kernel.
+    const int64_t experts = 4, ne = 24;
+    const std::vector<int32_t> offsets = {0, 3, 3, 7, 9};
+    for (bool scaled : {true, false}) {
+      const Pair stacked = fp8(dtype, experts * ne, k, scaled);
+      std::vector<Tensor> stacked_cpu, stacked_dev, sep_cpu, sep_dev;
+      for (int64_t e = 0; e < experts; ++e) {
+        stacked_cpu.push_back(stacked.cpu.RowSlice(e * ne, ne));
+        stacked_dev.push_back(stacked.dev.RowSlice(e * ne, ne));
+        const Pair w = fp8(dtype, ne, k, scaled);
+        sep_cpu.push_back(w.cpu);
+        sep_dev.push_back(w.dev);
+      }
+      const Pair xe = Activations(9, k);
+      for (bool separate : {false, true}) {
+        const Pair y = Activations(9, ne, false);
+        cpu_->GroupedMatmul(xe.cpu, separate ? sep_cpu : stacked_cpu, offsets, y.cpu);
+        dev_->GroupedMatmul(xe.dev, separate ? sep_dev : stacked_dev, offsets, y.dev);
+        EXPECT_LT(RelDiff(y), 1e-5f) << name << (scaled ? " scaled" : " unscaled")
+                                     << (separate ? " separate" : " stacked") << " experts";
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, DeviceOps, ::testing::Values("opencl", "cuda"));
 
 }  // namespace

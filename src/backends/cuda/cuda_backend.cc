@@ -23,7 +23,8 @@ namespace k = kernels;
 
 static_assert(int(DType::kF32) == k::kF32 && int(DType::kF16) == k::kF16 &&
                   int(DType::kBF16) == k::kBF16 && int(DType::kQ8_0) == k::kQ8_0 &&
-                  int(DType::kQ4_0) == k::kQ4_0 && int(DType::kQ4_1) == k::kQ4_1,
+                  int(DType::kQ4_0) == k::kQ4_0 && int(DType::kQ4_1) == k::kQ4_1 &&
+                  int(DType::kF8_E4M3) == k::kF8_E4M3 && int(DType::kF8_E5M2) == k::kF8_E5M2,
               "kernels::WeightType must match DType");
 
 // Steps of up to this many tokens use the matvec kernels; longer ones cuBLAS.
@@ -51,13 +52,20 @@ const T* At(const Tensor* t) {
   return t ? At<const T>(*t) : nullptr;
 }
 
-DeviceWeight Weight(const Tensor& w) {
-  return DeviceWeight{At<const char>(w), w.row_bytes(), int(w.dtype)};
-}
-
 int I(int64_t v) {
   CHECK(v >= 0 && v <= int64_t(INT32_MAX));
   return int(v);
+}
+
+// An FP8 weight's block scales for the kernels (a null grid for other weights).
+k::Scales ScalesOf(const Tensor& w) {
+  const device::WeightScales s = device::ScalesOf(w);
+  return k::Scales{static_cast<const float*>(s.grid), I(s.block_rows), I(s.block_cols),
+                   I(s.grid_cols), I(s.first_row)};
+}
+
+DeviceWeight Weight(const Tensor& w) {
+  return DeviceWeight{At<const char>(w), w.row_bytes(), int(w.dtype), ScalesOf(w)};
 }
 
 class CudaBackend final : public device::DeviceBackend {
@@ -81,8 +89,8 @@ class CudaBackend final : public device::DeviceBackend {
   }
 
   void RunEmbedding(const Tensor& table, const Tensor& ids, const Tensor& out) override {
-    k::Embedding(At<const char>(table), table.row_bytes(), int(table.dtype), At<const int32_t>(ids),
-                 I(ids.elements()), At(out), I(table.cols()), stream());
+    k::Embedding(At<const char>(table), table.row_bytes(), int(table.dtype), ScalesOf(table),
+                 At<const int32_t>(ids), I(ids.elements()), At(out), I(table.cols()), stream());
   }
 
   void RunRmsNorm(const Tensor& x, const Tensor& w, float eps, const Tensor& out) override {
@@ -102,8 +110,8 @@ class CudaBackend final : public device::DeviceBackend {
     const int64_t t = x.rows(), kk = x.cols(), n = w.rows();
     const float* b = At<float>(p.bias);
     if (t <= kMatvecMaxTokens) {  // decode: bandwidth-bound, weights read once
-      k::Matvec(At(x), At<const char>(w), w.row_bytes(), int(w.dtype), b, At(p.out), I(t), I(kk),
-                I(n), stream());
+      k::Matvec(At(x), At<const char>(w), w.row_bytes(), int(w.dtype), ScalesOf(w), b, At(p.out),
+                I(t), I(kk), I(n), stream());
       return;
     }
     gemm_.Run(At(x), I(t), I(kk), Weight(w), I(n), At(p.out));

@@ -26,8 +26,10 @@ void DenseGemm::Run(const float* x, int tokens, int k, const DeviceWeight& w, in
   const int tile_rows = int(std::max<uint64_t>(1, kTileBytes / (uint64_t(k) * sizeof(float))));
   for (int r0 = 0; r0 < n; r0 += tile_rows) {
     const int rows = std::min(tile_rows, n - r0);
-    kernels::DequantizeRows(w.data + w.row_bytes * uint64_t(r0), w.row_bytes, w.dtype, rows, k,
-                            tile_, kernels::Stream{dev_->compute(), dev_});
+    kernels::Scales scales = w.scales;  // the tile's rows start r0 rows further
+    scales.first_row += r0;
+    kernels::DequantizeRows(w.data + w.row_bytes * uint64_t(r0), w.row_bytes, w.dtype, scales, rows,
+                            k, tile_, kernels::Stream{dev_->compute(), dev_});
     // Output columns [r0, r0 + rows) of every token row: ldc stays n.
     dev_->CountLaunch();
     CheckCublas(cublasSgemm(dev_->blas(), CUBLAS_OP_T, CUBLAS_OP_N, rows, tokens, k, &one, tile_,

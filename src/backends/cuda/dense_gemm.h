@@ -8,13 +8,15 @@
 #include <cstdint>
 
 #include "backends/cuda/cuda_device.h"
+#include "backends/cuda/kernels/kernels.h"
 
 namespace anymoe::cuda {
 
 struct DeviceWeight {
   const char* data = nullptr;  // device address of row 0
   uint64_t row_bytes = 0;
-  int dtype = 0;  // kernels::WeightType
+  int dtype = 0;           // kernels::WeightType
+  kernels::Scales scales;  // FP8 block scales (grid null: none)
 };
 
 class DenseGemm {

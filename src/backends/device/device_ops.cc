@@ -72,13 +72,16 @@ void DeviceBackend::GroupedMatmul(const Tensor& x, std::span<const Tensor> weigh
   int64_t largest = 0;
   for (int64_t g = 0; g < groups; ++g) {
     const Tensor& w = weights[size_t(g)];
-    uniform = uniform && w.dtype == w0.dtype && w.rows() == n && w.cols() == k &&
+    // FP8 weights with block scales go one Matmul per group: the grouped
+    // kernels know no scales.
+    uniform = uniform && w.dtype == w0.dtype && w.rows() == n && w.cols() == k && !w.scales &&
               (!traits_.grouped_one_buffer || w.base == w0.base);
     CHECK(offsets[size_t(g)] <= offsets[size_t(g + 1)]);
     largest = std::max<int64_t>(largest, offsets[size_t(g + 1)] - offsets[size_t(g)]);
   }
   if (!uniform || largest > traits_.grouped_max_rows) {
-    // Experts in separate buffers, or long groups (prefill): a Matmul per group.
+    // Experts in separate buffers, block-scaled, or long groups (prefill): a
+    // Matmul per group.
     for (int64_t g = 0; g < groups; ++g) {
       const int64_t rows = offsets[size_t(g + 1)] - offsets[size_t(g)];
       if (rows > 0) {

@@ -11,6 +11,25 @@
 
 namespace anymoe::device {
 
+// An FP8 weight's block scales as the kernels take them: element (r, c) of the
+// weight view is value * grid[(first_row + r) / block_rows * grid_cols +
+// c / block_cols], the formula of DequantizeWeightRows (core/tensor.h), with
+// first_row the view's row within the whole matrix. `grid` is the device
+// buffer DeviceBackend::PrepareWeight uploaded; null (block_cols 0) for every
+// weight without scales.
+struct WeightScales {
+  void* grid = nullptr;
+  int64_t block_rows = 1, block_cols = 0, grid_cols = 1, first_row = 0;
+};
+
+inline WeightScales ScalesOf(const Tensor& w) {
+  if (!w.scales) return {};
+  CHECK(w.scales.rows > 0 && w.scales.cols > 0 && w.offset % w.row_bytes() == 0);
+  return WeightScales{const_cast<void*>(w.scales.data), w.scales.rows, w.scales.cols,
+                      (w.cols() + w.scales.cols - 1) / w.scales.cols,
+                      int64_t(w.offset / w.row_bytes())};
+}
+
 // y_i = x . W_i^T (+ b_i) for each projection, with the fused parts a backend
 // opts into (DeviceTraits::fused_matmul); without that opt-in only plain
 // single projections arrive.

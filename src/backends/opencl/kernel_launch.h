@@ -5,6 +5,7 @@
 
 #include <initializer_list>
 
+#include "backends/device/kernel_args.h"
 #include "backends/opencl/cl_runtime.h"
 #include "core/tensor.h"
 
@@ -38,6 +39,13 @@ class Launch {
     return Arg(sizeof(x), &x);
   }
   Launch& F(float v) { return Arg(sizeof(v), &v); }
+  // An FP8 weight's block scales as (grid, block rows, block cols, grid
+  // columns, first row); without scales `unread` stands in for the grid and
+  // block cols is 0.
+  Launch& Scales(const device::WeightScales& s, const Tensor& unread) {
+    Buf(static_cast<cl_mem>(s.grid != nullptr ? s.grid : unread.base));
+    return I(s.block_rows).I(s.block_cols).I(s.grid_cols).I(s.first_row);
+  }
 
   // Enqueues over `global` work-items (up to 3 dims), in groups of `local` when given.
   void Run(std::initializer_list<size_t> global, std::initializer_list<size_t> local = {}) {

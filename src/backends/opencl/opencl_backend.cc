@@ -40,6 +40,7 @@ class OpenClBackend final : public device::DeviceBackend {
         .T(table, 1)
         .U(table.row_bytes())
         .I(int(table.dtype))
+        .Scales(device::ScalesOf(table), table)
         .T(ids)
         .T(out)
         .I(h)
@@ -85,6 +86,7 @@ class OpenClBackend final : public device::DeviceBackend {
       const Projection& p = m.projections[used ? i : 0];
       const int64_t n = used ? p.weight->rows() : 0;
       l.T(*p.weight, 1).U(p.weight->row_bytes()).I(int(p.weight->dtype));
+      l.Scales(device::ScalesOf(*p.weight), x);
       if (p.bias) {
         l.T(*p.bias).I(1);
       } else {

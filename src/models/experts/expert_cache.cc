@@ -73,6 +73,13 @@ Expected<std::unique_ptr<ExpertCache>> ExpertCache::Create(
     for (const LayerExperts* l : layers) {
       for (int p = 0; l != nullptr && p < kExpertParts; ++p) {
         const DType d = l->parts[size_t(p)].dtype;
+        if (d == DType::kF8_E4M3 || d == DType::kF8_E5M2) {
+          // A slot holds an expert's weight bytes only, not its block scales.
+          return Status::Error(backend->name() +
+                               ": FP8 experts cannot live in a device expert "
+                               "cache yet: use --cpu-moe, or a --mem-budget that holds every "
+                               "weight");
+        }
         if (supports != nullptr && !supports(Op::kGroupedMatmul, d)) {
           return Status::Error(backend->name() + ": no GroupedMatmul kernel for " +
                                std::string(Name(d)) +

@@ -126,6 +126,28 @@ __device__ __forceinline__ int SuperBlockBytes(int dtype) {
   return 0;
 }
 
+// FP8 values as core/dtype.cc's F8E4M3ToF32 / F8E5M2ToF32 build them (exact).
+__device__ __forceinline__ float F8E4M3(uint8_t v) {
+  const uint32_t sign = uint32_t(v >> 7) << 31, e = (v >> 3) & 15, m = v & 7;
+  if (e == 15 && m == 7) return __uint_as_float(sign | 0x7fc00000u);  // the NaN
+  const float mag =
+      e == 0 ? __fmul_rn(float(m), 0x1p-9f) : __uint_as_float((e + 120) << 23 | m << 20);
+  return sign ? -mag : mag;
+}
+
+__device__ __forceinline__ float F8E5M2(uint8_t v) {  // the top byte of an f16
+  const uint32_t sign = uint32_t(v >> 7) << 31, e = (v >> 2) & 31, m = v & 3;
+  if (e == 31) return __uint_as_float(sign | 0x7f800000u | m << 21);  // inf, NaN
+  const float mag =
+      e == 0 ? __fmul_rn(float(m), 0x1p-16f) : __uint_as_float((e + 112) << 23 | m << 21);
+  return sign ? -mag : mag;
+}
+
+// Row r's block scales of an FP8 weight (unread when it has none).
+__device__ __forceinline__ const float* ScaleRow(const Scales& s, int r) {
+  return s.grid + int64_t((s.first_row + r) / s.block_rows) * s.grid_cols;
+}
+
 // Element j of a weight row of the given dtype.
 __device__ __forceinline__ float WeightAt(const char* row, int dtype, int j) {
   const uint8_t* u = reinterpret_cast<const uint8_t*>(row);
@@ -152,6 +174,10 @@ __device__ __forceinline__ float WeightAt(const char* row, int dtype, int j) {
       const int i = j % 32;
       return __fmul_rn(HalfAtU(b), float(kIq4Levels[i < 16 ? b[2 + i] & 15 : b[2 + i - 16] >> 4]));
     }
+    case kF8_E4M3:
+      return F8E4M3(u[j]);  // before its block scale
+    case kF8_E5M2:
+      return F8E5M2(u[j]);
     case kF32: return reinterpret_cast<const float*>(row)[j];
     case kF16: return HalfAt(row + 2 * j);
     case kBF16: return Bf16At(row + 2 * j);

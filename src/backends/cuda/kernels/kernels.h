@@ -28,8 +28,32 @@ void CheckLaunch(const Stream& s, const char* kernel);
 // Weight element types the kernels decode: the values of anymoe::DType
 // (core/dtype.h; checked by static_assert in cuda_backend.cc).
 enum WeightType : int {
-  kF32 = 0, kF16 = 1, kBF16 = 2, kQ8_0 = 3, kQ4_0 = 4, kQ4_1 = 5, kQ4_K = 6, kQ5_K = 7, kQ6_K = 8,
-  kQ2_K = 10, kQ3_K = 11, kQ5_0 = 12, kQ5_1 = 13, kIQ2_XXS = 16, kIQ4_XS = 21, kIQ4_NL = 22
+  kF32 = 0,
+  kF16 = 1,
+  kBF16 = 2,
+  kQ8_0 = 3,
+  kQ4_0 = 4,
+  kQ4_1 = 5,
+  kQ4_K = 6,
+  kQ5_K = 7,
+  kQ6_K = 8,
+  kQ2_K = 10,
+  kQ3_K = 11,
+  kQ5_0 = 12,
+  kQ5_1 = 13,
+  kIQ2_XXS = 16,
+  kIQ4_XS = 21,
+  kIQ4_NL = 22,
+  kF8_E4M3 = 24,
+  kF8_E5M2 = 25
+};
+
+// An FP8 weight's block scales (device::WeightScales with a device address):
+// row r of the view, column c, is value * grid[(first_row + r) / block_rows *
+// grid_cols + c / block_cols]; grid null for every other weight.
+struct Scales {
+  const float* grid = nullptr;
+  int block_rows = 1, block_cols = 0, grid_cols = 1, first_row = 0;
 };
 
 // Token rows one matvec block keeps in registers (each weight row read once per group).
@@ -37,24 +61,25 @@ inline constexpr int kMatvecTokens = 8;
 
 // ---- matmul.cu
 // y[t, o] = x[t] . w[o] (+ bias[o]) for t < tokens: one warp per output row.
-void Matvec(const float* x, const char* w, uint64_t w_row_bytes, int dtype, const float* bias,
-            float* y, int tokens, int k, int n, const Stream& s);
+void Matvec(const float* x, const char* w, uint64_t w_row_bytes, int dtype, const Scales& scales,
+            const float* bias, float* y, int tokens, int k, int n, const Stream& s);
 // MoE experts in one launch: row m of x belongs to the group g with
-// offsets[g] <= m < offsets[g+1], whose [n, k] weight starts at w_groups[g].
+// offsets[g] <= m < offsets[g+1], whose [n, k] weight starts at w_groups[g]
+// (never block-scaled: DeviceBackend runs those one Matvec per expert).
 void GroupedMatvec(const float* x, const char* const* w_groups, uint64_t w_row_bytes, int dtype,
                    const int32_t* offsets, int groups, float* y, int rows, int k, int n,
                    const Stream& s);
 // out[r, j] = w[r, j] as f32 for r < rows (the dense-GEMM path's weight tile).
-void DequantizeRows(const char* w, uint64_t w_row_bytes, int dtype, int rows, int k, float* out,
-                    const Stream& s);
+void DequantizeRows(const char* w, uint64_t w_row_bytes, int dtype, const Scales& scales, int rows,
+                    int k, float* out, const Stream& s);
 // y[t, o] += bias[o].
 void AddBias(float* y, const float* bias, int tokens, int n, const Stream& s);
 // y[t, h, o] = W[h] (d_out x d_in, f32) . x[t, h], with strided head slots.
 void HeadMatmul(const float* x, int x_stride, const float* w, float* y, int y_stride, int tokens,
                 int n_h, int d_out, int d_in, const Stream& s);
 // out[t] = dequantised table[ids[t]].
-void Embedding(const char* table, uint64_t row_bytes, int dtype, const int32_t* ids, int tokens,
-               float* out, int h, const Stream& s);
+void Embedding(const char* table, uint64_t row_bytes, int dtype, const Scales& scales,
+               const int32_t* ids, int tokens, float* out, int h, const Stream& s);
 
 // ---- norm.cu (row ops and element-wise ops)
 void RmsNorm(const float* x, const float* w, float eps, int rows, int n, float* out,

@@ -52,9 +52,10 @@ __device__ __forceinline__ LaneQuants QuantsOfLane(const char* b, int dtype, int
 }
 
 // This lane's share of the dots of weight row `row` with x[t, 0..k) for
-// t < tokens (x rows k floats apart), added to acc[t].
-__device__ void LaneDots(const char* row, int dtype, const float* x, int tokens, int k,
-                         float (&acc)[kMatvecTokens]) {
+// t < tokens (x rows k floats apart), added to acc[t]. An FP8 row's values
+// take their block scales from srow (one per s_cols columns; 0: none).
+__device__ void LaneDots(const char* row, int dtype, const float* srow, int s_cols, const float* x,
+                         int tokens, int k, float (&acc)[kMatvecTokens]) {
   const int lane = threadIdx.x % kWarp;
   if (dtype == kQ8_0 || dtype == kQ4_0 || dtype == kQ4_1) {
     const int bb = BlockBytes(dtype), sub = lane % kLanesPerBlock;
@@ -78,7 +79,8 @@ __device__ void LaneDots(const char* row, int dtype, const float* x, int tokens,
     }
   } else {
     for (int j = lane; j < k; j += kWarp) {
-      const float w = WeightAt(row, dtype, j);
+      float w = WeightAt(row, dtype, j);
+      if (s_cols > 0) w = __fmul_rn(w, srow[j / s_cols]);
 #pragma unroll
       for (int t = 0; t < kMatvecTokens; ++t) {
         if (t < tokens) acc[t] += w * x[int64_t(t) * k + j];
@@ -88,14 +90,15 @@ __device__ void LaneDots(const char* row, int dtype, const float* x, int tokens,
 }
 
 __global__ void MatvecKernel(const float* x, const char* w, uint64_t w_row_bytes, int dtype,
-                             const float* bias, float* y, int tokens, int k, int n) {
+                             Scales scales, const float* bias, float* y, int tokens, int k, int n) {
   const int lane = threadIdx.x % kWarp;
   const int o = blockIdx.x * kRowsPerBlock + threadIdx.x / kWarp;
   if (o >= n) return;  // the whole warp leaves; no block-wide sync follows
   const int t0 = blockIdx.y * kMatvecTokens;
   const int nt = min(kMatvecTokens, tokens - t0);
   float acc[kMatvecTokens] = {};
-  LaneDots(w + w_row_bytes * o, dtype, x + int64_t(t0) * k, nt, k, acc);
+  LaneDots(w + w_row_bytes * o, dtype, ScaleRow(scales, o), scales.block_cols, x + int64_t(t0) * k,
+           nt, k, acc);
 #pragma unroll
   for (int t = 0; t < kMatvecTokens; ++t) {
     const float dot = WarpSum(acc[t]);
@@ -113,17 +116,18 @@ __global__ void GroupedMatvecKernel(const float* x, const char* const* w_groups,
   int g = 0;
   while (g + 1 < groups && offsets[g + 1] <= m) ++g;
   float acc[kMatvecTokens] = {};
-  LaneDots(w_groups[g] + w_row_bytes * o, dtype, x + int64_t(m) * k, 1, k, acc);
+  LaneDots(w_groups[g] + w_row_bytes * o, dtype, nullptr, 0, x + int64_t(m) * k, 1, k, acc);
   const float dot = WarpSum(acc[0]);
   if (lane == 0) y[int64_t(m) * n + o] = dot;
 }
 
-__global__ void DequantizeRowsKernel(const char* w, uint64_t w_row_bytes, int dtype, int rows,
-                                     int k, float* out) {
+__global__ void DequantizeRowsKernel(const char* w, uint64_t w_row_bytes, int dtype, Scales scales,
+                                     int rows, int k, float* out) {
   const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= int64_t(rows) * k) return;
   const int64_t r = i / k, j = i % k;
-  out[i] = WeightAt(w + w_row_bytes * r, dtype, int(j));
+  const float v = WeightAt(w + w_row_bytes * r, dtype, int(j));
+  out[i] = scales.grid ? __fmul_rn(v, ScaleRow(scales, int(r))[j / scales.block_cols]) : v;
 }
 
 __global__ void AddBiasKernel(float* y, const float* bias, int tokens, int n) {
@@ -144,22 +148,24 @@ __global__ void HeadMatmulKernel(const float* x, int x_stride, const float* w, f
   y[(t * n_h + h) * y_stride + o] = acc;
 }
 
-__global__ void EmbeddingKernel(const char* table, uint64_t row_bytes, int dtype,
+__global__ void EmbeddingKernel(const char* table, uint64_t row_bytes, int dtype, Scales scales,
                                 const int32_t* ids, int tokens, float* out, int h) {
   const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= int64_t(tokens) * h) return;
   const int64_t t = i / h;
-  out[i] = WeightAt(table + row_bytes * uint64_t(ids[t]), dtype, int(i % h));
+  const int j = int(i % h);
+  const float v = WeightAt(table + row_bytes * uint64_t(ids[t]), dtype, j);
+  out[i] = scales.grid ? __fmul_rn(v, ScaleRow(scales, ids[t])[j / scales.block_cols]) : v;
 }
 
 }  // namespace
 
-void Matvec(const float* x, const char* w, uint64_t w_row_bytes, int dtype, const float* bias,
-            float* y, int tokens, int k, int n, const Stream& s) {
+void Matvec(const float* x, const char* w, uint64_t w_row_bytes, int dtype, const Scales& scales,
+            const float* bias, float* y, int tokens, int k, int n, const Stream& s) {
   if (tokens == 0 || n == 0) return;
   const dim3 grid(Blocks(n, kRowsPerBlock), Blocks(tokens, kMatvecTokens));
-  MatvecKernel<<<grid, kRowsPerBlock * kWarp, 0, s.stream>>>(x, w, w_row_bytes, dtype, bias, y, tokens,
-                                                      k, n);
+  MatvecKernel<<<grid, kRowsPerBlock * kWarp, 0, s.stream>>>(x, w, w_row_bytes, dtype, scales, bias,
+                                                             y, tokens, k, n);
   CheckLaunch(s, "Matvec");
 }
 
@@ -173,11 +179,12 @@ void GroupedMatvec(const float* x, const char* const* w_groups, uint64_t w_row_b
   CheckLaunch(s, "GroupedMatvec");
 }
 
-void DequantizeRows(const char* w, uint64_t w_row_bytes, int dtype, int rows, int k, float* out,
-                    const Stream& s) {
+void DequantizeRows(const char* w, uint64_t w_row_bytes, int dtype, const Scales& scales, int rows,
+                    int k, float* out, const Stream& s) {
   const int64_t n = int64_t(rows) * k;
   if (n == 0) return;
-  DequantizeRowsKernel<<<Blocks(n, 256), 256, 0, s.stream>>>(w, w_row_bytes, dtype, rows, k, out);
+  DequantizeRowsKernel<<<Blocks(n, 256), 256, 0, s.stream>>>(w, w_row_bytes, dtype, scales, rows, k,
+                                                             out);
   CheckLaunch(s, "DequantizeRows");
 }
 
@@ -197,12 +204,12 @@ void HeadMatmul(const float* x, int x_stride, const float* w, float* y, int y_st
   CheckLaunch(s, "HeadMatmul");
 }
 
-void Embedding(const char* table, uint64_t row_bytes, int dtype, const int32_t* ids, int tokens,
-               float* out, int h, const Stream& s) {
+void Embedding(const char* table, uint64_t row_bytes, int dtype, const Scales& scales,
+               const int32_t* ids, int tokens, float* out, int h, const Stream& s) {
   const int64_t total = int64_t(tokens) * h;
   if (total == 0) return;
-  EmbeddingKernel<<<Blocks(total, 256), 256, 0, s.stream>>>(table, row_bytes, dtype, ids, tokens, out,
-                                                     h);
+  EmbeddingKernel<<<Blocks(total, 256), 256, 0, s.stream>>>(table, row_bytes, dtype, scales, ids,
+                                                            tokens, out, h);
   CheckLaunch(s, "Embedding");
 }
 

@@ -23,6 +23,8 @@
 #define DT_IQ2_XXS 16
 #define DT_IQ4_XS 21
 #define DT_IQ4_NL 22
+#define DT_F8_E4M3 24
+#define DT_F8_E5M2 25
 
 // Codebook rows of the i-quants (iq_grids.cl, generated).
 ulong grid_row_iq2xxs(uint i);
@@ -36,6 +38,28 @@ float half_at(global const uchar* p) { return vload_half(0, (global const half*)
 float bf16_at(global const uchar* p) {
   const uint bits = (uint)p[0] | ((uint)p[1] << 8);
   return as_float(bits << 16);
+}
+
+// FP8 values as core/dtype.cc's F8E4M3ToF32 / F8E5M2ToF32 build them (exact).
+float f8e4m3(uchar v) {
+  const uint sign = (uint)(v >> 7) << 31, e = (v >> 3) & 15, m = v & 7;
+  if (e == 15 && m == 7) return as_float(sign | 0x7fc00000u);  // the NaN
+  const float mag = e == 0 ? (float)m * 0x1p-9f : as_float((e + 120) << 23 | m << 20);
+  return sign ? -mag : mag;
+}
+
+// E5M2: the top byte of an f16, widened as F16ToF32 widens it.
+float f8e5m2(uchar v) {
+  const uint sign = (uint)(v >> 7) << 31, e = (v >> 2) & 31, m = v & 3;
+  if (e == 31) return as_float(sign | 0x7f800000u | m << 21);  // inf, NaN
+  const float mag = e == 0 ? (float)m * 0x1p-16f : as_float((e + 112) << 23 | m << 21);
+  return sign ? -mag : mag;
+}
+
+// Row r's block scales of an FP8 weight: grid row (first + r) / s_rows of
+// s_stride floats (see device::WeightScales; unread when the weight has none).
+global const float* scale_row(global const float* s, int s_rows, int s_stride, int first, int r) {
+  return s + (ulong)((first + r) / s_rows) * s_stride;
 }
 
 uint u32_at(global const uchar* p) {
@@ -167,6 +191,8 @@ float weight_at(global const uchar* row, int dtype, int j) {
       const int i = j % 32;
       return half_at(b) * (float)kIq4Levels[i < 16 ? b[2 + i] & 15 : b[2 + i - 16] >> 4];
     }
+    case DT_F8_E4M3: return f8e4m3(row[j]);  // before its block scale
+    case DT_F8_E5M2: return f8e5m2(row[j]);
     case DT_F32: return *(global const float*)(row + 4 * j);
     case DT_F16: return half_at(row + 2 * j);
     case DT_BF16: return bf16_at(row + 2 * j);

@@ -12,9 +12,11 @@ float x_at(global const float* x, int j, global const float* nw, float inv, int 
   return has_norm ? (x[j] * inv) * nw[j] : x[j];
 }
 
-// Dot of x[0..k) (normed when has_norm) with weight row `row`, this lane's share of it.
-float lane_dot(global const uchar* row, int dtype, global const float* x, int k,
-               global const float* nw, float inv, int has_norm) {
+// Dot of x[0..k) (normed when has_norm) with weight row `row`, this lane's share
+// of it. An FP8 row's values take their block scales from srow (one per s_cols
+// columns; s_cols 0: none), multiplied in before x as DequantizeWeightRows does.
+float lane_dot(global const uchar* row, int dtype, global const float* srow, int s_cols,
+               global const float* x, int k, global const float* nw, float inv, int has_norm) {
   const int l = get_local_id(0);
   float acc = 0.0f;
   if (dtype == DT_Q8_0 || dtype == DT_Q4_0 || dtype == DT_Q4_1) {
@@ -44,6 +46,10 @@ float lane_dot(global const uchar* row, int dtype, global const float* x, int k,
         acc += d * s + half_at(b + 2) * xsum;
       }
     }
+  } else if (s_cols > 0) {
+    for (int j = l; j < k; j += WG) {
+      acc += weight_at(row, dtype, j) * srow[j / s_cols] * x_at(x, j, nw, inv, has_norm);
+    }
   } else {
     for (int j = l; j < k; j += WG) acc += weight_at(row, dtype, j) * x_at(x, j, nw, inv, has_norm);
   }
@@ -60,11 +66,12 @@ float inv_rms(global const float* xr, int k, float eps, local float* red) {
 // Up to three projections p of the same x: y_p[t, o] = x[t] . W_p[o] (+ b_p[o]),
 // work-groups over the projections' columns in order. epilogue 1 (SwiGLU):
 // groups over p0's columns only, y0 = silu(p0) * p1; epilogue 2 (residual):
-// y0 += p0.
-#define PROJECTION(i)                                                                   \
-  global const uchar *w##i, ulong w##i##_off, ulong w##i##_row_bytes, int w##i##_dtype, \
-      global const float *b##i, ulong b##i##_off, int has_b##i, global float *y##i,     \
-      ulong y##i##_off, int n##i
+// y0 += p0. FP8 weights bring their block scales (s, see scale_row; s_cols 0: none).
+#define PROJECTION(i)                                                                    \
+  global const uchar *w##i, ulong w##i##_off, ulong w##i##_row_bytes, int w##i##_dtype,  \
+      global const float *s##i, int s##i##_rows, int s##i##_cols, int s##i##_stride,     \
+      int s##i##_first, global const float *b##i, ulong b##i##_off, int has_b##i,        \
+      global float *y##i, ulong y##i##_off, int n##i
 
 kernel void matmul(global const float* x, ulong x_off, int k, global const float* nw,
                    ulong nw_off, float eps, int has_norm, PROJECTION(0), PROJECTION(1),
@@ -88,11 +95,18 @@ kernel void matmul(global const float* x, ulong x_off, int k, global const float
   global const uchar* w = p == 0 ? w0 + w0_off : (p == 1 ? w1 + w1_off : w2 + w2_off);
   const ulong row_bytes = p == 0 ? w0_row_bytes : (p == 1 ? w1_row_bytes : w2_row_bytes);
   const int dtype = p == 0 ? w0_dtype : (p == 1 ? w1_dtype : w2_dtype);
+  global const float* srow =
+      p == 0 ? scale_row(s0, s0_rows, s0_stride, s0_first, o)
+             : (p == 1 ? scale_row(s1, s1_rows, s1_stride, s1_first, o)
+                       : scale_row(s2, s2_rows, s2_stride, s2_first, o));
+  const int s_cols = p == 0 ? s0_cols : (p == 1 ? s1_cols : s2_cols);
   const float dot =
-      group_sum(lane_dot(w + o * row_bytes, dtype, xr, k, nwr, inv, has_norm), red);
+      group_sum(lane_dot(w + o * row_bytes, dtype, srow, s_cols, xr, k, nwr, inv, has_norm), red);
   if (epilogue == 1) {  // the up projection's column o, then silu(gate) * up
-    const float up = group_sum(
-        lane_dot(w1 + w1_off + o * w1_row_bytes, w1_dtype, xr, k, nwr, inv, has_norm), red);
+    const float up = group_sum(lane_dot(w1 + w1_off + o * w1_row_bytes, w1_dtype,
+                                        scale_row(s1, s1_rows, s1_stride, s1_first, o), s1_cols,
+                                        xr, k, nwr, inv, has_norm),
+                               red);
     if (get_local_id(0) == 0) {
       const float g = dot + (has_b0 ? b0[b0_off + o] : 0.0f);
       const float u = up + (has_b1 ? b1[b1_off + o] : 0.0f);
@@ -114,6 +128,7 @@ kernel void matmul(global const float* x, ulong x_off, int k, global const float
 
 // MoE experts in one launch: row m of x belongs to the group g with
 // offsets[g] <= m < offsets[g+1], whose weight starts at w_offs[g] bytes.
+// Weights with block scales never come here (one matmul per expert instead).
 kernel void grouped_matmul(global const float* x, ulong x_off, global const uchar* w,
                            global const ulong* w_offs, ulong w_offs_off, ulong w_row_bytes,
                            int dtype, global const int* offsets, ulong offsets_off, int groups,
@@ -125,7 +140,7 @@ kernel void grouped_matmul(global const float* x, ulong x_off, global const ucha
   while (g + 1 < groups && off[g + 1] <= m) ++g;
   global const uchar* row = w + w_offs[w_offs_off + g] + o * w_row_bytes;
   global const float* xr = x + x_off + (ulong)m * k;
-  const float dot = group_sum(lane_dot(row, dtype, xr, k, xr, 1.0f, 0), red);
+  const float dot = group_sum(lane_dot(row, dtype, xr, 0, xr, k, xr, 1.0f, 0), red);
   if (get_local_id(0) == 0) y[y_off + (ulong)m * n + o] = dot;
 }
 
@@ -141,11 +156,14 @@ kernel void head_matmul(global const float* x, ulong x_off, int x_stride, global
   y[y_off + ((ulong)t * n_h + h) * y_stride + o] = acc;
 }
 
-// out[t] = dequantised table[ids[t]].
+// out[t] = dequantised table[ids[t]] (FP8: times its block scale, s_cols > 0).
 kernel void embedding(global const uchar* table, ulong table_off, ulong row_bytes, int dtype,
+                      global const float* s, int s_rows, int s_cols, int s_stride, int s_first,
                       global const int* ids, ulong ids_off, global float* out, ulong out_off,
                       int h) {
   const int j = get_global_id(0), t = get_global_id(1);
-  out[out_off + (ulong)t * h + j] =
-      weight_at(table + table_off + ids[ids_off + t] * row_bytes, dtype, j);
+  const int r = ids[ids_off + t];
+  float v = weight_at(table + table_off + r * row_bytes, dtype, j);
+  if (s_cols > 0) v = v * scale_row(s, s_rows, s_stride, s_first, r)[j / s_cols];
+  out[out_off + (ulong)t * h + j] = v;
 }
