@@ -124,6 +124,23 @@ struct IndexerShape {
   int64_t heads = 0, dim = 0;
 };
 
+// The shape of the attention calls a model makes over its cached keys
+// (Attention / StepAttention: q [T, q_heads, d_k], pools of kv_heads heads,
+// values of d_v), q_heads 0 if it makes none.
+struct AttentionShape {
+  int64_t q_heads = 0, kv_heads = 0, d_k = 0, d_v = 0;
+  bool operator==(const AttentionShape&) const = default;
+};
+
+// What per-op scratch grows with: a sequence's cached keys (up to max_keys),
+// the tokens of one step (up to step_tokens), and the model's attention and
+// DSA indexer shapes.
+struct ContextShape {
+  int64_t max_keys = 0, step_tokens = 0;
+  std::vector<AttentionShape> attention;  // the distinct shapes of its layers
+  IndexerShape indexer;
+};
+
 // Backend-owned memory; released when destroyed.
 class Buffer {
  public:
@@ -189,14 +206,13 @@ class Backend {
   // slots of a device expert cache (weights only the device holds).
   static constexpr const char* kExpertCacheBuffer = "expert cache";
   virtual Expected<std::unique_ptr<Buffer>> Allocate(uint64_t bytes, const std::string& what) = 0;
-  // Sizes per-op scratch for sequences of up to `max_keys` cached tokens, so
-  // that no op grows a buffer with the context (called when a cache is made);
-  // `indexer`: the model's DSA indexer queries (IndexerTopK's scores and
-  // picks are as long as the context), heads 0 if it has none.
-  virtual Status ReserveForContext(int64_t max_keys, IndexerShape indexer) = 0;
-  // Host memory that ReserveForContext(max_keys, indexer) holds, so that the
+  // Sizes per-op scratch for `shape` (called when a cache is made), so that
+  // no op reallocates a buffer as the context grows: the DSA indexer's scores
+  // and picks and the attention tiles' segment partials grow with the keys.
+  virtual Status ReserveForContext(const ContextShape& shape) = 0;
+  // The most host memory that scratch can hold for `shape`, so that the
   // memory plan counts it (0 where it holds none outside its reservation).
-  virtual uint64_t ContextScratchBytes(int64_t max_keys, IndexerShape indexer) const { return 0; }
+  virtual uint64_t ContextScratchBytes(const ContextShape& shape) const { return 0; }
   // Every weight is prepared: a backend may give back what loading left over
   // (the CPU backend unmaps the unused tail of its last panel chunk), so that
   // the process holds what the memory plan says.
@@ -377,6 +393,11 @@ struct BackendOptions {
   // under a running process fails expert reads with an error instead of
   // faulting on a resident weight.
   bool copy_weights = false;
+  // CPU: fault in at load the file pages of the weights it uses in place from
+  // the mapping (not those it repacks or copies, which it reads once and
+  // releases), so that no decode step waits on the disk. The CPU standing in
+  // for a device (the fallback) leaves them to be faulted on use.
+  bool populate_weights = true;
   // CPU, DSA models: a prefill's indexer scores in int16 with error bounds and
   // exact scores only near each query's top-k threshold (the same selection;
   // CpuBackend::IndexerTopK). kAuto: where the kernels' target makes it pay

@@ -31,6 +31,7 @@ Expected<std::unique_ptr<Backend>> NewCpu(const BackendOptions& options) {
   auto cpu = std::make_unique<CpuBackend>(threads, options.exact_matmul, options.repack_weights,
                                           options.copy_weights, options.numa, std::move(placement));
   cpu->set_int16_indexer(options.int16_indexer);
+  cpu->set_populate_weights(options.populate_weights);
   return std::unique_ptr<Backend>(std::move(cpu));
 }
 
@@ -113,6 +114,7 @@ Expected<std::unique_ptr<Backend>> WithFallback(std::unique_ptr<Backend> backend
   // Device kernels keep activations in f32, so the CPU standing in for them must too.
   BackendOptions cpu = options;
   cpu.exact_matmul = backend->kind() != BackendKind::kCpu || options.exact_matmul;
+  cpu.populate_weights = false;  // its weights are read only when an op falls back
   ASSIGN_OR_RETURN(std::unique_ptr<Backend> fallback, NewCpu(cpu));
   return std::unique_ptr<Backend>(new FallbackBackend(std::move(backend), std::move(fallback),
                                                       std::move(disabled), options.time_ops));

@@ -199,9 +199,9 @@ Expected<std::unique_ptr<Buffer>> FallbackBackend::Allocate(uint64_t bytes,
       new ForgetfulBuffer(std::move(buf), [this](void* base) { Forget(base); }));
 }
 
-Status FallbackBackend::ReserveForContext(int64_t max_keys, IndexerShape indexer) {
-  RETURN_IF_ERROR(cpu_->ReserveForContext(max_keys, indexer));
-  return device_->ReserveForContext(max_keys, indexer);
+Status FallbackBackend::ReserveForContext(const ContextShape& shape) {
+  RETURN_IF_ERROR(cpu_->ReserveForContext(shape));
+  return device_->ReserveForContext(shape);
 }
 
 Expected<Tensor> FallbackBackend::PrepareWeight(const TensorInfo& info) {

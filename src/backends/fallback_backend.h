@@ -81,7 +81,7 @@ class FallbackBackend final : public Backend {
   }
 
   Expected<std::unique_ptr<Buffer>> Allocate(uint64_t bytes, const std::string& what) override;
-  Status ReserveForContext(int64_t max_keys, IndexerShape indexer) override;
+  Status ReserveForContext(const ContextShape& shape) override;
   // (ContextScratchBytes stays 0: the CPU's scratch is host memory, outside
   // the device's plan.)
   void FinishLoad() override {

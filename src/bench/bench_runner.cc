@@ -99,7 +99,7 @@ Status BenchRunner::EnsureCaches(int64_t count, int64_t tokens) {
   if (pool_ == nullptr) {
     const int64_t b = KvPool::kDefaultBlockTokens;
     const int64_t per_sequence = (engine_.context() + b - 1) / b * b;
-    ASSIGN_OR_RETURN(pool_, engine_.model().NewPool(sequences_ * per_sequence));
+    ASSIGN_OR_RETURN(pool_, engine_.model().NewPool(sequences_ * per_sequence, per_sequence));
   }
   while (int64_t(caches_.size()) < count) {
     caches_.push_back(std::make_unique<KvCache>(pool_.get(), engine_.context()));

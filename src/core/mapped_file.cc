@@ -41,17 +41,21 @@ Expected<std::unique_ptr<MappedFile>> MappedFile::Open(const std::string& path) 
 
 void MappedFile::Populate(uint64_t offset, uint64_t bytes) const {
   if (offset >= size_) return;
-  bytes = std::min(bytes, size_ - offset);
-  const uint64_t page = uint64_t(::sysconf(_SC_PAGESIZE));
-  const uint64_t begin = offset / page * page, end = offset + bytes;
+  PopulateMappedRange(data_ + offset, std::min(bytes, size_ - offset));
+}
+
+void PopulateMappedRange(const uint8_t* data, uint64_t bytes) {
+  const uintptr_t page = uintptr_t(::sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(data) / page * page;
+  const uintptr_t end = reinterpret_cast<uintptr_t>(data) + bytes;
   if (end <= begin) return;
   // Populating the page tables now (reading the file if it is not cached)
   // keeps page faults out of decode steps that first touch a layer.
 #ifdef MADV_POPULATE_READ
-  if (::madvise(const_cast<uint8_t*>(data_) + begin, end - begin, MADV_POPULATE_READ) == 0) return;
+  if (::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_READ) == 0) return;
 #endif
   volatile uint8_t sink = 0;  // older kernels: touch every page
-  for (uint64_t p = begin; p < end; p += page) sink = sink + data_[p];
+  for (uintptr_t p = begin; p < end; p += page) sink = sink + *reinterpret_cast<const uint8_t*>(p);
 }
 
 MappedFile::~MappedFile() {

@@ -39,4 +39,8 @@ class MappedFile {
   uint64_t size_;
 };
 
+// Populate for [data, data + bytes) of any read-only mapping (whole pages
+// around it; best effort).
+void PopulateMappedRange(const uint8_t* data, uint64_t bytes);
+
 }  // namespace anymoe

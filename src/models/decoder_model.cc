@@ -222,8 +222,28 @@ Status DecoderModel::SetIndexTopK(int64_t topk) {
   return Status::Ok();
 }
 
-Expected<std::unique_ptr<KvPool>> DecoderModel::NewPool(int64_t tokens) {
-  RETURN_IF_ERROR(backend_.ReserveForContext(tokens, indexer_shape()));
+ContextShape DecoderModel::context_shape(int64_t max_keys, bool mtp) const {
+  ContextShape s;
+  s.max_keys = max_keys;
+  s.step_tokens = max_step_tokens_;
+  auto add = [&s](const AttentionBlock& a) {
+    const AttentionShape shape = a.attention_shape();
+    if (shape.q_heads > 0 &&
+        std::find(s.attention.begin(), s.attention.end(), shape) == s.attention.end()) {
+      s.attention.push_back(shape);
+    }
+  };
+  if (mtp) {
+    add(mtp_->attention());
+  } else {
+    for (const Layer& L : layers_) add(*L.attention);
+  }
+  if (config_.dsa.topk > 0) s.indexer = IndexerShape{config_.dsa.n_heads, config_.dsa.head_dim};
+  return s;
+}
+
+Expected<std::unique_ptr<KvPool>> DecoderModel::NewPool(int64_t tokens, int64_t max_sequence) {
+  RETURN_IF_ERROR(backend_.ReserveForContext(context_shape(std::min(tokens, max_sequence), false)));
   std::vector<LayerCacheSpec> specs;
   for (const Layer& L : layers_) specs.push_back(L.attention->cache_spec());
   const int64_t b = KvPool::kDefaultBlockTokens;
@@ -318,7 +338,7 @@ Tensor DecoderModel::Logits(const Tensor& x, const Tensor& norm, float eps, cons
 
 Expected<std::unique_ptr<KvCache>> DecoderModel::NewMtpCache(int64_t capacity) {
   if (!mtp_) return Status::Error("the model has no MTP layer loaded (--mtp)");
-  RETURN_IF_ERROR(backend_.ReserveForContext(capacity, indexer_shape()));
+  RETURN_IF_ERROR(backend_.ReserveForContext(context_shape(capacity, true)));
   const int64_t b = KvPool::kDefaultBlockTokens;
   ASSIGN_OR_RETURN(std::unique_ptr<KvPool> pool,
                    KvPool::Create(backend_, (capacity + b - 1) / b, b, {mtp_->cache_spec()},

@@ -22,7 +22,8 @@ class DecoderModel final : public Model {
 
   const ModelConfig& config() const override { return config_; }
   Backend& backend() override { return backend_; }
-  Expected<std::unique_ptr<KvPool>> NewPool(int64_t tokens) override;
+  using Model::NewPool;
+  Expected<std::unique_ptr<KvPool>> NewPool(int64_t tokens, int64_t max_sequence) override;
   Expected<Tensor> ForwardBatch(std::span<const SequenceStep> steps) override;
   const MtpBlock* mtp() const override { return mtp_.get(); }
   Tensor last_hidden() const override { return hidden_; }
@@ -35,12 +36,10 @@ class DecoderModel final : public Model {
   Status SetIndexTopK(int64_t topk) override;
 
  private:
-  // The DSA indexer's query shape (heads 0: the model has none), for the
-  // backend's context scratch.
-  IndexerShape indexer_shape() const {
-    return config_.dsa.topk > 0 ? IndexerShape{config_.dsa.n_heads, config_.dsa.head_dim}
-                                : IndexerShape{};
-  }
+  // What the backend's per-op scratch grows with for sequences of up to
+  // `max_keys` tokens: the attention shapes of the layers (and of the MTP
+  // layer when `mtp`) and the DSA indexer's query shape.
+  ContextShape context_shape(int64_t max_keys, bool mtp) const;
   struct Layer {
     Tensor attn_norm, ffn_norm;
     std::unique_ptr<AttentionBlock> attention;

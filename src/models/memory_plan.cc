@@ -40,11 +40,10 @@ class PlanningBackend final : public Backend {
     ++plan_.buffers;
     return std::unique_ptr<Buffer>(new SizeOnlyBuffer(bytes));
   }
-  Status ReserveForContext(int64_t max_keys, IndexerShape indexer) override {
+  Status ReserveForContext(const ContextShape& shape) override {
     // Scratch is reserved, not added: every cache's call grows the same buffers.
     if (target_ != nullptr) {
-      plan_.context_scratch =
-          std::max(plan_.context_scratch, target_->ContextScratchBytes(max_keys, indexer));
+      plan_.context_scratch = std::max(plan_.context_scratch, target_->ContextScratchBytes(shape));
     }
     return Status::Ok();
   }
@@ -142,7 +141,10 @@ Expected<MemoryPlan> PlanMemory(const ModelFile& file, const LoadOptions& option
   planning.progress = nullptr;
   ASSIGN_OR_RETURN(std::unique_ptr<Model> model, LoadModelUnplanned(file, planner, planning));
   const int64_t tokens = KvCacheTokens(*model, options);
-  ASSIGN_OR_RETURN(std::unique_ptr<KvPool> pool, model->NewPool(tokens));
+  // One sequence holds up to a context (a pool of one context when none is set).
+  const int64_t context = std::min(options.context, model->config().max_position_embeddings);
+  ASSIGN_OR_RETURN(std::unique_ptr<KvPool> pool,
+                   model->NewPool(tokens, context > 0 ? context : tokens));
   MemoryPlan plan = planner.plan();
   plan.kv_tokens = tokens;
   plan.max_step_tokens = options.max_step_tokens;

@@ -77,8 +77,11 @@ class Model {
   virtual Backend& backend() = 0;
   int64_t max_step_tokens() const { return max_step_tokens_; }
 
-  // A paged KV pool shared by many sequences: room for `tokens` tokens in all.
-  virtual Expected<std::unique_ptr<KvPool>> NewPool(int64_t tokens) = 0;
+  // A paged KV pool shared by many sequences: room for `tokens` tokens in all,
+  // none longer than `max_sequence` tokens (what the backend's per-op scratch
+  // is sized for; the one-argument form: `tokens`).
+  virtual Expected<std::unique_ptr<KvPool>> NewPool(int64_t tokens, int64_t max_sequence) = 0;
+  Expected<std::unique_ptr<KvPool>> NewPool(int64_t tokens) { return NewPool(tokens, tokens); }
   // A cache for one sequence of up to `capacity` tokens with its own pool.
   Expected<std::unique_ptr<KvCache>> NewCache(int64_t capacity);
 

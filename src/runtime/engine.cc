@@ -17,22 +17,6 @@
 namespace anymoe {
 namespace {
 
-// Faults the whole file in before the first token (what MAP_POPULATE did),
-// with progress for big files: a bar on a terminal, else one summary line.
-void PopulateWeights(const ModelFile& file, bool show) {
-  uint64_t total = 0;
-  for (const MappedFile* m : file.mapped_files()) total += m->size();
-  LoadProgress progress("loading weights", total, show && total >= kProgressMinBytes);
-  constexpr uint64_t kChunk = uint64_t(64) << 20;
-  for (const MappedFile* m : file.mapped_files()) {
-    for (uint64_t at = 0; at < m->size(); at += kChunk) {
-      m->Populate(at, kChunk);
-      progress.Add(std::min(kChunk, m->size() - at));
-    }
-  }
-  progress.Finish();
-}
-
 }  // namespace
 
 Expected<std::unique_ptr<Tokenizer>> LoadTokenizer(const ModelFile& file) {
@@ -175,8 +159,14 @@ Expected<std::unique_ptr<Engine>> Engine::Load(const EngineOptions& options) {
     }
     load.progress = LoadProgress::Callback("loading resident weights",
                                            e->streaming_.streamed.weights, options.progress);
-  } else if (!e->ep_) {  // under --ep, other ranks' experts are never read here
-    PopulateWeights(e->file_, options.progress);
+  } else {
+    // Each weight is read as it is prepared: repacked or copied (its file
+    // pages released as it goes), uploaded, or faulted in for use in place
+    // (BackendOptions::populate_weights). Reading the whole file first held
+    // it all in the page cache and this process's resident set at once, up to
+    // the file's size above the plan while panels were built.
+    load.progress =
+        LoadProgress::Callback("loading weights", e->streaming_.resident.weights, options.progress);
   }
   ASSIGN_OR_RETURN(e->model_, LoadModel(e->file_, *e->backend_, load));
   if (load.progress) load.progress(0, true);

@@ -105,7 +105,7 @@ class Scheduler::Impl {
           "KV cache of " + std::to_string(tokens) + " tokens is smaller than the context of " +
           std::to_string(opt_.context) + " tokens: one sequence could never reach its context");
     }
-    ASSIGN_OR_RETURN(pool_, model_.NewPool(tokens));
+    ASSIGN_OR_RETURN(pool_, model_.NewPool(tokens, opt_.context));
     logits_.resize(size_t(model_.config().vocab_size));
     thread_ = std::thread([this] { Loop(); });
     return Status::Ok();

@@ -56,7 +56,7 @@ Status StepSender::Heartbeat() { return Broadcast(kHeartbeat, {}); }
 Status StepSender::Stop() { return Broadcast(kStop, {}); }
 
 Status FollowSteps(Model& model, Communicator& comm, int64_t kv_tokens, int64_t context) {
-  ASSIGN_OR_RETURN(std::unique_ptr<KvPool> pool, model.NewPool(kv_tokens));
+  ASSIGN_OR_RETURN(std::unique_ptr<KvPool> pool, model.NewPool(kv_tokens, context));
   const int64_t max_tokens = model.max_step_tokens();
   std::vector<std::unique_ptr<KvCache>> caches;
   std::vector<Model::SequenceStep> steps;

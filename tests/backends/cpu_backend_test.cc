@@ -4,17 +4,18 @@
 // target), GQA attention over a partly filled cache, RMSNorm, SwiGLU and
 // embedding lookup.
 #include "backends/cpu/cpu_backend.h"
-#include "backends/cpu/kernels/attention.h"
-#include "backends/cpu/kernels/quant_matmul.h"
-#include "backends/cpu/row_ops.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <random>
 #include <vector>
 
+#include "backends/cpu/kernels/attention.h"
+#include "backends/cpu/kernels/quant_matmul.h"
+#include "backends/cpu/row_ops.h"
 #include "core/half.h"
 #include "formats/tensor_source.h"
 #include "testing/cpu_targets.h"
@@ -306,6 +307,59 @@ TEST_F(CpuOps, LongContextAttentionGivesTheSameBitsAloneAndInABatch) {
                                job(batched[3])};
   backend_.MultiAttention(four, scale);  // 12 tokens: a task per token
   for (const auto& out : batched) EXPECT_EQ(out, alone);
+}
+
+// The attention scratch that grows with the context (tiles' segment
+// partials, few-token steps' partials) is what ReserveForContext reserves and
+// the memory plan counts: reserved, no call within the context grows it; not
+// reserved, the same calls end within the planned bytes. Before, attention
+// scratch grew with the keys outside the plan.
+TEST(CpuContextScratch, AttentionCallsFitTheContextReservation) {
+  const int64_t n_h = 8, n_kv = 2, d = 64, step = 64;
+  const int64_t max_keys = 4 * kernels::kAttentionSegmentKeys + 100;  // 5 segments
+  const ContextShape shape{
+      .max_keys = max_keys, .step_tokens = step, .attention = {{n_h, n_kv, d, d}}};
+  auto q = RandomFloats(size_t(step * n_h * d), 31);
+  auto k = RandomFloats(size_t(max_keys * n_kv * d), 32, 0.5f);
+  auto v = RandomFloats(size_t(max_keys * n_kv * d), 33);
+  std::vector<float> out(size_t(step * n_h * d));
+  std::vector<int32_t> rows(static_cast<size_t>(max_keys));
+  for (int64_t p = 0; p < max_keys; ++p) rows[size_t(p)] = int32_t(p);
+  const Tensor kt = Tensor::Of(k.data(), DType::kF32, {max_keys, n_kv, d});
+  const Tensor vt = Tensor::Of(v.data(), DType::kF32, {max_keys, n_kv, d});
+  // Prefill chunks from several depths (a task per token) and few-token
+  // steps of one to three sequences at the end of the context.
+  auto run = [&](CpuBackend& b, const std::function<void()>& after_each) {
+    for (int64_t n_past :
+         {int64_t(0), int64_t(500), int64_t(1024), int64_t(1800), max_keys - step}) {
+      const int64_t t = std::min(step, max_keys - n_past);
+      b.Attention(Tensor::Of(q.data(), DType::kF32, {t, n_h, d}), kt, vt, rows, n_past, 0.125f,
+                  Tensor::Of(out.data(), DType::kF32, {t, n_h, d}));
+      after_each();
+    }
+    for (int64_t seqs : {1, 3}) {
+      std::vector<AttentionJob> jobs;
+      for (int64_t i = 0; i < seqs; ++i) {
+        jobs.push_back({Tensor::Of(q.data() + i * n_h * d, DType::kF32, {1, n_h, d}), &kt, &vt,
+                        rows, max_keys - 1 - i,
+                        Tensor::Of(out.data() + i * n_h * d, DType::kF32, {1, n_h, d})});
+      }
+      b.MultiAttention(jobs, 0.125f);
+      after_each();
+    }
+  };
+  CpuBackend reserved(2);
+  ASSERT_TRUE(reserved.ReserveForContext(shape).ok());
+  const uint64_t planned = reserved.ContextScratchBytes(shape);
+  EXPECT_EQ(reserved.scratch_bytes(), planned);
+  run(reserved, [&] { EXPECT_EQ(reserved.scratch_bytes(), planned); });
+
+  CpuBackend grown(2);
+  run(grown, [] {});
+  EXPECT_GT(grown.scratch_bytes(), 0u);  // the calls do use scratch
+  EXPECT_LE(grown.scratch_bytes(), planned);
+  std::printf("[ attention scratch: %.2f MiB used unreserved, %.2f MiB planned ]\n",
+              double(grown.scratch_bytes()) / (1 << 20), double(planned) / (1 << 20));
 }
 
 // An f16 KV cache: ScatterRows rounds each new f32 row into it (the bits of

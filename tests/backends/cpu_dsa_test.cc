@@ -150,10 +150,10 @@ TEST_F(CpuDsa, PrefillSelectsWhatDecodeSelectsOnEveryTarget) {
 // past the plan.
 TEST_F(CpuDsa, IndexerCallsFitTheContextReservation) {
   const int64_t keys = kPast + kTokens;
-  const IndexerShape shape{kHeads, kDim};
-  ASSERT_TRUE(backend_.ReserveForContext(keys, shape).ok());
+  const ContextShape shape{.max_keys = keys, .step_tokens = kTokens, .indexer = {kHeads, kDim}};
+  ASSERT_TRUE(backend_.ReserveForContext(shape).ok());
   const uint64_t reserved = backend_.scratch_bytes();
-  EXPECT_EQ(reserved, backend_.ContextScratchBytes(keys, shape));
+  EXPECT_EQ(reserved, backend_.ContextScratchBytes(shape));
   EXPECT_GE(reserved, uint64_t(keys) * 4 * (8 + 2 * 9));
   std::vector<int32_t> counts;
   for (const bool untamed : {false, true}) {
@@ -168,9 +168,10 @@ TEST_F(CpuDsa, IndexerCallsFitTheContextReservation) {
   }
   // Without an indexer nothing is reserved.
   CpuBackend plain(2);
-  ASSERT_TRUE(plain.ReserveForContext(keys, IndexerShape{}).ok());
+  const ContextShape none{.max_keys = keys, .step_tokens = kTokens};
+  ASSERT_TRUE(plain.ReserveForContext(none).ok());
   EXPECT_EQ(plain.scratch_bytes(), 0u);
-  EXPECT_EQ(plain.ContextScratchBytes(keys, IndexerShape{}), 0u);
+  EXPECT_EQ(plain.ContextScratchBytes(none), 0u);
 }
 
 TEST(SelectTopKWithBounds, SelectsWhatTheExactScoresSelect) {

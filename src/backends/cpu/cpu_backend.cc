@@ -26,6 +26,7 @@
 #include "backends/cpu/row_ops.h"
 #include "backends/host_weight.h"
 #include "backends/op_checks.h"
+#include "core/mapped_file.h"
 #include "core/quantize_row.h"
 #include "formats/tensor_source.h"
 
@@ -148,7 +149,17 @@ float* CpuBackend::SharedScratch(uint64_t floats) {
   return shared_scratch_.data();
 }
 
-CpuBackend::ContextFloats CpuBackend::ContextScratch(int64_t max_keys, IndexerShape indexer) const {
+CpuBackend::ContextFloats CpuBackend::ContextScratch(const ContextShape& shape) const {
+  ContextFloats most = IndexerScratch(shape.max_keys, shape.indexer);
+  for (const AttentionShape& a : shape.attention) {
+    const ContextFloats f = AttentionScratch(shape.max_keys, shape.step_tokens, a);
+    most.per_thread = std::max(most.per_thread, f.per_thread);
+    most.partials = std::max(most.partials, f.partials);
+  }
+  return most;
+}
+
+CpuBackend::ContextFloats CpuBackend::IndexerScratch(int64_t max_keys, IndexerShape indexer) const {
   // The DSA indexer's scratch grows with the context (IndexerTopK): a decode
   // step's scores in the shared scratch and its picks in a thread's; a
   // prefill's keys quantised to int16 in the shared scratch and each block's
@@ -164,23 +175,28 @@ CpuBackend::ContextFloats CpuBackend::ContextScratch(int64_t max_keys, IndexerSh
       IndexerPrefillScratchFloats(kIndexerQueryBlock, max_keys, indexer.heads, indexer.dim),
       (kIndexerQueryBlock + 1) * padded + kernels::IndexerTileFloats(indexer.dim));
   return {uint64_t(std::max(kIndexerFewQueries * max_keys, key_floats + 2 * padded)),
-          uint64_t(std::max(decode_thread, prefill_thread))};
+          uint64_t(std::max(decode_thread, prefill_thread)), 0};
 }
 
-Status CpuBackend::ReserveForContext(int64_t max_keys, IndexerShape indexer) {
-  const ContextFloats need = ContextScratch(max_keys, indexer);
-  if (need.shared > 0) SharedScratch(need.shared);
-  if (need.per_thread > 0) ReserveScratch(need.per_thread);
+// Capacity only: a page becomes resident when an op first writes it, so a
+// context that never grows long never holds the long context's scratch, and
+// no op reallocates mid-step (the plan counts the capacity).
+Status CpuBackend::ReserveForContext(const ContextShape& shape) {
+  const ContextFloats need = ContextScratch(shape);
+  shared_scratch_.reserve(need.shared);
+  for (std::vector<float>& s : scratch_) s.reserve(need.per_thread);
+  attention_partials_.reserve(need.partials);
   return Status::Ok();
 }
 
-uint64_t CpuBackend::ContextScratchBytes(int64_t max_keys, IndexerShape indexer) const {
-  const ContextFloats need = ContextScratch(max_keys, indexer);
-  return (need.shared + uint64_t(pool_.num_threads()) * need.per_thread) * sizeof(float);
+uint64_t CpuBackend::ContextScratchBytes(const ContextShape& shape) const {
+  const ContextFloats need = ContextScratch(shape);
+  return (need.shared + need.partials + uint64_t(pool_.num_threads()) * need.per_thread) *
+         sizeof(float);
 }
 
 uint64_t CpuBackend::scratch_bytes() const {
-  uint64_t floats = shared_scratch_.capacity();
+  uint64_t floats = shared_scratch_.capacity() + attention_partials_.capacity();
   for (const std::vector<float>& s : scratch_) floats += s.capacity();
   return floats * sizeof(float);
 }
@@ -200,7 +216,11 @@ Expected<Tensor> CpuBackend::PrepareWeight(const TensorInfo& info) {
       RETURN_IF_ERROR(StorePanels(info.name, w.tensor));
       return w.tensor;
     }
-    if (!copy_weights_) return w.tensor;
+    if (!copy_weights_) {  // used in place: read it now, not in the first steps
+      if (populate_weights_)
+        PopulateMappedRange(static_cast<const uint8_t*>(w.tensor.base), w.bytes);
+      return w.tensor;
+    }
     ASSIGN_OR_RETURN(uint8_t* copy, panels_.Allocate(w.bytes, info.name));
     std::memcpy(copy, w.tensor.base, w.bytes);
     ReleaseFilePages(static_cast<const uint8_t*>(w.tensor.base), w.bytes);
@@ -223,15 +243,21 @@ Status CpuBackend::StorePanels(const std::string& name, Tensor& w) {
   const int64_t groups = w.rows() / kernels::kPanelRows;
   const int64_t per_task = std::max<int64_t>(1, groups / (8 * pool_.num_threads()));
   const uint64_t group_bytes = kernels::kPanelRows * w.row_bytes();
+  // The matmuls read only the panels: the kernel may reclaim the file's pages
+  // (clean, so never lost: a later read, e.g. an embedding row of a tied
+  // output head, faults them back in), task by task, so that a large tensor
+  // is never held twice (the pages each task read, then its panels).
+  // Each task reads its rows in one request first (faulting them in page by
+  // page from a cold cache took 3x longer).
   pool_.ParallelFor((groups + per_task - 1) / per_task, [&](int64_t task, int) {
     const int64_t g0 = task * per_task, n = std::min(per_task, groups - g0);
-    kernels::PackPanels(w.dtype, file + g0 * group_bytes, n * kernels::kPanelRows, w.cols(),
+    const uint8_t* rows = file + g0 * group_bytes;
+    PopulateMappedRange(rows, uint64_t(n) * group_bytes);
+    kernels::PackPanels(w.dtype, rows, n * kernels::kPanelRows, w.cols(),
                         panels + g0 * group_bytes);
+    ReleaseFilePages(rows, uint64_t(n) * group_bytes);
   });
-  // The matmuls now read only the panels: let the kernel reclaim the file's
-  // pages (clean, so never lost: a later read, e.g. an embedding row of a tied
-  // output head, faults them back in), instead of holding the weights twice.
-  ReleaseFilePages(file, bytes);
+  ReleaseFilePages(file, bytes);  // the pages the tasks' edges shared
   w.panels = panels;
   return Status::Ok();
 }
@@ -450,6 +476,8 @@ struct SegmentPartials {
 };
 
 constexpr size_t kMaxAttentionJobs = 64;  // per parallel region
+// Steps of more tokens than this (or of 4+ per thread) have a task per token.
+constexpr int64_t kMaxFewTokens = 256;
 
 }  // namespace
 
@@ -477,7 +505,6 @@ void CpuBackend::MultiAttention(std::span<const AttentionJob> jobs, float scale)
           j.n_past + t <= int64_t(j.key_rows.size()));
     tokens += t;
   }
-  constexpr int64_t kMaxFewTokens = 256;  // more always have a task per token
   if (tokens >= 4 * pool_.num_threads() || tokens > kMaxFewTokens) {
     return AttendPerToken(jobs, scale);
   }
@@ -546,6 +573,36 @@ int64_t TileTokens(int64_t tokens, int64_t threads, int64_t n_h, int64_t d_v,
 }
 
 }  // namespace
+
+// The most MultiAttention's scratch holds for sequences of up to max_keys
+// keys and steps of up to step_tokens tokens: a step of 4+ tokens per thread
+// gives each thread a tile (AttendPerToken), whose segment partials grow with
+// the keys until TileTokens shrinks the tile; the tile of a step is sized for
+// its longest sequence, so the bound is the largest over segment counts of
+// the tile for that count at the most keys it allows. A smaller step keeps
+// every token's partials (attention_partials_).
+CpuBackend::ContextFloats CpuBackend::AttentionScratch(int64_t max_keys, int64_t step_tokens,
+                                                       const AttentionShape& a) const {
+  ContextFloats f;
+  if (a.q_heads <= 0 || a.kv_heads <= 0 || max_keys <= 0 || step_tokens <= 0) return f;
+  const int64_t threads = pool_.num_threads(), group = a.q_heads / a.kv_heads;
+  const int64_t max_segments = kernels::AttentionSegments(max_keys);
+  if (step_tokens >= 4 * threads || step_tokens > kMaxFewTokens) {
+    for (int64_t s = 1; s <= max_segments; ++s) {
+      const int64_t keys = std::min(s * kernels::kAttentionSegmentKeys, max_keys);
+      const int64_t tile = TileTokens(step_tokens, threads, a.q_heads, a.d_v, s);
+      f.per_thread =
+          std::max(f.per_thread, uint64_t(kernels::AttendTokensScratch(
+                                     tile, std::max<int64_t>(1, keys - tile + 1), a.kv_heads, group,
+                                     a.d_k, a.d_v, kernels::kAttentionSegmentKeys)));
+    }
+  }
+  const int64_t few = std::min({4 * threads - 1, kMaxFewTokens, step_tokens});
+  if (max_segments > 1) {
+    f.partials = uint64_t(few * SegmentPartials::Floats(max_segments, a.q_heads, a.d_v));
+  }
+  return f;
+}
 
 void CpuBackend::AttendPerToken(std::span<const AttentionJob> jobs, float scale) {
   // A task is a tile of consecutive tokens of one job: each block of keys

@@ -29,6 +29,7 @@ class CpuBackend final : public Backend {
 
   // See BackendOptions::int16_indexer (kAuto by default).
   void set_int16_indexer(Int16Indexer mode) { int16_indexer_ = mode; }
+  void set_populate_weights(bool populate) { populate_weights_ = populate; }
 
   BackendKind kind() const override { return BackendKind::kCpu; }
   std::string name() const override { return "cpu"; }
@@ -38,9 +39,10 @@ class CpuBackend final : public Backend {
 
   Expected<std::unique_ptr<Buffer>> Allocate(uint64_t bytes, const std::string& what) override;
   Expected<Tensor> PrepareWeight(const TensorInfo& info) override;
-  Status ReserveForContext(int64_t max_keys, IndexerShape indexer) override;
-  uint64_t ContextScratchBytes(int64_t max_keys, IndexerShape indexer) const override;
-  // Bytes of f32 scratch held now (shared and per thread), for tests of the plan.
+  Status ReserveForContext(const ContextShape& shape) override;
+  uint64_t ContextScratchBytes(const ContextShape& shape) const override;
+  // Bytes of f32 scratch reserved now (shared, per thread, attention
+  // partials), for tests of the plan.
   uint64_t scratch_bytes() const;
   void FinishLoad() override { panels_.Seal(); }
 
@@ -90,11 +92,15 @@ class CpuBackend final : public Backend {
   static constexpr int64_t kIndexerRunKeys = 1024;
   static constexpr int64_t kIndexerFewQueries = 8;
   static constexpr int64_t kIndexerQueryBlock = 8;
-  // What ReserveForContext reserves, in floats: the shared scratch and each thread's.
+  // What ReserveForContext reserves, in floats: the shared scratch, each
+  // thread's, and the few-token attention partials.
   struct ContextFloats {
-    uint64_t shared = 0, per_thread = 0;
+    uint64_t shared = 0, per_thread = 0, partials = 0;
   };
-  ContextFloats ContextScratch(int64_t max_keys, IndexerShape indexer) const;
+  ContextFloats ContextScratch(const ContextShape& shape) const;
+  ContextFloats IndexerScratch(int64_t max_keys, IndexerShape indexer) const;
+  ContextFloats AttentionScratch(int64_t max_keys, int64_t step_tokens,
+                                 const AttentionShape& attention) const;
   // Per-thread f32 scratch, grown on first use and then reused (no per-token allocation).
   float* Scratch(int thread, uint64_t floats);
   float* SharedScratch(uint64_t floats);
@@ -126,6 +132,7 @@ class CpuBackend final : public Backend {
   // target can change between calls: SelectCpuTarget).
   bool UseInt16Indexer() const;
   const bool copy_weights_;
+  bool populate_weights_ = true;  // BackendOptions::populate_weights
   std::vector<std::vector<float>> scratch_;
   std::vector<float> shared_scratch_;  // quantised activations of the current matmul, DSA scores
   std::vector<float> attention_partials_;  // segments of few-token attention, until merged

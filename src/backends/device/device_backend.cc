@@ -143,9 +143,9 @@ Expected<std::unique_ptr<Buffer>> DeviceBackend::Allocate(uint64_t bytes, const 
   return std::unique_ptr<Buffer>(new ArenaBuffer(arena_, r, bytes));
 }
 
-Status DeviceBackend::ReserveForContext(int64_t max_keys, IndexerShape) {
-  if (max_keys > max_kv_tokens_) {
-    return Status::Error(traits_.name + ": a cache of " + std::to_string(max_keys) +
+Status DeviceBackend::ReserveForContext(const ContextShape& shape) {
+  if (shape.max_keys > max_kv_tokens_) {
+    return Status::Error(traits_.name + ": a cache of " + std::to_string(shape.max_keys) +
                          " tokens exceeds the " + std::to_string(max_kv_tokens_) +
                          " planned at load");
   }

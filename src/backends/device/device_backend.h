@@ -74,7 +74,7 @@ class DeviceBackend : public Backend {
   DeviceExchange* device_exchange() final { return rt_->exchange(); }
 
   Expected<std::unique_ptr<Buffer>> Allocate(uint64_t bytes, const std::string& what) final;
-  Status ReserveForContext(int64_t max_keys, IndexerShape indexer) final;
+  Status ReserveForContext(const ContextShape& shape) final;
   Expected<Tensor> PrepareWeight(const TensorInfo& info) final;
 
   void Embedding(const Tensor& table, std::span<const int32_t> ids, const Tensor& out) final;

@@ -18,6 +18,9 @@ class AttentionBlock {
   virtual LayerCacheSpec cache_spec() const = 0;
   // Workspace floats one step of `t` tokens needs.
   virtual uint64_t workspace_floats(int64_t t) const = 0;
+  // The shape of the Attention calls it makes over cached keys, whose
+  // backend scratch grows with the context (q_heads 0: it makes none).
+  virtual AttentionShape attention_shape() const { return {}; }
 };
 
 class FeedForwardBlock {

@@ -22,6 +22,9 @@ class GqaAttention final : public AttentionBlock {
   void AddTo(StepContext& ctx, const Tensor& x, const RowNorm& norm, const Tensor& y) override;
   LayerCacheSpec cache_spec() const override;
   uint64_t workspace_floats(int64_t t) const override;
+  AttentionShape attention_shape() const override {
+    return {c_.num_heads, c_.num_kv_heads, c_.head_dim, c_.head_dim};
+  }
 
  private:
   GqaAttention(const ModelConfig& c, const RopeTable& rope) : c_(c), rope_(rope) {}

@@ -130,6 +130,12 @@ LayerCacheSpec MlaAttention::cache_spec() const {
   return s;
 }
 
+AttentionShape MlaAttention::attention_shape() const {
+  if (form_ == MlaForm::kAbsorbed) return {};
+  const MlaConfig& m = c_.mla;
+  return {group_, group_, m.qk_nope_head_dim + m.qk_rope_head_dim, m.v_head_dim};
+}
+
 uint64_t MlaAttention::workspace_floats(int64_t t) const {
   const MlaConfig& m = c_.mla;
   const int64_t n_h = c_.num_heads, r = m.kv_lora_rank, dr = m.qk_rope_head_dim;

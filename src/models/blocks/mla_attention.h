@@ -37,6 +37,9 @@ class MlaAttention final : public AttentionBlock {
   }
   LayerCacheSpec cache_spec() const override;
   uint64_t workspace_floats(int64_t t) const override;
+  // The expanded form's calls (group_ heads each); the absorbed form's
+  // LatentAttention tiles do not grow with the context.
+  AttentionShape attention_shape() const override;
 
  private:
   // x: the normed hidden state [T, H]; writes the block output [T, H] to `out`.
