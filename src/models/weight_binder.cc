@@ -33,6 +33,7 @@ Expected<std::optional<Tensor>> WeightBinder::Bind(const std::string& hf_name,
     t.dtype = info->dtype;
     t.rank = int(shape.size());
     std::copy(shape.begin(), shape.end(), t.shape.begin());
+    t.scales = info->scales;  // FP8: LocateExperts gives each expert its rows' scales
     streamed_bytes_ += info->bytes;
     return std::optional<Tensor>(t);
   }
@@ -239,6 +240,7 @@ Status WeightBinder::StackedSlices(int64_t i, const std::string& base, bool fuse
 
 Status WeightBinder::LocateExperts(ExpertWeights& w) {
   w.spans.resize(w.gate.size());
+  if (w.gate[0].scales) w.scales.resize(w.gate.size());
   for (size_t e = 0; e < w.gate.size(); ++e) {
     Tensor* parts[kExpertParts] = {&w.gate[e], &w.up[e], &w.down[e]};
     for (int p = 0; p < kExpertParts; ++p) {
@@ -246,8 +248,27 @@ Status WeightBinder::LocateExperts(ExpertWeights& w) {
       const uint64_t bytes = uint64_t(t.rows()) * t.row_bytes();
       ASSIGN_OR_RETURN(FileLocation at, file_.Locate(t.as<const uint8_t>(), bytes));
       w.spans[e][size_t(p)] = FileSpan{at.file, at.offset, bytes};
+      if (t.scales) {
+        // A cache slot holds the expert's rows from its row 0: its scales
+        // start at the grid row of the expert's first row, which must begin a
+        // block of rows (every release's experts do: 128-row blocks).
+        CHECK(!w.scales.empty());
+        const BlockScales& s = t.scales;
+        const int64_t first = int64_t(t.offset / t.row_bytes());
+        if (first % s.rows != 0) {
+          return Status::Error(file_.tensors().description() + ": FP8 expert " + std::to_string(e) +
+                               " starts at row " + std::to_string(first) + ", inside a block of " +
+                               std::to_string(s.rows) +
+                               " rows of scales: it cannot stream (use --expert-cache off)");
+        }
+        const int64_t grid_cols = (t.cols() + s.cols - 1) / s.cols;
+        w.scales[e][size_t(p)] = BlockScales{
+            static_cast<const uint8_t*>(s.data) + uint64_t(first / s.rows * grid_cols) * 4, s.rows,
+            s.cols};
+      }
       t.base = nullptr;  // never read in place: the expert cache supplies the bytes
       t.offset = 0;
+      t.scales = {};
     }
   }
   return Status::Ok();

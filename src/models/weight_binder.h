@@ -27,6 +27,9 @@ namespace anymoe {
 struct ExpertWeights {
   std::vector<Tensor> gate, up, down;  // gate/up [I, H], down [H, I]
   std::vector<ExpertSpans> spans;      // per expert when streamed, else empty
+  // Streamed FP8 experts: each part's block scales from the expert's first
+  // row (a slot holds only its rows); empty otherwise.
+  std::vector<std::array<BlockScales, kExpertParts>> scales;
 
   bool streamed() const { return !spans.empty(); }
 };

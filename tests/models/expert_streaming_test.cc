@@ -114,7 +114,12 @@ TEST_P(StreamedExpertsMatch, BitwiseAtEveryCacheSize) {
       {all / 2, true, true, EvictionPolicy::kLfru}, {all, true, true, EvictionPolicy::kLru},
       {all, false, false, EvictionPolicy::kLfu},
   };
+  // FP8 block scales stay on the host: a device slot would hold an expert's
+  // bytes without them, so device slots refuse FP8 experts at load (tested
+  // on OpenCL in conformance/device_expert_cache_test.cc).
+  const bool fp8 = GetParam().starts_with("fp8/");
   for (const Case& cs : cases) {
+    if (fp8 && cs.device) continue;
     SCOPED_TRACE("slots " + std::to_string(cs.slots) + (cs.prefetch ? " prefetch" : "") +
                  (cs.pack ? " panels " : " ") + std::string(EvictionPolicyName(cs.policy)) +
                  (cs.device ? " device slots" : ""));
@@ -147,7 +152,9 @@ INSTANTIATE_TEST_SUITE_P(
                       "moe/qwen3_moe", "moe/deepseek_v3", "moe/glm_moe_dsa",
                       "moe_gguf/glm4_moe.gguf", "moe_gguf/mixtral.gguf",
                       "moe_gguf/glm_moe_dsa.gguf", "moe_gguf/glm4_moe.q8_0.gguf",
-                      "moe_gguf/glm4_moe.q4_0.gguf", "moe_gguf/glm4_moe.q4_1.gguf"),
+                      "moe_gguf/glm4_moe.q4_0.gguf", "moe_gguf/glm4_moe.q4_1.gguf",
+                      // FP8 block-scaled: each slot's views take the expert's scales.
+                      "fp8/deepseek_v3", "fp8/glm_moe_dsa"),
     [](const auto& info) {
       std::string n = info.param;
       for (char& ch : n) ch = std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';

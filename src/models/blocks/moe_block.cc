@@ -28,6 +28,7 @@ Expected<std::unique_ptr<MoeBlock>> MoeBlock::Bind(WeightBinder& w, const ModelC
           ExpertMatrix{t.dtype, t.rows(), t.cols(), uint64_t(t.rows()) * t.row_bytes()};
     }
     m->layout_.spans = m->experts_.spans;
+    m->layout_.scales = m->experts_.scales;
   }
   if (ep != nullptr && ep->comm != nullptr) {
     if (m->experts_.streamed()) {

@@ -308,6 +308,7 @@ void ExpertCache::Load(int32_t s, int worker) {
     status = reader_->Read(span, store_->ReadBuffer(s, p, worker), &shift);
     if (!status.ok()) break;
     views[size_t(p)] = store_->Commit(s, p, l.parts[size_t(p)], shift, worker);
+    if (!l.scales.empty()) views[size_t(p)].scales = l.scales[size_t(expert)][size_t(p)];
     bytes += span.bytes;
   }
   {

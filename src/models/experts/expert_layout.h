@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/dtype.h"
+#include "core/tensor.h"
 
 namespace anymoe {
 
@@ -33,6 +34,9 @@ using ExpertSpans = std::array<FileSpan, kExpertParts>;
 struct LayerExperts {
   std::array<ExpertMatrix, kExpertParts> parts;
   std::vector<ExpertSpans> spans;  // [num_experts]
+  // FP8 experts: each part's block scales from the expert's first row, for
+  // the views of its slot ([num_experts]; empty when the experts have none).
+  std::vector<std::array<BlockScales, kExpertParts>> scales;
 
   uint64_t expert_bytes() const { return parts[0].bytes + parts[1].bytes + parts[2].bytes; }
   int64_t num_experts() const { return int64_t(spans.size()); }
