@@ -16,8 +16,14 @@ namespace anymoe {
 // [ceil(R / rows), ceil(C / cols)] over the whole matrix; element (r, c) is
 // value * scale[r / rows][c / cols]. Null `data` when the weight has none.
 struct BlockScales {
-  const void* data = nullptr;  // f32 with no alignment promise (safetensors)
+  // f32 with no alignment promise (safetensors); on a device, the handle of
+  // the buffer holding the grid.
+  const void* data = nullptr;
   int32_t rows = 0, cols = 0;
+  // The grid starts grid_offset bytes into `data` (a device expert cache keeps
+  // an expert's grid in its slot), and the matrix it describes starts
+  // matrix_offset bytes into the weight's `base` (0: `base` is its row 0).
+  uint64_t grid_offset = 0, matrix_offset = 0;
   explicit operator bool() const { return data != nullptr; }
 };
 
@@ -34,8 +40,8 @@ struct Tensor {
   // not. A row slice keeps it (its byte offset is the same in both layouts); a
   // view with other columns drops it.
   const void* panels = nullptr;
-  // FP8 weights: their block scales. `base` is then row 0 of the whole matrix,
-  // so a row slice finds its block row from `offset`.
+  // FP8 weights: their block scales. A row slice finds its block row from
+  // (offset - scales.matrix_offset) / row_bytes().
   BlockScales scales;
 
   static Tensor Of(void* base, DType dtype, std::initializer_list<int64_t> dims) {

@@ -60,8 +60,11 @@ int I(int64_t v) {
 // An FP8 weight's block scales for the kernels (a null grid for other weights).
 k::Scales ScalesOf(const Tensor& w) {
   const device::WeightScales s = device::ScalesOf(w);
-  return k::Scales{static_cast<const float*>(s.grid), I(s.block_rows), I(s.block_cols),
-                   I(s.grid_cols), I(s.first_row)};
+  const auto* grid =
+      s.buffer == nullptr
+          ? nullptr
+          : reinterpret_cast<const float*>(static_cast<const char*>(s.buffer) + s.grid_offset);
+  return k::Scales{grid, I(s.block_rows), I(s.block_cols), I(s.grid_cols), I(s.first_row)};
 }
 
 DeviceWeight Weight(const Tensor& w) {

@@ -195,8 +195,8 @@ void DeviceBackend::ReadF32(const Tensor& src, std::span<float> dst) {
   const int64_t grid_row0 = s.first_row / s.block_rows;
   const int64_t grid_rows = (s.first_row + src.rows() - 1) / s.block_rows - grid_row0 + 1;
   std::vector<float> grid(size_t(grid_rows * s.grid_cols));
-  rt_->Read(s.grid, uint64_t(grid_row0 * s.grid_cols) * sizeof(float), grid.data(),
-            grid.size() * sizeof(float));
+  rt_->Read(s.buffer, s.grid_offset + uint64_t(grid_row0 * s.grid_cols) * sizeof(float),
+            grid.data(), grid.size() * sizeof(float));
   for (int64_t r = 0; r < src.rows(); ++r) {
     const float* scale_row =
         grid.data() + ((s.first_row + r) / s.block_rows - grid_row0) * s.grid_cols;

@@ -14,20 +14,27 @@ namespace anymoe::device {
 // An FP8 weight's block scales as the kernels take them: element (r, c) of the
 // weight view is value * grid[(first_row + r) / block_rows * grid_cols +
 // c / block_cols], the formula of DequantizeWeightRows (core/tensor.h), with
-// first_row the view's row within the whole matrix. `grid` is the device
-// buffer DeviceBackend::PrepareWeight uploaded; null (block_cols 0) for every
+// first_row the view's row within the whole matrix. The grid starts
+// grid_offset bytes into the device buffer `buffer` (DeviceBackend::
+// PrepareWeight's, or an expert cache slot's); null (block_cols 0) for every
 // weight without scales.
 struct WeightScales {
-  void* grid = nullptr;
+  void* buffer = nullptr;
+  uint64_t grid_offset = 0;
   int64_t block_rows = 1, block_cols = 0, grid_cols = 1, first_row = 0;
 };
 
 inline WeightScales ScalesOf(const Tensor& w) {
   if (!w.scales) return {};
-  CHECK(w.scales.rows > 0 && w.scales.cols > 0 && w.offset % w.row_bytes() == 0);
-  return WeightScales{const_cast<void*>(w.scales.data), w.scales.rows, w.scales.cols,
-                      (w.cols() + w.scales.cols - 1) / w.scales.cols,
-                      int64_t(w.offset / w.row_bytes())};
+  const BlockScales& s = w.scales;
+  CHECK(s.rows > 0 && s.cols > 0 && w.offset >= s.matrix_offset &&
+        (w.offset - s.matrix_offset) % w.row_bytes() == 0 && s.grid_offset % sizeof(float) == 0);
+  return WeightScales{const_cast<void*>(s.data),
+                      s.grid_offset,
+                      s.rows,
+                      s.cols,
+                      (w.cols() + s.cols - 1) / s.cols,
+                      int64_t((w.offset - s.matrix_offset) / w.row_bytes())};
 }
 
 // y_i = x . W_i^T (+ b_i) for each projection, with the fused parts a backend

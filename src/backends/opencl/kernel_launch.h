@@ -39,11 +39,15 @@ class Launch {
     return Arg(sizeof(x), &x);
   }
   Launch& F(float v) { return Arg(sizeof(v), &v); }
-  // An FP8 weight's block scales as (grid, block rows, block cols, grid
-  // columns, first row); without scales `unread` stands in for the grid and
-  // block cols is 0.
+  // An FP8 weight's block scales as (grid buffer, its offset in floats,
+  // block rows, block cols, grid columns, first row); without scales `unread`
+  // stands in for the grid and block cols is 0.
   Launch& Scales(const device::WeightScales& s, const Tensor& unread) {
-    Buf(static_cast<cl_mem>(s.grid != nullptr ? s.grid : unread.base));
+    if (s.buffer == nullptr) {
+      Mem(static_cast<cl_mem>(unread.base), 0);
+    } else {
+      Mem(static_cast<cl_mem>(s.buffer), s.grid_offset / sizeof(float));
+    }
     return I(s.block_rows).I(s.block_cols).I(s.grid_cols).I(s.first_row);
   }
 

@@ -52,11 +52,18 @@ class DeviceExpertSlots final : public ExpertSlotStore {
     return staging_ + uint64_t(worker) * staging_bytes_;
   }
 
-  Tensor Commit(int32_t slot, int part, const ExpertMatrix& m, uint64_t shift,
-                int worker) override {
+  Tensor Commit(int32_t slot, int part, const ExpertMatrix& m, const BlockScales& scales,
+                uint64_t shift, int worker) override {
     Tensor t = Tensor::Of(buffers_[size_t(part)]->base(), m.dtype, {m.rows, m.cols});
     t.offset = uint64_t(slot) * stride_[size_t(part)];
     backend_.WriteBytes(ReadBuffer(slot, part, worker) + shift, m.bytes, t);
+    if (scales) {  // the grid follows the matrix in the slot
+      CHECK(m.scale_bytes > 0);
+      Tensor grid = t;
+      grid.offset += DeviceSlotScaleOffset(m);
+      backend_.WriteBytes(scales.data, m.scale_bytes, grid);
+      t.scales = BlockScales{t.base, scales.rows, scales.cols, grid.offset, t.offset};
+    }
     return t;
   }
 

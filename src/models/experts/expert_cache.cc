@@ -19,12 +19,16 @@ uint64_t SlotFootprint(const std::array<uint64_t, kExpertParts>& parts) {
 }
 
 // The largest gate, up and down of any layer: every slot can take any expert.
-std::array<uint64_t, kExpertParts> LargestParts(std::span<const LayerExperts* const> layers) {
+// Device slots also hold each part's FP8 block scales (DeviceSlotPartBytes).
+std::array<uint64_t, kExpertParts> LargestParts(std::span<const LayerExperts* const> layers,
+                                                bool device_slots) {
   std::array<uint64_t, kExpertParts> parts{};
   for (const LayerExperts* l : layers) {
     if (l == nullptr) continue;
     for (int p = 0; p < kExpertParts; ++p) {
-      parts[size_t(p)] = std::max(parts[size_t(p)], l->parts[size_t(p)].bytes);
+      const ExpertMatrix& m = l->parts[size_t(p)];
+      parts[size_t(p)] =
+          std::max(parts[size_t(p)], device_slots ? DeviceSlotPartBytes(m) : m.bytes);
     }
   }
   return parts;
@@ -42,7 +46,7 @@ Expected<ExpertCache::Footprint> ExpertCache::Plan(std::span<const LayerExperts*
     f.routed_bytes += uint64_t(l->num_experts()) * l->expert_bytes();
   }
   if (ids == 0) return Status::Error("expert cache: the model has no routed experts to stream");
-  const auto parts = LargestParts(layers);
+  const auto parts = LargestParts(layers, options.device_slots);
   f.slot_bytes = options.device_slots ? DeviceSlotBytes(parts) : SlotFootprint(parts);
   f.slots = options.slots > 0      ? options.slots
             : options.fraction > 0 ? int64_t(std::ceil(options.fraction * double(ids)))
@@ -73,13 +77,6 @@ Expected<std::unique_ptr<ExpertCache>> ExpertCache::Create(
     for (const LayerExperts* l : layers) {
       for (int p = 0; l != nullptr && p < kExpertParts; ++p) {
         const DType d = l->parts[size_t(p)].dtype;
-        if (d == DType::kF8_E4M3 || d == DType::kF8_E5M2) {
-          // A slot holds an expert's weight bytes only, not its block scales.
-          return Status::Error(backend->name() +
-                               ": FP8 experts cannot live in a device expert "
-                               "cache yet: use --cpu-moe, or a --mem-budget that holds every "
-                               "weight");
-        }
         if (supports != nullptr && !supports(Op::kGroupedMatmul, d)) {
           return Status::Error(backend->name() + ": no GroupedMatmul kernel for " +
                                std::string(Name(d)) +
@@ -111,10 +108,10 @@ Expected<std::unique_ptr<ExpertCache>> ExpertCache::Create(
   for (const MappedFile* m : file.mapped_files()) paths.push_back(m->path());
   ASSIGN_OR_RETURN(c->reader_, ExpertReader::Open(paths, options.direct_io, options.fault_hook));
   if (options.device_slots) {
-    ASSIGN_OR_RETURN(c->store_, NewDeviceExpertSlots(*backend, f.slots, LargestParts(layers),
+    ASSIGN_OR_RETURN(c->store_, NewDeviceExpertSlots(*backend, f.slots, LargestParts(layers, true),
                                                      c->options_.io_threads));
   } else {
-    ASSIGN_OR_RETURN(c->store_, NewHostExpertSlots(f.slots, LargestParts(layers),
+    ASSIGN_OR_RETURN(c->store_, NewHostExpertSlots(f.slots, LargestParts(layers, false),
                                                    options.pack_panels, c->options_.io_threads));
   }
   c->views_.resize(size_t(f.slots));
@@ -307,8 +304,9 @@ void ExpertCache::Load(int32_t s, int worker) {
     uint64_t shift = 0;
     status = reader_->Read(span, store_->ReadBuffer(s, p, worker), &shift);
     if (!status.ok()) break;
-    views[size_t(p)] = store_->Commit(s, p, l.parts[size_t(p)], shift, worker);
-    if (!l.scales.empty()) views[size_t(p)].scales = l.scales[size_t(expert)][size_t(p)];
+    const BlockScales scales =
+        l.scales.empty() ? BlockScales{} : l.scales[size_t(expert)][size_t(p)];
+    views[size_t(p)] = store_->Commit(s, p, l.parts[size_t(p)], scales, shift, worker);
     bytes += span.bytes;
   }
   {

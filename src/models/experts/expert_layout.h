@@ -25,6 +25,7 @@ struct ExpertMatrix {
   DType dtype = DType::kF32;
   int64_t rows = 0, cols = 0;
   uint64_t bytes = 0;
+  uint64_t scale_bytes = 0;  // FP8: its f32 block-scale grid (0: none)
 };
 
 inline constexpr int kExpertParts = 3;  // gate, up, down

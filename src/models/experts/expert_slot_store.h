@@ -27,10 +27,12 @@ class ExpertSlotStore {
   // ExpertReader::kAlign-aligned, ExpertReader::Capacity(the largest part) bytes.
   virtual uint8_t* ReadBuffer(int32_t slot, int part, int worker) = 0;
   // Makes the bytes read (the matrix starts at ReadBuffer(...) + shift) the
-  // slot's `part`, and returns the view the ops read it through. Called on
-  // the I/O worker's thread while the slot is pinned.
-  virtual Tensor Commit(int32_t slot, int part, const ExpertMatrix& m, uint64_t shift,
-                        int worker) = 0;
+  // slot's `part`, and returns the view the ops read it through, with
+  // `scales` (an FP8 expert's block scales from its first row, host memory;
+  // empty: none) where that memory's ops find them. Called on the I/O
+  // worker's thread while the slot is pinned.
+  virtual Tensor Commit(int32_t slot, int part, const ExpertMatrix& m, const BlockScales& scales,
+                        uint64_t shift, int worker) = 0;
 };
 
 // Host memory slots for the CPU backend, in huge pages. `pack`: store q8_0 /
@@ -50,8 +52,14 @@ Expected<std::unique_ptr<ExpertSlotStore>> NewHostExpertSlots(
 Expected<std::unique_ptr<ExpertSlotStore>> NewDeviceExpertSlots(
     Backend& backend, int64_t slots, const std::array<uint64_t, kExpertParts>& part_bytes,
     int workers);
-// Device bytes one slot takes for matrices of `part_bytes` (each rounded up
-// to kDeviceSlotAlign within its buffer).
+// Where a device slot keeps an FP8 part's block-scale grid: after the matrix,
+// 16-byte aligned; and what the part then takes.
+inline uint64_t DeviceSlotScaleOffset(const ExpertMatrix& m) { return (m.bytes + 15) / 16 * 16; }
+inline uint64_t DeviceSlotPartBytes(const ExpertMatrix& m) {
+  return m.scale_bytes > 0 ? DeviceSlotScaleOffset(m) + m.scale_bytes : m.bytes;
+}
+// Device bytes one slot takes for parts of `part_bytes` (DeviceSlotPartBytes,
+// each rounded up to kDeviceSlotAlign within its buffer).
 inline constexpr uint64_t kDeviceSlotAlign = 256;
 uint64_t DeviceSlotBytes(const std::array<uint64_t, kExpertParts>& part_bytes);
 

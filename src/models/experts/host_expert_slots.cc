@@ -52,9 +52,10 @@ class HostExpertSlots final : public ExpertSlotStore {
     return Part(slot, part);
   }
 
-  Tensor Commit(int32_t slot, int part, const ExpertMatrix& m, uint64_t shift,
-                int worker) override {
+  Tensor Commit(int32_t slot, int part, const ExpertMatrix& m, const BlockScales& scales,
+                uint64_t shift, int worker) override {
     Tensor t = Tensor::Of(nullptr, m.dtype, {m.rows, m.cols});
+    t.scales = scales;  // host memory already, the view's row 0 its first
     uint8_t* dst = Part(slot, part);
     if (pack_ && Packable(m)) {
       kernels::PackPanels(m.dtype, ReadBuffer(slot, part, worker) + shift, m.rows, m.cols, dst);

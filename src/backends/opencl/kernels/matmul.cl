@@ -69,9 +69,9 @@ float inv_rms(global const float* xr, int k, float eps, local float* red) {
 // y0 += p0. FP8 weights bring their block scales (s, see scale_row; s_cols 0: none).
 #define PROJECTION(i)                                                                    \
   global const uchar *w##i, ulong w##i##_off, ulong w##i##_row_bytes, int w##i##_dtype,  \
-      global const float *s##i, int s##i##_rows, int s##i##_cols, int s##i##_stride,     \
-      int s##i##_first, global const float *b##i, ulong b##i##_off, int has_b##i,        \
-      global float *y##i, ulong y##i##_off, int n##i
+      global const float *s##i, ulong s##i##_off, int s##i##_rows, int s##i##_cols,      \
+      int s##i##_stride, int s##i##_first, global const float *b##i, ulong b##i##_off,   \
+      int has_b##i, global float *y##i, ulong y##i##_off, int n##i
 
 kernel void matmul(global const float* x, ulong x_off, int k, global const float* nw,
                    ulong nw_off, float eps, int has_norm, PROJECTION(0), PROJECTION(1),
@@ -96,15 +96,15 @@ kernel void matmul(global const float* x, ulong x_off, int k, global const float
   const ulong row_bytes = p == 0 ? w0_row_bytes : (p == 1 ? w1_row_bytes : w2_row_bytes);
   const int dtype = p == 0 ? w0_dtype : (p == 1 ? w1_dtype : w2_dtype);
   global const float* srow =
-      p == 0 ? scale_row(s0, s0_rows, s0_stride, s0_first, o)
-             : (p == 1 ? scale_row(s1, s1_rows, s1_stride, s1_first, o)
-                       : scale_row(s2, s2_rows, s2_stride, s2_first, o));
+      p == 0 ? scale_row(s0 + s0_off, s0_rows, s0_stride, s0_first, o)
+             : (p == 1 ? scale_row(s1 + s1_off, s1_rows, s1_stride, s1_first, o)
+                       : scale_row(s2 + s2_off, s2_rows, s2_stride, s2_first, o));
   const int s_cols = p == 0 ? s0_cols : (p == 1 ? s1_cols : s2_cols);
   const float dot =
       group_sum(lane_dot(w + o * row_bytes, dtype, srow, s_cols, xr, k, nwr, inv, has_norm), red);
   if (epilogue == 1) {  // the up projection's column o, then silu(gate) * up
     const float up = group_sum(lane_dot(w1 + w1_off + o * w1_row_bytes, w1_dtype,
-                                        scale_row(s1, s1_rows, s1_stride, s1_first, o), s1_cols,
+                                        scale_row(s1 + s1_off, s1_rows, s1_stride, s1_first, o), s1_cols,
                                         xr, k, nwr, inv, has_norm),
                                red);
     if (get_local_id(0) == 0) {
@@ -158,12 +158,13 @@ kernel void head_matmul(global const float* x, ulong x_off, int x_stride, global
 
 // out[t] = dequantised table[ids[t]] (FP8: times its block scale, s_cols > 0).
 kernel void embedding(global const uchar* table, ulong table_off, ulong row_bytes, int dtype,
-                      global const float* s, int s_rows, int s_cols, int s_stride, int s_first,
+                      global const float* s, ulong s_off, int s_rows, int s_cols, int s_stride,
+                      int s_first,
                       global const int* ids, ulong ids_off, global float* out, ulong out_off,
                       int h) {
   const int j = get_global_id(0), t = get_global_id(1);
   const int r = ids[ids_off + t];
   float v = weight_at(table + table_off + r * row_bytes, dtype, j);
-  if (s_cols > 0) v = v * scale_row(s, s_rows, s_stride, s_first, r)[j / s_cols];
+  if (s_cols > 0) v = v * scale_row(s + s_off, s_rows, s_stride, s_first, r)[j / s_cols];
   out[out_off + (ulong)t * h + j] = v;
 }
