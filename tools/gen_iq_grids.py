@@ -26,8 +26,9 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 OUT = REPO_ROOT / "src" / "core" / "iq_grids.cc"
 OUT_CL = REPO_ROOT / "src" / "backends" / "opencl" / "kernels" / "iq_grids.cl"
 OUT_CU = REPO_ROOT / "src" / "backends" / "cuda" / "kernels" / "iq_grids.cuh"
-# The grids the device kernels decode (OpenCL: common.cl declares an accessor for each).
-DEVICE_GRIDS = ["kIq2xxsGrid"]
+# The grids the device kernels decode (OpenCL: common.cl declares an accessor for each):
+# all of them, 33 KiB together, within the 64 KiB of constant memory both APIs promise.
+DEVICE_GRIDS = ["kIq1sGrid", "kIq2xxsGrid", "kIq2xsGrid", "kIq2sGrid", "kIq3xxsGrid", "kIq3sGrid"]
 
 # (C++ name, gguf class, row width): IQ1_M shares IQ1_S's grid.
 GRIDS = [
@@ -84,14 +85,14 @@ def main() -> None:
     for name, cls, width in GRIDS:
         if name not in DEVICE_GRIDS:
             continue
-        assert width == 8
         rows = rows_as_ints(cls, width)
-        cl.append(f"constant ulong {name}[{len(rows)}] = {{")
+        ctype, digits, suffix = ("ulong", 16, "UL") if width == 8 else ("uint", 8, "U")
+        cl.append(f"constant {ctype} {name}[{len(rows)}] = {{")
         for i in range(0, len(rows), 4):
-            cl.append("    " + ", ".join(f"0x{v:016x}UL" for v in rows[i:i + 4]) + ",")
+            cl.append("    " + ", ".join(f"0x{v:0{digits}x}{suffix}" for v in rows[i:i + 4]) + ",")
         cl.append("};")
         accessor = "grid_row_" + name[1:].replace("Grid", "").lower()
-        cl.append(f"ulong {accessor}(uint i) {{ return {name}[i]; }}")
+        cl.append(f"{ctype} {accessor}(uint i) {{ return {name}[i]; }}")
         cl.append("")
     OUT_CL.write_text("\n".join(cl))
     print(f"wrote {OUT_CL}")
@@ -111,9 +112,10 @@ def main() -> None:
         if name not in DEVICE_GRIDS:
             continue
         rows = rows_as_ints(cls, width)
-        cu.append(f"__constant__ const uint64_t {name}[{len(rows)}] = {{")
+        ctype, digits, suffix = ("uint64_t", 16, "ull") if width == 8 else ("uint32_t", 8, "u")
+        cu.append(f"__constant__ const {ctype} {name}[{len(rows)}] = {{")
         for i in range(0, len(rows), 4):
-            cu.append("    " + ", ".join(f"0x{v:016x}ull" for v in rows[i:i + 4]) + ",")
+            cu.append("    " + ", ".join(f"0x{v:0{digits}x}{suffix}" for v in rows[i:i + 4]) + ",")
         cu.append("};")
         cu.append("")
     cu.append("}  // namespace anymoe::cuda::kernels")

@@ -51,16 +51,15 @@ TEST(Cuda, NoDeviceIsAClearError) {
 TEST(Cuda, SupportsTableWithoutADevice) {
   SupportsFn supports = DeviceSupportsTable("cuda");
   ASSERT_NE(supports, nullptr);
-  for (DType d : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0, DType::kQ4_1,
-                  DType::kQ5_0, DType::kQ5_1, DType::kIQ4_NL, DType::kQ2_K, DType::kQ3_K,
-                  DType::kQ4_K, DType::kQ5_K, DType::kQ6_K, DType::kIQ2_XXS, DType::kIQ4_XS,
-                  DType::kF8_E4M3, DType::kF8_E5M2}) {
+  for (DType d :
+       {DType::kF32,     DType::kF16,   DType::kBF16,  DType::kQ8_0,    DType::kQ4_0,
+        DType::kQ4_1,    DType::kQ5_0,  DType::kQ5_1,  DType::kIQ4_NL,  DType::kQ2_K,
+        DType::kQ3_K,    DType::kQ4_K,  DType::kQ5_K,  DType::kQ6_K,    DType::kIQ2_XXS,
+        DType::kIQ4_XS,  DType::kIQ1_S, DType::kIQ1_M, DType::kIQ2_XS,  DType::kIQ2_S,
+        DType::kIQ3_XXS, DType::kIQ3_S, DType::kMXFP4, DType::kF8_E4M3, DType::kF8_E5M2}) {
     EXPECT_TRUE(supports(Op::kMatmul, d)) << Name(d);
     EXPECT_TRUE(supports(Op::kGroupedMatmul, d)) << Name(d);
     EXPECT_TRUE(supports(Op::kEmbedding, d)) << Name(d);
-  }
-  for (DType d : {DType::kIQ1_S, DType::kIQ3_S, DType::kMXFP4}) {
-    EXPECT_FALSE(supports(Op::kMatmul, d)) << Name(d);  // the CPU fallback runs these
   }
   for (int op = 0; op < kNumOps; ++op) {
     EXPECT_TRUE(supports(Op(op), DType::kF32)) << OpName(Op(op));

@@ -32,6 +32,11 @@ std::vector<int> HalfFields(DType t) {
     case DType::kIQ4_NL:
     case DType::kIQ2_XXS:
     case DType::kIQ4_XS:
+    case DType::kIQ1_S:
+    case DType::kIQ2_XS:
+    case DType::kIQ2_S:
+    case DType::kIQ3_XXS:
+    case DType::kIQ3_S:
       return {0};
     case DType::kQ5_1:
       return {0, 2};
@@ -68,6 +73,14 @@ std::vector<uint8_t> RandomWeights(DType dtype, int64_t rows, int64_t cols, std:
       const uint16_t h = F32ToF16(scale(rng));
       std::memcpy(out.data() + at + uint64_t(field), &h, 2);
     }
+    if (dtype == DType::kIQ1_M) {  // the f16 scale is the top nibbles of the 4 words at 48
+      const uint16_t h = F32ToF16(scale(rng));
+      for (int i = 0; i < 4; ++i) {
+        uint8_t& hi = out[at + 48 + 2 * uint64_t(i) + 1];
+        hi = uint8_t((hi & 0x0f) | ((h >> (4 * i)) & 0x0f) << 4);
+      }
+    }
+    if (dtype == DType::kMXFP4) out[at] = uint8_t(118 + rng() % 8);  // e8m0: 2^-9 .. 2^-2
   }
   return out;
 }
@@ -142,10 +155,11 @@ class DeviceOps : public ::testing::TestWithParam<std::string> {
   std::vector<std::unique_ptr<Buffer>> buffers_;
 };
 
-const DType kWeightDtypes[] = {DType::kF32,     DType::kF16,    DType::kBF16,   DType::kQ8_0,
-                               DType::kQ4_0,    DType::kQ4_1,   DType::kQ5_0,   DType::kQ5_1,
-                               DType::kIQ4_NL,  DType::kQ2_K,   DType::kQ3_K,   DType::kQ4_K,
-                               DType::kQ5_K,    DType::kQ6_K,   DType::kIQ2_XXS, DType::kIQ4_XS};
+const DType kWeightDtypes[] = {
+    DType::kF32,    DType::kF16,   DType::kBF16,    DType::kQ8_0,   DType::kQ4_0,  DType::kQ4_1,
+    DType::kQ5_0,   DType::kQ5_1,  DType::kIQ4_NL,  DType::kQ2_K,   DType::kQ3_K,  DType::kQ4_K,
+    DType::kQ5_K,   DType::kQ6_K,  DType::kIQ2_XXS, DType::kIQ4_XS, DType::kIQ1_S, DType::kIQ1_M,
+    DType::kIQ2_XS, DType::kIQ2_S, DType::kIQ3_XXS, DType::kIQ3_S,  DType::kMXFP4};
 
 // Every OpenCL test skips when the backend cannot be created (no device, no
 // plugin): a kernel source that no longer compiles must fail here instead of
@@ -184,7 +198,8 @@ TEST_P(DeviceOps, MatmulEveryWeightDtype) {
 
 TEST_P(DeviceOps, GroupedMatmulStackedAndSeparateExperts) {
   for (DType dtype : {DType::kF32, DType::kBF16, DType::kQ8_0, DType::kQ4_0, DType::kQ6_K,
-                      DType::kQ2_K, DType::kQ5_1, DType::kIQ2_XXS, DType::kIQ4_XS}) {
+                      DType::kQ2_K, DType::kQ5_1, DType::kIQ2_XXS, DType::kIQ4_XS, DType::kIQ1_M,
+                      DType::kIQ3_S, DType::kMXFP4}) {
     const int64_t experts = 4, k = 256, n = 24;
     const std::vector<int32_t> offsets = {0, 3, 3, 7, 9};  // expert 1 has no rows
     const Pair stacked = Weight(dtype, experts * n, k);

@@ -24,7 +24,9 @@ namespace k = kernels;
 static_assert(int(DType::kF32) == k::kF32 && int(DType::kF16) == k::kF16 &&
                   int(DType::kBF16) == k::kBF16 && int(DType::kQ8_0) == k::kQ8_0 &&
                   int(DType::kQ4_0) == k::kQ4_0 && int(DType::kQ4_1) == k::kQ4_1 &&
-                  int(DType::kF8_E4M3) == k::kF8_E4M3 && int(DType::kF8_E5M2) == k::kF8_E5M2,
+                  int(DType::kIQ1_S) == k::kIQ1_S && int(DType::kIQ3_S) == k::kIQ3_S &&
+                  int(DType::kMXFP4) == k::kMXFP4 && int(DType::kF8_E4M3) == k::kF8_E4M3 &&
+                  int(DType::kF8_E5M2) == k::kF8_E5M2,
               "kernels::WeightType must match DType");
 
 // Steps of up to this many tokens use the matvec kernels; longer ones cuBLAS.

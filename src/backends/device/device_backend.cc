@@ -53,8 +53,15 @@ bool KernelsDecodeWeight(DType d) {
     case DType::kQ4_K:
     case DType::kQ5_K:
     case DType::kQ6_K:
+    case DType::kIQ1_S:
+    case DType::kIQ1_M:
     case DType::kIQ2_XXS:
+    case DType::kIQ2_XS:
+    case DType::kIQ2_S:
+    case DType::kIQ3_XXS:
+    case DType::kIQ3_S:
     case DType::kIQ4_XS:
+    case DType::kMXFP4:
     case DType::kF8_E4M3:  // with or without block scales (Tensor::scales)
     case DType::kF8_E5M2:
       return true;

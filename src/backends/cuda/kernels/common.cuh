@@ -34,6 +34,25 @@ __device__ __forceinline__ int BlockBytes(int dtype) {
 __constant__ const int8_t kIq4Levels[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
                                             1,    13,   25,  38,  53,  69,  89,  113};
 
+__device__ __forceinline__ uint32_t U16At(const uint8_t* p) {  // any alignment
+  return uint32_t(p[0]) | uint32_t(p[1]) << 8;
+}
+
+// The 8 signs of a group from a 7-bit pattern: the eighth makes the number of
+// negative values even (IQ2_XXS / IQ2_XS / IQ3_XXS).
+__device__ __forceinline__ uint32_t EvenSigns(uint32_t pattern7) {
+  return pattern7 | uint32_t(__popc(pattern7) & 1) << 7;
+}
+
+// IQ1 value j of a codebook row: dl * (value + delta), value in {-1, 0, 1}.
+__device__ __forceinline__ float Iq1Value(float dl, float delta, uint64_t row, int j) {
+  return __fmul_rn(dl, __fadd_rn(float(int8_t(uint8_t(row >> (8 * j)))), delta));
+}
+
+// MXFP4's e2m1 values, doubled so that they are integers (the scale is halved).
+__constant__ const int8_t kE2M1Doubled[16] = {0, 1,  2,  3,  4,  6,  8,  12,
+                                              0, -1, -2, -3, -4, -6, -8, -12};
+
 __device__ __forceinline__ uint32_t U32At(const uint8_t* p) {  // any alignment
   return uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16 | uint32_t(p[3]) << 24;
 }
@@ -103,10 +122,61 @@ __device__ __forceinline__ float SuperBlockAt(const uint8_t* b, int dtype, int e
       const uint32_t aux = U32At(q + 4);
       const float db = __fmul_rn(__fmul_rn(HalfAtU(b), __fadd_rn(0.5f, float(aux >> 28))), 0.25f);
       const int l = (e % 32) / 8, jj = e % 8;
-      const uint32_t pattern = (aux >> (7 * l)) & 127;
-      const uint32_t signs = pattern | uint32_t(__popc(pattern) & 1) << 7;
+      const uint32_t signs = EvenSigns((aux >> (7 * l)) & 127);
       const float v = __fmul_rn(db, float((kIq2xxsGrid[q[l]] >> (8 * jj)) & 255));
       return (signs >> jj) & 1 ? -v : v;
+    }
+    case kIQ2_XS: {
+      const int g = e / 8, jj = e % 8;
+      const uint32_t q = U16At(b + 2 + 2 * g);
+      const int s = (b[66 + g / 4] >> (4 * ((g / 2) % 2))) & 15;
+      const float db = __fmul_rn(__fmul_rn(HalfAtU(b), __fadd_rn(0.5f, float(s))), 0.25f);
+      const float v = __fmul_rn(db, float((kIq2xsGrid[q & 511] >> (8 * jj)) & 255));
+      return (EvenSigns(q >> 9) >> jj) & 1 ? -v : v;
+    }
+    case kIQ2_S: {
+      const int g = e / 8, jj = e % 8;
+      const uint32_t index = b[2 + g] | ((b[66 + g / 4] >> (2 * (g % 4))) & 3) << 8;
+      const int s = (b[74 + g / 4] >> (4 * ((g / 2) % 2))) & 15;
+      const float db = __fmul_rn(__fmul_rn(HalfAtU(b), __fadd_rn(0.5f, float(s))), 0.25f);
+      const float v = __fmul_rn(db, float((kIq2sGrid[index] >> (8 * jj)) & 255));
+      return (b[34 + g] >> jj) & 1 ? -v : v;
+    }
+    case kIQ3_XXS: {
+      const int ib = e / 32, l = (e % 32) / 8, jj = e % 8;
+      const uint32_t aux = U32At(b + 66 + 4 * ib);
+      const float db = __fmul_rn(__fmul_rn(HalfAtU(b), __fadd_rn(0.5f, float(aux >> 28))), 0.5f);
+      const uint32_t row = kIq3xxsGrid[b[2 + 8 * ib + 2 * l + jj / 4]];
+      const float v = __fmul_rn(db, float((row >> (8 * (jj % 4))) & 255));
+      return (EvenSigns((aux >> (7 * l)) & 127) >> jj) & 1 ? -v : v;
+    }
+    case kIQ3_S: {
+      const int ib = e / 32, l = (e % 32) / 8, jj = e % 8;
+      const int s = (b[106 + ib / 2] >> (4 * (ib % 2))) & 15;
+      const float db = __fmul_rn(HalfAtU(b), float(1 + 2 * s));
+      const int k = 8 * ib + 2 * l + jj / 4;
+      const uint32_t row = kIq3sGrid[b[2 + k] | ((b[66 + k / 8] >> (k % 8)) & 1) << 8];
+      const float v = __fmul_rn(db, float((row >> (8 * (jj % 4))) & 255));
+      return (b[74 + 4 * ib + l] >> jj) & 1 ? -v : v;
+    }
+    case kIQ1_S: {
+      const int ib = e / 32, l = (e % 32) / 8;
+      const uint32_t h = U16At(b + 34 + 2 * ib);
+      const float dl = __fmul_rn(HalfAtU(b), float(2 * ((h >> 12) & 7) + 1));
+      const float delta = h & 0x8000 ? -0.125f : 0.125f;
+      return Iq1Value(dl, delta, kIq1sGrid[b[2 + 4 * ib + l] | ((h >> (3 * l)) & 7) << 8], e % 8);
+    }
+    case kIQ1_M: {
+      const int g = e / 8;
+      const uint32_t s0 = U16At(b + 48), s1 = U16At(b + 50), s2 = U16At(b + 52), s3 = U16At(b + 54);
+      const uint16_t d_bits =
+          uint16_t((s0 >> 12) | ((s1 >> 8) & 0x00f0) | ((s2 >> 4) & 0x0f00) | (s3 & 0xf000));
+      const float d = __half2float(__ushort_as_half(d_bits));
+      const uint32_t sc = U16At(b + 48 + 2 * (g / 8));
+      const float dl = __fmul_rn(d, float(2 * ((sc >> (3 * ((g / 2) % 4))) & 7) + 1));
+      const int nibble = (b[32 + g / 2] >> (4 * (g % 2))) & 15;
+      const float delta = nibble & 8 ? -0.125f : 0.125f;
+      return Iq1Value(dl, delta, kIq1sGrid[b[g] | (nibble & 7) << 8], e % 8);
     }
   }
   return __int_as_float(0x7fc00000);
@@ -120,7 +190,19 @@ __device__ __forceinline__ int SuperBlockBytes(int dtype) {
     case kQ4_K: return 144;
     case kQ5_K: return 176;
     case kQ6_K: return 210;
+    case kIQ1_S:
+      return 50;
+    case kIQ1_M:
+      return 56;
     case kIQ2_XXS: return 66;
+    case kIQ2_XS:
+      return 74;
+    case kIQ2_S:
+      return 82;
+    case kIQ3_XXS:
+      return 98;
+    case kIQ3_S:
+      return 110;
     case kIQ4_XS: return 136;
   }
   return 0;
@@ -157,9 +239,22 @@ __device__ __forceinline__ float WeightAt(const char* row, int dtype, int j) {
     case kQ4_K:
     case kQ5_K:
     case kQ6_K:
+    case kIQ1_S:
+    case kIQ1_M:
     case kIQ2_XXS:
+    case kIQ2_XS:
+    case kIQ2_S:
+    case kIQ3_XXS:
+    case kIQ3_S:
     case kIQ4_XS:
       return SuperBlockAt(u + SuperBlockBytes(dtype) * (j / 256), dtype, j % 256);
+    case kMXFP4: {  // scale 2^(e - 127) halved, built from its bits; e2m1 nibbles
+      const uint8_t* b = u + 17 * (j / 32);
+      const uint32_t e = b[0];
+      const float d = __uint_as_float(e < 2 ? 0x00200000u << e : (e - 1) << 23);
+      const int i = j % 32;
+      return __fmul_rn(d, float(kE2M1Doubled[i < 16 ? b[1 + i] & 15 : b[1 + i - 16] >> 4]));
+    }
     case kQ5_0: {
       const uint8_t* b = u + 22 * (j / 32);
       return __fmul_rn(HalfAtU(b), float(Q5Value(b + 6, U32At(b + 2), j % 32) - 16));

@@ -41,9 +41,16 @@ enum WeightType : int {
   kQ3_K = 11,
   kQ5_0 = 12,
   kQ5_1 = 13,
+  kIQ1_S = 14,
+  kIQ1_M = 15,
   kIQ2_XXS = 16,
+  kIQ2_XS = 17,
+  kIQ2_S = 18,
+  kIQ3_XXS = 19,
+  kIQ3_S = 20,
   kIQ4_XS = 21,
   kIQ4_NL = 22,
+  kMXFP4 = 23,
   kF8_E4M3 = 24,
   kF8_E5M2 = 25
 };

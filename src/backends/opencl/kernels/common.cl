@@ -20,20 +20,53 @@
 #define DT_Q3_K 11
 #define DT_Q5_0 12
 #define DT_Q5_1 13
+#define DT_IQ1_S 14
+#define DT_IQ1_M 15
 #define DT_IQ2_XXS 16
+#define DT_IQ2_XS 17
+#define DT_IQ2_S 18
+#define DT_IQ3_XXS 19
+#define DT_IQ3_S 20
 #define DT_IQ4_XS 21
 #define DT_IQ4_NL 22
+#define DT_MXFP4 23
 #define DT_F8_E4M3 24
 #define DT_F8_E5M2 25
 
-// Codebook rows of the i-quants (iq_grids.cl, generated).
+// Codebook rows of the i-quants (iq_grids.cl, generated): byte j of a row is
+// value j (int8 for IQ1's {-1, 0, 1}).
+ulong grid_row_iq1s(uint i);
 ulong grid_row_iq2xxs(uint i);
+ulong grid_row_iq2xs(uint i);
+ulong grid_row_iq2s(uint i);
+uint grid_row_iq3xxs(uint i);
+uint grid_row_iq3s(uint i);
 
 // The 16 levels of IQ4_NL / IQ4_XS (core/iquant_blocks.cc).
 constant char kIq4Levels[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
                                 1,    13,   25,  38,  53,  69,  89,  113};
 
 float half_at(global const uchar* p) { return vload_half(0, (global const half*)p); }
+
+// An f16 given by its bits (IQ1_M spreads its scale over four words).
+float half_bits(ushort bits) {
+  const ushort b = bits;
+  return vload_half(0, (const half*)&b);
+}
+
+uint u16_at(global const uchar* p) { return (uint)p[0] | ((uint)p[1] << 8); }
+
+// The 8 signs of a group from a 7-bit pattern: the eighth makes the number of
+// negative values even (IQ2_XXS / IQ2_XS / IQ3_XXS).
+uint even_signs(uint pattern7) { return pattern7 | (popcount(pattern7) & 1) << 7; }
+
+// IQ1 value j of a codebook row: dl * (value + delta), value in {-1, 0, 1}.
+float iq1_value(float dl, float delta, ulong row, int j) {
+  return dl * ((float)(char)((row >> (8 * j)) & 255) + delta);
+}
+
+// MXFP4's e2m1 values, doubled so that they are integers (the scale is halved).
+constant char kE2M1Doubled[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
 
 float bf16_at(global const uchar* p) {
   const uint bits = (uint)p[0] | ((uint)p[1] << 8);
@@ -138,10 +171,62 @@ float super_block_at(global const uchar* b, int dtype, int e) {
       const uint aux = u32_at(q + 4);
       const float db = half_at(b) * (0.5f + (float)(aux >> 28)) * 0.25f;
       const int l = (e % 32) / 8, jj = e % 8;
-      const uint pattern = (aux >> (7 * l)) & 127;
-      const uint signs = pattern | (popcount(pattern) & 1) << 7;
+      const uint signs = even_signs((aux >> (7 * l)) & 127);
       const float v = db * (float)((grid_row_iq2xxs(q[l]) >> (8 * jj)) & 255);
       return (signs >> jj) & 1 ? -v : v;
+    }
+    case DT_IQ2_XS: {
+      const int g = e / 8, jj = e % 8;
+      const uint q = u16_at(b + 2 + 2 * g);
+      const int s = (b[66 + g / 4] >> (4 * ((g / 2) % 2))) & 15;
+      const float db = half_at(b) * (0.5f + (float)s) * 0.25f;
+      const float v = db * (float)((grid_row_iq2xs(q & 511) >> (8 * jj)) & 255);
+      return (even_signs(q >> 9) >> jj) & 1 ? -v : v;
+    }
+    case DT_IQ2_S: {
+      const int g = e / 8, jj = e % 8;
+      const uint index = b[2 + g] | ((b[66 + g / 4] >> (2 * (g % 4))) & 3) << 8;
+      const int s = (b[74 + g / 4] >> (4 * ((g / 2) % 2))) & 15;
+      const float db = half_at(b) * (0.5f + (float)s) * 0.25f;
+      const float v = db * (float)((grid_row_iq2s(index) >> (8 * jj)) & 255);
+      return (b[34 + g] >> jj) & 1 ? -v : v;
+    }
+    case DT_IQ3_XXS: {
+      const int ib = e / 32, l = (e % 32) / 8, jj = e % 8;
+      const uint aux = u32_at(b + 66 + 4 * ib);
+      const float db = half_at(b) * (0.5f + (float)(aux >> 28)) * 0.5f;
+      const uint row = grid_row_iq3xxs(b[2 + 8 * ib + 2 * l + jj / 4]);
+      const float v = db * (float)((row >> (8 * (jj % 4))) & 255);
+      return (even_signs((aux >> (7 * l)) & 127) >> jj) & 1 ? -v : v;
+    }
+    case DT_IQ3_S: {
+      const int ib = e / 32, l = (e % 32) / 8, jj = e % 8;
+      const int s = (b[106 + ib / 2] >> (4 * (ib % 2))) & 15;
+      const float db = half_at(b) * (float)(1 + 2 * s);
+      const int k = 8 * ib + 2 * l + jj / 4;
+      const uint row = grid_row_iq3s(b[2 + k] | ((b[66 + k / 8] >> (k % 8)) & 1) << 8);
+      const float v = db * (float)((row >> (8 * (jj % 4))) & 255);
+      return (b[74 + 4 * ib + l] >> jj) & 1 ? -v : v;
+    }
+    case DT_IQ1_S: {
+      const int ib = e / 32, l = (e % 32) / 8;
+      const uint h = u16_at(b + 34 + 2 * ib);
+      const float dl = half_at(b) * (float)(2 * ((h >> 12) & 7) + 1);
+      const float delta = h & 0x8000 ? -0.125f : 0.125f;
+      return iq1_value(dl, delta, grid_row_iq1s(b[2 + 4 * ib + l] | ((h >> (3 * l)) & 7) << 8),
+                       e % 8);
+    }
+    case DT_IQ1_M: {
+      const int g = e / 8;
+      const uint s0 = u16_at(b + 48), s1 = u16_at(b + 50), s2 = u16_at(b + 52),
+                 s3 = u16_at(b + 54);
+      const float d = half_bits((ushort)((s0 >> 12) | ((s1 >> 8) & 0x00f0) |
+                                         ((s2 >> 4) & 0x0f00) | (s3 & 0xf000)));
+      const uint sc = u16_at(b + 48 + 2 * (g / 8));
+      const float dl = d * (float)(2 * ((sc >> (3 * ((g / 2) % 4))) & 7) + 1);
+      const int nibble = (b[32 + g / 2] >> (4 * (g % 2))) & 15;
+      const float delta = nibble & 8 ? -0.125f : 0.125f;
+      return iq1_value(dl, delta, grid_row_iq1s(b[g] | (nibble & 7) << 8), e % 8);
     }
   }
   return NAN;
@@ -161,7 +246,13 @@ int block_bytes(int dtype) {
     case DT_Q4_K: return 144;
     case DT_Q5_K: return 176;
     case DT_Q6_K: return 210;
+    case DT_IQ1_S: return 50;
+    case DT_IQ1_M: return 56;
     case DT_IQ2_XXS: return 66;
+    case DT_IQ2_XS: return 74;
+    case DT_IQ2_S: return 82;
+    case DT_IQ3_XXS: return 98;
+    case DT_IQ3_S: return 110;
     case DT_IQ4_XS: return 136;
   }
   return 0;
@@ -175,9 +266,22 @@ float weight_at(global const uchar* row, int dtype, int j) {
     case DT_Q4_K:
     case DT_Q5_K:
     case DT_Q6_K:
+    case DT_IQ1_S:
+    case DT_IQ1_M:
     case DT_IQ2_XXS:
+    case DT_IQ2_XS:
+    case DT_IQ2_S:
+    case DT_IQ3_XXS:
+    case DT_IQ3_S:
     case DT_IQ4_XS:
       return super_block_at(row + block_bytes(dtype) * (j / 256), dtype, j % 256);
+    case DT_MXFP4: {  // scale 2^(e - 127) halved, built from its bits; e2m1 nibbles
+      global const uchar* b = row + 17 * (j / 32);
+      const uint e = b[0];
+      const float d = as_float(e < 2 ? 0x00200000u << e : (e - 1) << 23);
+      const int i = j % 32;
+      return d * (float)kE2M1Doubled[i < 16 ? b[1 + i] & 15 : b[1 + i - 16] >> 4];
+    }
     case DT_Q5_0: {
       global const uchar* b = row + 22 * (j / 32);
       return half_at(b) * (float)(q5_value(b + 6, u32_at(b + 2), j % 32) - 16);
