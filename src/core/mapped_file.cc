@@ -39,11 +39,6 @@ Expected<std::unique_ptr<MappedFile>> MappedFile::Open(const std::string& path) 
   return std::unique_ptr<MappedFile>(new MappedFile(path, data, size));
 }
 
-void MappedFile::Populate(uint64_t offset, uint64_t bytes) const {
-  if (offset >= size_) return;
-  PopulateMappedRange(data_ + offset, std::min(bytes, size_ - offset));
-}
-
 void PopulateMappedRange(const uint8_t* data, uint64_t bytes) {
   const uintptr_t page = uintptr_t(::sysconf(_SC_PAGESIZE));
   const uintptr_t begin = reinterpret_cast<uintptr_t>(data) / page * page;

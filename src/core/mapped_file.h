@@ -1,7 +1,7 @@
 // A read-only memory map of a whole file. Weights are used in place from it
 // (zero copy); all offsets read from the file must be validated against size().
-// Mapping reads nothing: Populate() faults a range in (the engine populates what
-// it will use, so that a model streamed from disk is not read whole at open).
+// Mapping reads nothing: PopulateMappedRange faults a range in (the backends
+// read each weight as they prepare it, so that no file is read whole at open).
 #pragma once
 
 #include <cstddef>
@@ -25,12 +25,6 @@ class MappedFile {
   uint64_t size() const { return size_; }
   const std::string& path() const { return path_; }
 
-  // Reads [offset, offset + bytes) into memory and maps it, so that later
-  // accesses take no page fault (clamped to the file). Best effort: errors are
-  // ignored, the pages then fault in on first use.
-  void Populate(uint64_t offset, uint64_t bytes) const;
-  void Populate() const { Populate(0, size_); }
-
  private:
   MappedFile(std::string path, const uint8_t* data, uint64_t size)
       : path_(std::move(path)), data_(data), size_(size) {}
@@ -39,8 +33,9 @@ class MappedFile {
   uint64_t size_;
 };
 
-// Populate for [data, data + bytes) of any read-only mapping (whole pages
-// around it; best effort).
+// Reads the whole pages around [data, data + bytes) of a read-only mapping into
+// memory and maps them, so that later accesses take no page fault. Best
+// effort: errors are ignored, the pages then fault in on first use.
 void PopulateMappedRange(const uint8_t* data, uint64_t bytes);
 
 }  // namespace anymoe

@@ -21,12 +21,16 @@ void DequantizeWeightRows(const Tensor& w, int64_t r0, int64_t n, float* dst) {
   for (int64_t r = 0; r < n; ++r) DequantizeRow(w.dtype, rows + r * row_bytes, dst + r * cols, cols);
   if (!w.scales) return;
   const BlockScales& s = w.scales;
-  CHECK(s.rows > 0 && s.cols > 0 && w.offset >= s.matrix_offset &&
-        (w.offset - s.matrix_offset) % row_bytes == 0);
+  CHECK(w.offset >= s.matrix_offset && (w.offset - s.matrix_offset) % row_bytes == 0);
   // The row within the whole matrix.
   const int64_t first = int64_t((w.offset - s.matrix_offset) / row_bytes) + r0;
-  const int64_t grid_cols = (cols + s.cols - 1) / s.cols;
-  const auto* grid = static_cast<const uint8_t*>(s.data) + s.grid_offset;
+  ApplyBlockScales(static_cast<const uint8_t*>(s.data) + s.grid_offset, s, first, n, cols, dst);
+}
+
+void ApplyBlockScales(const uint8_t* grid, const BlockScales& s, int64_t first, int64_t n,
+                      int64_t cols, float* dst) {
+  CHECK(s.rows > 0 && s.cols > 0);
+  const int64_t grid_cols = s.GridCols(cols);
   for (int64_t r = 0; r < n; ++r) {
     const uint8_t* scale_row = grid + uint64_t((first + r) / s.rows * grid_cols) * sizeof(float);
     float* out = dst + r * cols;

@@ -25,6 +25,12 @@ struct BlockScales {
   // matrix_offset bytes into the weight's `base` (0: `base` is its row 0).
   uint64_t grid_offset = 0, matrix_offset = 0;
   explicit operator bool() const { return data != nullptr; }
+  // The grid's columns, and its bytes, for a matrix of that many rows and columns.
+  int64_t GridCols(int64_t matrix_cols) const { return (matrix_cols + cols - 1) / cols; }
+  uint64_t GridBytes(int64_t matrix_rows, int64_t matrix_cols) const {
+    return uint64_t((matrix_rows + rows - 1) / rows) * uint64_t(GridCols(matrix_cols)) *
+           sizeof(float);
+  }
 };
 
 struct Tensor {
@@ -100,6 +106,12 @@ struct Tensor {
     return t;
   }
 };
+
+// dst [n, cols] (rows first .. first + n of a matrix) times their block
+// scales from `grid` (that matrix's grid in host memory, f32 with no
+// alignment promise; blocks of s.rows x s.cols, s's data and offsets unread).
+void ApplyBlockScales(const uint8_t* grid, const BlockScales& s, int64_t first, int64_t n,
+                      int64_t cols, float* dst);
 
 // Rows [r0, r0 + n) of the 2-D view of `w` (any dtype, in host memory) as f32
 // into `dst` ([n, cols]), with FP8 block scales applied: the one way weight

@@ -118,10 +118,7 @@ class PlanningBackend final : public Backend {
     } else {
       bytes += info.bytes;
     }
-    if (info.scales) {  // FP8 block scales: an f32 grid beside the weight
-      bytes += uint64_t((info.rows() + info.scales.rows - 1) / info.scales.rows) *
-               uint64_t((info.cols() + info.scales.cols - 1) / info.scales.cols) * sizeof(float);
-    }
+    if (info.scales) bytes += info.scales.GridBytes(info.rows(), info.cols());  // FP8 scales
     return t;
   }
   [[noreturn]] static void Fail() {

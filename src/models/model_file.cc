@@ -40,10 +40,6 @@ Expected<FileLocation> ModelFile::Locate(const uint8_t* p, uint64_t bytes) const
   return Status::Error(path + ": tensor bytes lie in none of the model's files");
 }
 
-void ModelFile::Populate() const {
-  for (const MappedFile* f : mapped_files()) f->Populate();
-}
-
 Expected<ModelFile> OpenModelFile(const std::string& path) {
   namespace fs = std::filesystem;
   std::error_code ec;

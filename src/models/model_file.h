@@ -42,8 +42,6 @@ struct ModelFile {
   std::vector<const MappedFile*> mapped_files() const;
   // The file and offset of `bytes` bytes at `p`, which must lie inside one of them.
   Expected<FileLocation> Locate(const uint8_t* p, uint64_t bytes) const;
-  // Faults every mapped byte in (see MappedFile::Populate).
-  void Populate() const;
   // Folder of an HF model (for tokenizer.json and friends); empty for GGUF.
   std::string hf_folder() const { return format == ModelFormat::kHfFolder ? path : ""; }
 };

@@ -261,10 +261,8 @@ Status WeightBinder::LocateExperts(ExpertWeights& w) {
                                std::to_string(s.rows) +
                                " rows of scales: it cannot stream (use --expert-cache off)");
         }
-        const int64_t grid_cols = (t.cols() + s.cols - 1) / s.cols;
         w.scales[e][size_t(p)] = BlockScales{
-            static_cast<const uint8_t*>(s.data) + uint64_t(first / s.rows * grid_cols) * 4, s.rows,
-            s.cols};
+            static_cast<const uint8_t*>(s.data) + s.GridBytes(first, t.cols()), s.rows, s.cols};
       }
       t.base = nullptr;  // never read in place: the expert cache supplies the bytes
       t.offset = 0;

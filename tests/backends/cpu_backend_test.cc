@@ -317,8 +317,10 @@ TEST_F(CpuOps, LongContextAttentionGivesTheSameBitsAloneAndInABatch) {
 TEST(CpuContextScratch, AttentionCallsFitTheContextReservation) {
   const int64_t n_h = 8, n_kv = 2, d = 64, step = 64;
   const int64_t max_keys = 4 * kernels::kAttentionSegmentKeys + 100;  // 5 segments
-  const ContextShape shape{
-      .max_keys = max_keys, .step_tokens = step, .attention = {{n_h, n_kv, d, d}}};
+  ContextShape shape;
+  shape.max_keys = max_keys;
+  shape.step_tokens = step;
+  shape.attention = {{n_h, n_kv, d, d}};
   auto q = RandomFloats(size_t(step * n_h * d), 31);
   auto k = RandomFloats(size_t(max_keys * n_kv * d), 32, 0.5f);
   auto v = RandomFloats(size_t(max_keys * n_kv * d), 33);

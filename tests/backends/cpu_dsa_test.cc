@@ -150,7 +150,10 @@ TEST_F(CpuDsa, PrefillSelectsWhatDecodeSelectsOnEveryTarget) {
 // past the plan.
 TEST_F(CpuDsa, IndexerCallsFitTheContextReservation) {
   const int64_t keys = kPast + kTokens;
-  const ContextShape shape{.max_keys = keys, .step_tokens = kTokens, .indexer = {kHeads, kDim}};
+  ContextShape shape;
+  shape.max_keys = keys;
+  shape.step_tokens = kTokens;
+  shape.indexer = {kHeads, kDim};
   ASSERT_TRUE(backend_.ReserveForContext(shape).ok());
   const uint64_t reserved = backend_.scratch_bytes();
   EXPECT_EQ(reserved, backend_.ContextScratchBytes(shape));
@@ -168,7 +171,8 @@ TEST_F(CpuDsa, IndexerCallsFitTheContextReservation) {
   }
   // Without an indexer nothing is reserved.
   CpuBackend plain(2);
-  const ContextShape none{.max_keys = keys, .step_tokens = kTokens};
+  ContextShape none = shape;  // the same context without an indexer
+  none.indexer = {};
   ASSERT_TRUE(plain.ReserveForContext(none).ok());
   EXPECT_EQ(plain.scratch_bytes(), 0u);
   EXPECT_EQ(plain.ContextScratchBytes(none), 0u);

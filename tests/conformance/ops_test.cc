@@ -394,8 +394,9 @@ TEST_P(DeviceOps, Fp8WithBlockScalesInEveryOpAndView) {
     std::vector<uint8_t> w(size_t(rows * cols));
     for (uint8_t& b : w) {
       const uint32_t r = rng_();
-      b = dtype == DType::kF8_E4M3 ? uint8_t((r & 0x80) | (4 + (r >> 8) % 6) << 3 | (r >> 16) & 7)
-                                   : uint8_t((r & 0x80) | (12 + (r >> 8) % 6) << 2 | (r >> 16) & 3);
+      b = dtype == DType::kF8_E4M3
+              ? uint8_t((r & 0x80) | (4 + (r >> 8) % 6) << 3 | ((r >> 16) & 7))
+              : uint8_t((r & 0x80) | (12 + (r >> 8) % 6) << 2 | ((r >> 16) & 3));
     }
     bytes_.push_back(std::move(w));
     TensorInfo info{"w", dtype, {rows, cols}, bytes_.back().data(), bytes_.back().size()};

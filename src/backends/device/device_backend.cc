@@ -3,7 +3,6 @@
 #include "backends/device/device_backend.h"
 
 #include <algorithm>
-#include <cstring>
 
 #include "backends/device/kernel_args.h"
 #include "backends/device/memory_budget.h"
@@ -166,15 +165,11 @@ Expected<Tensor> DeviceBackend::PrepareWeight(const TensorInfo& info) {
   w.tensor.base = buf->base();
   owned_.push_back(std::move(buf));
   if (w.tensor.scales) {
-    // An FP8 weight's block scales go up beside it as an f32 grid of their own
-    // (the file's copy has no alignment promise); the kernels index it.
-    const BlockScales& s = w.tensor.scales;
-    const uint64_t floats = uint64_t((w.tensor.rows() + s.rows - 1) / s.rows) *
-                            uint64_t((w.tensor.cols() + s.cols - 1) / s.cols);
-    std::vector<float> grid(floats);
-    std::memcpy(grid.data(), s.data, floats * sizeof(float));
-    ASSIGN_OR_RETURN(auto scales, Allocate(floats * sizeof(float), "scales of " + info.name));
-    rt_->Write(scales->base(), 0, grid.data(), floats * sizeof(float));
+    // An FP8 weight's block scales go up beside it, a buffer of their own
+    // that the kernels index.
+    const uint64_t bytes = w.tensor.scales.GridBytes(w.tensor.rows(), w.tensor.cols());
+    ASSIGN_OR_RETURN(auto scales, Allocate(bytes, "scales of " + info.name));
+    rt_->Write(scales->base(), 0, w.tensor.scales.data, bytes);
     w.tensor.scales.data = scales->base();
     owned_.push_back(std::move(scales));
   }
@@ -197,19 +192,15 @@ void DeviceBackend::ReadF32(const Tensor& src, std::span<float> dst) {
                   src.cols());
   }
   if (!src.scales) return;
-  // FP8: the grid rows of these rows, read back, applied as DequantizeWeightRows does.
+  // FP8: the grid rows of these rows, read back and applied.
   const WeightScales s = ScalesOf(src);
   const int64_t grid_row0 = s.first_row / s.block_rows;
   const int64_t grid_rows = (s.first_row + src.rows() - 1) / s.block_rows - grid_row0 + 1;
-  std::vector<float> grid(size_t(grid_rows * s.grid_cols));
+  std::vector<uint8_t> grid(uint64_t(grid_rows * s.grid_cols) * sizeof(float));
   rt_->Read(s.buffer, s.grid_offset + uint64_t(grid_row0 * s.grid_cols) * sizeof(float),
-            grid.data(), grid.size() * sizeof(float));
-  for (int64_t r = 0; r < src.rows(); ++r) {
-    const float* scale_row =
-        grid.data() + ((s.first_row + r) / s.block_rows - grid_row0) * s.grid_cols;
-    float* out = dst.data() + r * src.cols();
-    for (int64_t c = 0; c < src.cols(); ++c) out[c] = out[c] * scale_row[c / s.block_cols];
-  }
+            grid.data(), grid.size());
+  ApplyBlockScales(grid.data(), src.scales, s.first_row - grid_row0 * s.block_rows, src.rows(),
+                   src.cols(), dst.data());
 }
 
 void DeviceBackend::WriteF32(std::span<const float> src, const Tensor& dst) {

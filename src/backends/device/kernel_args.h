@@ -33,7 +33,7 @@ inline WeightScales ScalesOf(const Tensor& w) {
                       s.grid_offset,
                       s.rows,
                       s.cols,
-                      (w.cols() + s.cols - 1) / s.cols,
+                      s.GridCols(w.cols()),
                       int64_t((w.offset - s.matrix_offset) / w.row_bytes())};
 }
 

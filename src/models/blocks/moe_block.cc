@@ -27,9 +27,8 @@ Expected<std::unique_ptr<MoeBlock>> MoeBlock::Bind(WeightBinder& w, const ModelC
       m->layout_.parts[size_t(p)] =
           ExpertMatrix{t.dtype, t.rows(), t.cols(), uint64_t(t.rows()) * t.row_bytes()};
       if (!m->experts_.scales.empty()) {  // FP8: each expert's grid, from a block's first row
-        const BlockScales& s = m->experts_.scales[0][size_t(p)];
-        m->layout_.parts[size_t(p)].scale_bytes = uint64_t((t.rows() + s.rows - 1) / s.rows) *
-                                                  uint64_t((t.cols() + s.cols - 1) / s.cols) * 4;
+        m->layout_.parts[size_t(p)].scale_bytes =
+            m->experts_.scales[0][size_t(p)].GridBytes(t.rows(), t.cols());
       }
     }
     m->layout_.spans = m->experts_.spans;
