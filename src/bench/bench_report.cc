@@ -98,12 +98,20 @@ std::string MarkdownExpertCache(std::span<const BenchResult> results) {
   for (const BenchResult& r : results) {
     const ExpertCacheStats& c = r.expert_cache;
     if (!c.enabled) continue;
-    rows += Printf("| %-30s | %15s | %4s | %8lld | %10s | %7.1f %% | %11s | %8.3f | %7.1f %% | %7.1f %% |\n",
-                   r.model.type.c_str(), r.test.Name().c_str(), c.policy.c_str(),
-                   (long long)c.slots, FormatBytes(double(c.capacity_bytes)).c_str(),
-                   100 * c.hit_rate(), FormatBytes(c.bytes_per_token()).c_str(),
-                   c.stall_ms_per_token(), 100 * c.prediction_precision(),
-                   100 * c.prediction_recall());
+    // Reads started ahead, the share of them used, and predicted experts the
+    // prefetch gate left unread.
+    const std::string ahead = c.prefetches == 0
+                                  ? "0"
+                                  : Printf("%llu (%.0f %%)", (unsigned long long)c.prefetches,
+                                           100.0 * double(c.prefetch_used) / double(c.prefetches));
+    rows += Printf(
+        "| %-30s | %15s | %4s | %8lld | %10s | %7.1f %% | %11s | %8.3f | %7.1f %% | %7.1f %% | "
+        "%17s | %9llu |\n",
+        r.model.type.c_str(), r.test.Name().c_str(), c.policy.c_str(), (long long)c.slots,
+        FormatBytes(double(c.capacity_bytes)).c_str(), 100 * c.hit_rate(),
+        FormatBytes(c.bytes_per_token()).c_str(), c.stall_ms_per_token(),
+        100 * c.prediction_precision(), 100 * c.prediction_recall(), ahead.c_str(),
+        (unsigned long long)c.prefetch_skipped);
   }
   if (rows.empty()) return rows;
   const bool device = std::any_of(results.begin(), results.end(),
@@ -111,9 +119,10 @@ std::string MarkdownExpertCache(std::span<const BenchResult> results) {
   return std::string(device ? "device expert cache (timed runs; bytes/token uploaded):\n\n"
                             : "expert cache (timed runs):\n\n") +
          "| model                          |            test | pol. |    slots |      cache |"
-         "  hit rate | bytes/token | stall ms/t | pred. prec | pred. rec |\n"
+         "  hit rate | bytes/token | stall ms/t | pred. prec | pred. rec | read ahead (used) |"
+         "   skipped |\n"
          "| ------------------------------ | --------------: | ---- | -------: | ---------: |"
-         " -------: | ----------: | -------: | -------: | -------: |\n" +
+         " -------: | ----------: | -------: | -------: | -------: | ------------: | -------: |\n" +
          rows;
 }
 

@@ -83,6 +83,11 @@ void AddExpertOptions(CLI::App& cmd, ExpertStreamingOptions& x) {
   cmd.add_flag_callback(
       "--no-expert-prefetch", [&x] { x.prefetch = false; },
       "do not load the experts predicted for the next layer ahead of need");
+  cmd.add_option("--expert-prefetch-min-use", x.prefetch_min_use,
+                 "read predicted experts ahead only while at least this share of such reads "
+                 "was used lately (0: always; the predictions are judged either way)")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
   cmd.add_option("--sticky-experts", x.sticky,
                  "in one-token steps, reuse the previous token's experts when the router's "
                  "margin is below THRESHOLD (changes the output; 0: off)")

@@ -40,7 +40,8 @@ void AddKvTypeOption(CLI::App& cmd, std::optional<DType>& kv_type);
 // --mla-form absorbed|expanded|auto (EngineOptions::mla_form).
 void AddMlaFormOption(CLI::App& cmd, MlaForm& form);
 
-// --expert-cache, --expert-policy, --no-expert-prefetch, --sticky-experts
+// --expert-cache, --expert-policy, --no-expert-prefetch, --expert-prefetch-min-use,
+// --sticky-experts
 // (see runtime/expert_streaming.h).
 void AddExpertOptions(CLI::App& cmd, ExpertStreamingOptions& experts);
 

@@ -89,6 +89,7 @@ Expected<ExpertStreamingPlan> PlanExpertStreaming(const ModelFile& file, LoadOpt
   const Backend* device = target.device;
   c.policy = options.policy;
   c.prefetch = options.prefetch;
+  c.prefetch_min_use = options.prefetch_min_use;
   c.io_threads = options.io_threads;
   c.pack_panels = device == nullptr && options.pack_panels;
   c.device_slots = device != nullptr;

@@ -26,6 +26,7 @@ struct ExpertStreamingOptions {
   // LRU at 5-50 % caches; LRU gets no hit at all below a token's working set.
   EvictionPolicy policy = EvictionPolicy::kLfru;
   bool prefetch = true;
+  double prefetch_min_use = PrefetchGate::kDefaultMinUse;  // ExpertCacheOptions::prefetch_min_use
   float sticky = 0;  // --sticky-experts threshold (0: off)
   int io_threads = 2;
   // --cpu-moe / --n-cpu-moe N: on a device backend, the routed experts of the

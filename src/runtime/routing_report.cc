@@ -24,6 +24,7 @@ nlohmann::ordered_json ExpertCacheJson(const ExpertCacheStats& c) {
           {"stall_ms_per_token", c.stall_ms_per_token()},
           {"prefetches", c.prefetches},
           {"prefetch_used", c.prefetch_used},
+          {"prefetch_skipped", c.prefetch_skipped},
           {"predicted", c.predicted},
           {"predicted_used", c.predicted_used},
           {"prediction_precision", c.prediction_precision()},

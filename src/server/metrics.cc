@@ -66,6 +66,9 @@ void RenderExpertCache(const ExpertCacheStats& c, std::string* out) {
           c.prefetches, out);
   Counter("anymoe_expert_cache_prefetch_used_total", "prefetched experts a step then used",
           c.prefetch_used, out);
+  Counter("anymoe_expert_cache_prefetch_skipped_total",
+          "predicted experts not read ahead: too few such reads were used lately",
+          c.prefetch_skipped, out);
   Counter("anymoe_expert_prediction_predicted_total", "experts the next-layer predictor named",
           c.predicted, out);
   Counter("anymoe_expert_prediction_correct_total", "predicted experts the layer then used",

@@ -175,6 +175,59 @@ TEST(ExpertStreaming, PanelEmbeddingsAndCopiedWeightsMatchTheFileLayout) {
   }
 }
 
+// The prefetch gate decides which predicted experts are read ahead, never the
+// numbers: always open it reads every uncached prediction it has room for,
+// and with a share no predictor reaches it stops reading ahead once it has
+// judged enough candidates, counting the rest as skipped.
+TEST(ExpertStreaming, PrefetchGateDecidesWhatIsReadAheadNotTheNumbers) {
+  const std::string path = Golden("moe_gguf/glm4_moe.q8_0.gguf");
+  // 4 x 100 decode steps: enough candidates for the gate to end its warm-up
+  // (the tiny model predicts 2 of 8 experts of one layer per step, and its
+  // routing changes little from token to token: ~13 candidates in 60 steps).
+  const auto decode = [](Loaded& l) -> Expected<std::vector<float>> {
+    Model& m = *l.model;
+    std::unique_ptr<KvCache> cache;
+    std::vector<float> out;
+    for (int i = 0; i < 400; ++i) {
+      if (i % 100 == 0) {  // a fresh sequence, within the model's 128 positions
+        ASSIGN_OR_RETURN(cache, m.NewCache(100));
+      }
+      const int32_t token = int32_t((i * 53 + 7) % m.config().vocab_size);
+      ASSIGN_OR_RETURN(Tensor step, m.Forward({&token, 1}, *cache, false));
+      const auto v = Read(*l.backend, step);
+      out.insert(out.end(), v.begin(), v.end());
+    }
+    return out;
+  };
+  Loaded resident = Load(path, {});
+  const auto expected = decode(resident);
+  ASSERT_TRUE(expected.ok());
+  const int64_t e = resident.model->config().moe.num_experts;
+  // 0: always open; 0.01: open unless the used candidates go uncounted; 2: a
+  // share no predictor reaches.
+  ExpertCacheStats stats[3];
+  for (int i = 0; i < 3; ++i) {
+    const double min_use = i == 0 ? 0.0 : i == 1 ? 0.01 : 2.0;
+    SCOPED_TRACE("prefetch_min_use " + std::to_string(min_use));
+    // Slots for half of the 2 layers' experts: many predictions are not cached.
+    Loaded streamed = Load(path, {.enabled = true, .slots = e, .prefetch_min_use = min_use});
+    ASSERT_TRUE(streamed.model);
+    const auto got = decode(streamed);
+    ASSERT_TRUE(got.ok()) << got.status().message();
+    EXPECT_TRUE(BitwiseEqual(*got, *expected));
+    stats[i] = streamed.model->routing_stats().cache;
+  }
+  EXPECT_EQ(stats[0].prefetch_skipped, 0u);
+  EXPECT_GT(stats[0].prefetches, 0u);
+  EXPECT_EQ(stats[1].prefetch_skipped, 0u);  // (how many are read depends on the I/O's timing)
+  EXPECT_GT(stats[2].prefetch_skipped, 0u);
+  EXPECT_LT(stats[2].prefetches, stats[0].prefetches);
+  // Open during the warm-up only: its candidates and, per MoE layer, the
+  // one prediction made before the gate heard how the warm-up's went.
+  const int64_t layers = resident.model->config().num_moe_layers();
+  EXPECT_LE(stats[2].prefetches, uint64_t(PrefetchGate::kWarmup) + uint64_t(layers * e));
+}
+
 TEST(ExpertStreaming, CacheSmallerThanOneExpertIsRefusedNamingTheMinimum) {
   auto file = OpenModelFile(Golden("moe_gguf/glm4_moe.gguf"));
   ASSERT_TRUE(file.ok());

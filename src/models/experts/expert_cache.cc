@@ -94,6 +94,9 @@ Expected<std::unique_ptr<ExpertCache>> ExpertCache::Create(
   c->id_base_.assign(layers.size(), -1);
   c->prefetch_pins_.resize(layers.size());
   c->predicted_.resize(layers.size());
+  c->candidates_.resize(layers.size());
+  c->candidate_counts_.assign(layers.size(), {0, 0});
+  c->gate_ = PrefetchGate(options.prefetch_min_use);
   int64_t base = 0;
   for (size_t i = 0; i < layers.size(); ++i) {
     if (layers[i] == nullptr) continue;
@@ -177,6 +180,11 @@ int32_t ExpertCache::Acquire(int64_t layer, int32_t expert) {
     }
   }
   ++stats_.lookups;
+  if (auto& candidates = candidates_[size_t(layer)];
+      !candidates.empty() && candidates[size_t(expert)] == 1) {
+    candidates[size_t(expert)] = 2;
+    ++candidate_counts_[size_t(layer)][1];
+  }
   const auto& predicted = predicted_[size_t(layer)];
   if (!predicted.empty()) {
     ++stats_.predicted_lookups;
@@ -225,10 +233,22 @@ void ExpertCache::Release(int32_t s) {
   FreeIfUnused(s);
 }
 
+void ExpertCache::JudgeCandidates(int64_t layer) {
+  auto& counts = candidate_counts_[size_t(layer)];
+  gate_.Record(counts[0], counts[1]);
+  counts = {0, 0};
+  candidates_[size_t(layer)].clear();
+}
+
 void ExpertCache::Prefetch(int64_t layer, std::span<const int32_t> experts) {
   std::lock_guard<std::mutex> lock(mu_);
+  JudgeCandidates(layer);
+  const bool read_ahead = gate_.open();
+  const size_t n_experts = size_t(layers_[size_t(layer)].num_experts());
   auto& predicted = predicted_[size_t(layer)];
-  predicted.assign(size_t(layers_[size_t(layer)].num_experts()), 0);
+  predicted.assign(n_experts, 0);
+  auto& candidates = candidates_[size_t(layer)];
+  candidates.assign(n_experts, 0);
   auto& pins = prefetch_pins_[size_t(layer)];
   for (int32_t e : experts) {
     if (predicted[size_t(e)]) continue;
@@ -239,6 +259,12 @@ void ExpertCache::Prefetch(int64_t layer, std::span<const int32_t> experts) {
     // Half the slots stay free of prefetches, for the steps' own misses.
     const bool room = table_.pinned_slots() < table_.slots() / 2;
     if (s < 0) {
+      candidates[size_t(e)] = 1;  // judged by the gate whether read or not
+      ++candidate_counts_[size_t(layer)][0];
+      if (!read_ahead) {
+        ++stats_.prefetch_skipped;
+        continue;
+      }
       if (!room) continue;
       int64_t evicted = -1;
       s = table_.Claim(id, &evicted);

@@ -33,6 +33,7 @@
 #include "models/experts/expert_reader.h"
 #include "models/experts/expert_slot_store.h"
 #include "models/experts/expert_slot_table.h"
+#include "models/experts/prefetch_gate.h"
 #include "models/model_file.h"
 
 namespace anymoe {
@@ -45,6 +46,9 @@ struct ExpertCacheOptions {
   EvictionPolicy policy = EvictionPolicy::kLfru;  // the best measured (ExpertSlotTable)
   double half_life = 0;  // LFRU (see ExpertSlotTable)
   bool prefetch = true;  // load the predicted experts of the next layer ahead
+  // ... while at least this share of such loads was used lately (PrefetchGate;
+  // 0: always, above 1: never once the gate has seen enough to judge).
+  double prefetch_min_use = PrefetchGate::kDefaultMinUse;
   int io_threads = 2;
   bool pack_panels = false;  // CPU: slots in the VNNI panel layout (see NewHostExpertSlots)
   // Slots in the device's memory (a device backend's hot-expert cache, sized
@@ -83,6 +87,8 @@ class ExpertCache {
   void Release(int32_t slot);
   // Loads `experts` of `layer` ahead of its step and keeps them (and those of
   // them already cached) until ReleasePrefetch(layer), within half the slots.
+  // Those not cached are read only while the PrefetchGate is open, i.e. while
+  // enough of such reads were used lately.
   void Prefetch(int64_t layer, std::span<const int32_t> experts);
   void ReleasePrefetch(int64_t layer);
   bool prefetch_enabled() const { return options_.prefetch; }
@@ -99,6 +105,8 @@ class ExpertCache {
   void Worker(int index);
   void Load(int32_t slot, int worker);
   void FreeIfUnused(int32_t slot);  // under mu_: a failed slot nobody holds
+  // Under mu_: gives the gate what became of `layer`'s last candidates.
+  void JudgeCandidates(int64_t layer);
 
   ExpertCacheOptions options_;
   std::vector<LayerExperts> layers_;                    // by model layer (empty: not streamed)
@@ -120,6 +128,12 @@ class ExpertCache {
   int64_t in_flight_ = 0;                            // slots queued or loading
   std::vector<std::vector<int32_t>> prefetch_pins_;  // by model layer
   std::vector<std::vector<uint8_t>> predicted_;      // by model layer: [experts] or empty
+  // The gate's evidence, by model layer: [experts] of the last prediction,
+  // 1 for a candidate (predicted, not cached then), 2 once the layer used it;
+  // judged at the layer's next prediction, after all of the step's waves.
+  std::vector<std::vector<uint8_t>> candidates_;
+  std::vector<std::array<uint32_t, 2>> candidate_counts_;  // by model layer: candidates, used
+  PrefetchGate gate_;
   ExpertCacheStats stats_;
   bool stop_ = false;
   std::vector<std::thread> threads_;

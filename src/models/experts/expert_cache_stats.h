@@ -26,6 +26,7 @@ struct ExpertCacheStats {
   uint64_t stall_ns = 0;           // time steps waited for expert loads
   uint64_t prefetches = 0;         // loads started ahead of need
   uint64_t prefetch_used = 0;      // ... whose expert a step then used
+  uint64_t prefetch_skipped = 0;   // predicted, not cached, not read: the gate was closed
   uint64_t predicted = 0;          // (layer, expert) pairs the predictor named
   uint64_t predicted_used = 0;     // ... that the layer then used
   uint64_t predicted_lookups = 0;  // lookups of layers that had a prediction
@@ -70,6 +71,7 @@ struct ExpertCacheStats {
     f(d.stall_ns, o.stall_ns);
     f(d.prefetches, o.prefetches);
     f(d.prefetch_used, o.prefetch_used);
+    f(d.prefetch_skipped, o.prefetch_skipped);
     f(d.predicted, o.predicted);
     f(d.predicted_used, o.predicted_used);
     f(d.predicted_lookups, o.predicted_lookups);
