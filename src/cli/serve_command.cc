@@ -268,12 +268,17 @@ int Serve(ServeFlags& f) {
   const ExpertStreamingPlan& streaming = engine->expert_streaming();
   const MemoryPlan& plan = streaming.stream ? streaming.streamed : streaming.resident;
   const auto mib = [](uint64_t bytes) { return double(bytes) / double(1 << 20); };
+  // The sampling state of every sequence decoded at once, beside the model's plan.
+  const uint64_t sampling =
+      Scheduler::SamplingBytes(engine->model().config().vocab_size, f.parallel);
   if (host) {
     // What this process should stay within (weights, the whole KV pool, step
-    // buffers, scratch, expert cache), to compare with its RSS.
+    // buffers, scratch, expert cache, sampling), to compare with its RSS.
     std::fprintf(stderr,
-                 "anymoe: memory plan: %s; the process held %.1f MiB before loading weights\n",
-                 DescribeMemoryPlan(plan).c_str(), mib(engine->resident_before_weights()));
+                 "anymoe: memory plan: %s; sampling %.1f MiB for %d sequences; the process held "
+                 "%.1f MiB before loading weights\n",
+                 DescribeMemoryPlan(plan).c_str(), mib(sampling), f.parallel,
+                 mib(engine->resident_before_weights()));
   }
 
   signals.Wait();
@@ -284,15 +289,15 @@ int Serve(ServeFlags& f) {
     if (Status st = sender->Stop(); !st.ok()) EndJob(*engine->communicator(), st);
   }
   if (host) {
-    // The peak against the plan: what the plan leaves out (handler threads,
-    // requests in flight, the ops' step scratch) is the difference.
+    // The peak against the plan: what it leaves out (handler threads, requests
+    // in flight, the matmuls' quantised activations) is the difference.
     const uint64_t peak = ProcessPeakResidentBytes();
-    const uint64_t planned = plan.total() + engine->resident_before_weights();
+    const uint64_t planned = plan.total() + sampling + engine->resident_before_weights();
     std::fprintf(stderr,
-                 "anymoe: peak resident memory %.1f MiB: the plan %.1f MiB + %.1f MiB held before "
-                 "loading weights %s %.1f MiB\n",
-                 mib(peak), mib(plan.total()), mib(engine->resident_before_weights()),
-                 peak >= planned ? "+" : "-",
+                 "anymoe: peak resident memory %.1f MiB: the plan %.1f MiB + sampling %.1f MiB + "
+                 "%.1f MiB held before loading weights %s %.1f MiB\n",
+                 mib(peak), mib(plan.total()), mib(sampling),
+                 mib(engine->resident_before_weights()), peak >= planned ? "+" : "-",
                  mib(peak >= planned ? peak - planned : planned - peak));
   }
   std::fprintf(stderr, "anymoe: stopped\n");

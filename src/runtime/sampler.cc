@@ -9,6 +9,10 @@ namespace anymoe {
 
 Sampler::Sampler(const SamplingParams& params) : params_(params), rng_(params.seed) {}
 
+uint64_t Sampler::StateBytes(int64_t vocab) {
+  return uint64_t(vocab) * (sizeof(Candidate) + sizeof(float));
+}
+
 int32_t Sampler::Argmax(std::span<const float> logits) {
   // Vectorised (8 sequences x 49,152 logits per serving step); ties to the
   // lowest id, and all -inf (or NaN): the first id.

@@ -37,6 +37,10 @@ class Sampler {
   // Highest logit, ties to the lowest id (deterministic).
   static int32_t Argmax(std::span<const float> logits);
 
+  // The most a sampler keeps between calls for a vocabulary of `vocab`
+  // tokens (every candidate and its probability).
+  static uint64_t StateBytes(int64_t vocab);
+
  private:
   void ApplyRepetitionPenalty(std::span<float> logits, std::span<const int32_t> history) const;
   // Narrows candidates_ (sorted by descending logit) and leaves softmax probabilities in probs_.

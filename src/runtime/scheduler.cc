@@ -673,6 +673,12 @@ Expected<std::shared_ptr<RequestHandle>> Scheduler::Submit(Request request) {
 }
 
 SchedulerStats Scheduler::stats() const { return impl_->stats(); }
+
+uint64_t Scheduler::SamplingBytes(int64_t vocab, int64_t sequences) {
+  // logits_ and raw_logits_ (floats), order_ (int32), a sampler per sequence.
+  return uint64_t(vocab) * (2 * sizeof(float) + sizeof(int32_t)) +
+         uint64_t(sequences) * Sampler::StateBytes(vocab);
+}
 RoutingStats Scheduler::routing_stats() const { return impl_->routing_stats(); }
 
 void Scheduler::Shutdown(std::chrono::steady_clock::time_point deadline) {

@@ -157,6 +157,11 @@ class Scheduler {
   Expected<std::shared_ptr<RequestHandle>> Submit(Request request);
 
   SchedulerStats stats() const;
+  // Host memory kept over the vocabulary while `sequences` are decoded at
+  // once: the step's logits row, its unmodified copy and order (logprobs),
+  // and each sequence's sampler. Outside the model's memory plan; `serve`
+  // prints it beside the plan.
+  static uint64_t SamplingBytes(int64_t vocab, int64_t sequences);
   // Expert selection counts since start (MoE models), copied after each step,
   // safe to read from any thread.
   RoutingStats routing_stats() const;
