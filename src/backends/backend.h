@@ -132,13 +132,31 @@ struct AttentionShape {
   bool operator==(const AttentionShape&) const = default;
 };
 
+// The query shape of LatentAttention calls (absorbed MLA: q [T, heads, d]
+// over latent rows of d values whose first latent_dim are the value), heads 0
+// if a model makes none.
+struct LatentShape {
+  int64_t heads = 0, d = 0, latent_dim = 0;
+};
+
+// A kind of matmul a model makes: weights of `dtype` over inputs of `in`
+// values, `rows_per_token` input rows per step token (routed experts: top-k)
+// spread over up to `groups` weights (experts) at once.
+struct MatmulInput {
+  DType dtype = DType::kF32;
+  int64_t in = 0, rows_per_token = 1, groups = 1;
+  bool operator==(const MatmulInput&) const = default;
+};
+
 // What per-op scratch grows with: a sequence's cached keys (up to max_keys),
-// the tokens of one step (up to step_tokens), and the model's attention and
-// DSA indexer shapes.
+// the tokens of one step (up to step_tokens), and the model's attention
+// (GQA and latent), DSA indexer and matmul shapes.
 struct ContextShape {
   int64_t max_keys = 0, step_tokens = 0;
   std::vector<AttentionShape> attention;  // the distinct shapes of its layers
+  LatentShape latent;                     // its absorbed MLA layers' (all alike)
   IndexerShape indexer;
+  std::vector<MatmulInput> matmuls;  // the distinct kinds of its weights
 };
 
 // Backend-owned memory; released when destroyed.

@@ -290,7 +290,7 @@ int Serve(ServeFlags& f) {
   }
   if (host) {
     // The peak against the plan: what it leaves out (handler threads, requests
-    // in flight, the matmuls' quantised activations) is the difference.
+    // in flight, code first run while serving) is the difference.
     const uint64_t peak = ProcessPeakResidentBytes();
     const uint64_t planned = plan.total() + sampling + engine->resident_before_weights();
     std::fprintf(stderr,

@@ -99,6 +99,7 @@ Status DecoderModel::Bind(const ModelFile& file, const LoadOptions& options) {
   w.set_expert_placement(nullptr, 0);
   expert_parallel_ = nullptr;
   if (options.load_mtp || options.mtp_file != nullptr) RETURN_IF_ERROR(BindMtp(w, options));
+  for (const WeightBinder::BoundMatrix& m : w.matrices()) AddMatrix(m);
   return Status::Ok();
 }
 
@@ -123,7 +124,14 @@ Status DecoderModel::BindMtp(WeightBinder& trunk, const LoadOptions& options) {
   if (!mtp.ok()) return mtp.status().WithContext("MTP layer in " + where);
   mtp_ = std::move(mtp).value();
   weight_bytes_ += mtp_->weight_bytes();
+  if (separate) {
+    for (const WeightBinder::BoundMatrix& m : separate->matrices()) AddMatrix(m);
+  }
   return Status::Ok();
+}
+
+void DecoderModel::AddMatrix(const WeightBinder::BoundMatrix& m) {
+  if (std::find(matrices_.begin(), matrices_.end(), m) == matrices_.end()) matrices_.push_back(m);
 }
 
 Status DecoderModel::StartExpertCache(const ModelFile& file, const LoadOptions& options) {
@@ -232,6 +240,7 @@ ContextShape DecoderModel::context_shape(int64_t max_keys, bool mtp) const {
         std::find(s.attention.begin(), s.attention.end(), shape) == s.attention.end()) {
       s.attention.push_back(shape);
     }
+    if (const LatentShape l = a.latent_shape(); l.heads > 0) s.latent = l;
   };
   if (mtp) {
     add(mtp_->attention());
@@ -239,6 +248,12 @@ ContextShape DecoderModel::context_shape(int64_t max_keys, bool mtp) const {
     for (const Layer& L : layers_) add(*L.attention);
   }
   if (config_.dsa.topk > 0) s.indexer = IndexerShape{config_.dsa.n_heads, config_.dsa.head_dim};
+  for (const WeightBinder::BoundMatrix& m : matrices_) {
+    MatmulInput in{m.dtype, m.in, 1, 1};
+    if (m.expert)
+      in.rows_per_token = config_.moe.experts_per_token, in.groups = config_.moe.num_experts;
+    s.matmuls.push_back(in);
+  }
   return s;
 }
 

@@ -12,6 +12,7 @@
 #include "models/model.h"
 #include "models/mtp_block.h"
 #include "models/rope.h"
+#include "models/weight_binder.h"
 
 namespace anymoe {
 
@@ -51,6 +52,7 @@ class DecoderModel final : public Model {
       : config_(std::move(config)), backend_(backend) {}
   Status Bind(const ModelFile& file, const LoadOptions& options);
   Status BindMtp(WeightBinder& trunk, const LoadOptions& options);
+  void AddMatrix(const WeightBinder::BoundMatrix& m);
   // Creates the expert cache for the streamed layers and wires prefetch.
   Status StartExpertCache(const ModelFile& file, const LoadOptions& options);
   Status BindLayer(WeightBinder& w, int64_t i);
@@ -74,6 +76,8 @@ class DecoderModel final : public Model {
   Tensor tok_embd_, output_norm_, output_;
   std::vector<Layer> layers_;
   std::unique_ptr<MtpBlock> mtp_;
+  // The kinds of matrices bound (trunk and MTP layer): ContextShape::matmuls.
+  std::vector<WeightBinder::BoundMatrix> matrices_;
   RopeFrequencies rope_freq_;
   RopeTable rope_;
   // The residual stream x, its normed copy, a block's output, and the logits,

@@ -1,5 +1,6 @@
 #include "models/weight_binder.h"
 
+#include <algorithm>
 #include <array>
 
 #include "formats/gguf.h"
@@ -26,6 +27,12 @@ Expected<std::optional<Tensor>> WeightBinder::Bind(const std::string& hf_name,
   if (info->shape != shape) {
     return Status::Error(file_.tensors().description() + ": tensor '" + name + "' has shape " +
                          ShapeString(info->shape) + ", expected " + ShapeString(shape));
+  }
+  if (shape.size() >= 2) {
+    const BoundMatrix m{info->dtype, shape.back(), in_experts_};
+    if (std::find(matrices_.begin(), matrices_.end(), m) == matrices_.end()) {
+      matrices_.push_back(m);
+    }
   }
   if (binding_experts_) {  // a view of the file's bytes, for LocateExperts only
     Tensor t;

@@ -57,6 +57,17 @@ class WeightBinder {
   Expected<ExpertWeights> Experts(int64_t i, const std::string& prefix, int64_t num_experts,
                                   int64_t ffn, int64_t hidden);
 
+  // The distinct (dtype, input width, routed expert or not) of the matrices
+  // bound so far, streamed experts included: what the backend's
+  // matmul scratch must hold (MatmulInput, with rows_per_token and groups 1).
+  struct BoundMatrix {
+    DType dtype = DType::kF32;
+    int64_t in = 0;
+    bool expert = false;
+    bool operator==(const BoundMatrix&) const = default;
+  };
+  const std::vector<BoundMatrix>& matrices() const { return matrices_; }
+
   // Called with each prepared weight's bytes (load progress).
   void set_progress(std::function<void(uint64_t, bool)> progress) { progress_ = std::move(progress); }
   // Routed experts bound from now on stay in the file (see ExpertWeights).
@@ -113,6 +124,7 @@ class WeightBinder {
   bool binding_experts_ = false;  // inside Experts() with stream_experts_
   bool cpu_experts_ = false;
   bool in_experts_ = false;  // inside Experts()
+  std::vector<BoundMatrix> matrices_;
   std::function<void(uint64_t, bool)> progress_;
 };
 

@@ -104,5 +104,53 @@ TEST(Engine, MemoryPlanHoldsTheContextScratch) {
   }
 }
 
+// Steps never grow the CPU scratch past what the context reservation (and so
+// the plan) holds: prefill chunks of the whole step, decode, two sequences in
+// one step, with int8 or f32 activations, through every kind of weight (f32,
+// bf16, integer kernels, a mixed k-/i-quant file, FP8 block-scaled weights on
+// the dequantising path), dense and routed-expert matmuls, GQA and MLA
+// attention (dense and DSA-selected keys).
+TEST(Engine, StepsStayWithinTheReservedScratch) {
+  for (const char* model :
+       {"/llama_tiny", "/moe/glm4_moe", "/moe/glm4_moe_bf16", "/moe_gguf/glm4_moe.q8_0.gguf",
+        "/moe_gguf/glm4_moe.q4_1.gguf", "/moe/deepseek_v3", "/moe/glm_moe_dsa",
+        "/quant/glm_moe_dsa_w256_mixed.gguf", "/fp8/deepseek_v3"}) {
+    for (bool exact : {false, true}) {
+      SCOPED_TRACE(std::string(model) + (exact ? " exact" : ""));
+      EngineOptions o = TinyLlama();
+      o.model_path = std::string(ANYMOE_GOLDEN_DIR) + model;
+      o.threads = 2;
+      o.context = 48;
+      o.sequences = 2;
+      o.max_step_tokens = 40;
+      o.exact_matmul = exact;
+      auto e = Engine::Load(o);
+      ASSERT_TRUE(e.ok()) << e.status().message();
+      const MemoryPlan& plan = (*e)->expert_streaming().resident;
+      auto& cpu = dynamic_cast<CpuBackend&>((*e)->backend());
+      Model& m = (*e)->model();
+      auto pool = m.NewPool(plan.kv_tokens, o.context);
+      ASSERT_TRUE(pool.ok()) << pool.status().message();
+      const uint64_t reserved = cpu.scratch_bytes();
+      EXPECT_EQ(reserved, plan.context_scratch);
+      KvCache a(pool->get(), o.context), b(pool->get(), o.context);
+      std::vector<int32_t> prompt;
+      for (int i = 0; i < 40; ++i) prompt.push_back(int32_t((i * 37 + 11) % m.config().vocab_size));
+      ASSERT_TRUE(m.Forward(prompt, a, /*all_logits=*/true).ok());
+      EXPECT_EQ(cpu.scratch_bytes(), reserved) << "prefill";
+      for (int i = 0; i < 4; ++i) {
+        const int32_t token = int32_t((i * 53 + 7) % m.config().vocab_size);
+        ASSERT_TRUE(m.Forward({&token, 1}, a, false).ok());
+      }
+      EXPECT_EQ(cpu.scratch_bytes(), reserved) << "decode";
+      const int32_t next = 5;
+      const std::vector<int32_t> fresh(prompt.begin(), prompt.begin() + 30);
+      const Model::SequenceStep steps[] = {{{&next, 1}, &a, false}, {fresh, &b, true}};
+      ASSERT_TRUE(m.ForwardBatch(steps).ok());
+      EXPECT_EQ(cpu.scratch_bytes(), reserved) << "two sequences";
+    }
+  }
+}
+
 }  // namespace
 }  // namespace anymoe

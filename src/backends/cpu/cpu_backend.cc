@@ -156,6 +156,12 @@ CpuBackend::ContextFloats CpuBackend::ContextScratch(const ContextShape& shape) 
     most.per_thread = std::max(most.per_thread, f.per_thread);
     most.partials = std::max(most.partials, f.partials);
   }
+  // The ops use the scratch one after another: each buffer holds the largest.
+  most.per_thread = std::max(
+      most.per_thread, LatentScratch(shape.max_keys, shape.step_tokens, shape.latent).per_thread);
+  const cpu::MatmulScratchFloats m = cpu::MatmulScratchBound(shape.matmuls, shape.step_tokens);
+  most.shared = std::max(most.shared, m.shared);
+  most.per_thread = std::max(most.per_thread, m.per_thread);
   return most;
 }
 
@@ -600,6 +606,30 @@ CpuBackend::ContextFloats CpuBackend::AttentionScratch(int64_t max_keys, int64_t
   const int64_t few = std::min({4 * threads - 1, kMaxFewTokens, step_tokens});
   if (max_segments > 1) {
     f.partials = uint64_t(few * SegmentPartials::Floats(max_segments, a.q_heads, a.d_v));
+  }
+  return f;
+}
+
+// The most LatentAttention's per-thread scratch holds for sequences of up to
+// max_keys keys and steps of up to step_tokens tokens: a dense prefill's tile
+// (TileTokens grows with the step's tokens) over every key, or one token's
+// group of heads over every key, after the DSA selection's mapped rows.
+CpuBackend::ContextFloats CpuBackend::LatentScratch(int64_t max_keys, int64_t step_tokens,
+                                                    const LatentShape& l) const {
+  ContextFloats f;
+  if (l.heads <= 0 || max_keys <= 0 || step_tokens <= 0) return f;
+  const int64_t threads = pool_.num_threads();
+  if (step_tokens >= 4 * threads) {
+    const int64_t tile = TileTokens(step_tokens, threads, l.heads, l.latent_dim);
+    f.per_thread =
+        uint64_t(kernels::AttendTokensScratch(tile, max_keys, 1, l.heads, l.d, l.latent_dim, 0));
+  }
+  const uint64_t ids = uint64_t((max_keys + 15) / 16 * 16);
+  for (int64_t groups = 1;; groups *= 2) {
+    const int64_t group = (l.heads + groups - 1) / groups;
+    f.per_thread = std::max(f.per_thread, ids + uint64_t(kernels::AttendTokensScratch(
+                                                    1, max_keys, 1, group, l.d, l.latent_dim, 0)));
+    if (groups >= l.heads) break;
   }
   return f;
 }

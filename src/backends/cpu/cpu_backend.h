@@ -101,6 +101,8 @@ class CpuBackend final : public Backend {
   ContextFloats IndexerScratch(int64_t max_keys, IndexerShape indexer) const;
   ContextFloats AttentionScratch(int64_t max_keys, int64_t step_tokens,
                                  const AttentionShape& attention) const;
+  ContextFloats LatentScratch(int64_t max_keys, int64_t step_tokens,
+                              const LatentShape& latent) const;
   // Per-thread f32 scratch, grown on first use and then reused (no per-token allocation).
   float* Scratch(int thread, uint64_t floats);
   float* SharedScratch(uint64_t floats);

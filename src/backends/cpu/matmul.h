@@ -41,4 +41,16 @@ void MultiGroupedMatmul(ThreadPool& pool, ScratchFn scratch, FunctionRef<float*(
                         bool exact, const Tensor& x, std::span<const GroupedProjection> projections,
                         std::span<const int32_t> offsets);
 
+// The most the calls above ask of `shared` and of one thread's `scratch`, in
+// floats, for steps of up to `step_tokens` tokens through weights of the
+// kinds in `inputs` (ContextShape::matmuls), whatever the kernel target,
+// step size or `exact` pick: the activations quantised once per input (int8
+// blocks, f32 rows for f16/bf16 weights, both when one input feeds both; a
+// grouped call one 64-byte-aligned slice per expert) and a tile of
+// dequantised weight rows per thread where no integer kernel runs.
+struct MatmulScratchFloats {
+  uint64_t shared = 0, per_thread = 0;
+};
+MatmulScratchFloats MatmulScratchBound(std::span<const MatmulInput> inputs, int64_t step_tokens);
+
 }  // namespace anymoe::cpu

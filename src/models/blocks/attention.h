@@ -21,6 +21,8 @@ class AttentionBlock {
   // The shape of the Attention calls it makes over cached keys, whose
   // backend scratch grows with the context (q_heads 0: it makes none).
   virtual AttentionShape attention_shape() const { return {}; }
+  // Likewise for LatentAttention calls (heads 0: it makes none).
+  virtual LatentShape latent_shape() const { return {}; }
 };
 
 class FeedForwardBlock {

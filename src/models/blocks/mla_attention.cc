@@ -136,6 +136,13 @@ AttentionShape MlaAttention::attention_shape() const {
   return {group_, group_, m.qk_nope_head_dim + m.qk_rope_head_dim, m.v_head_dim};
 }
 
+LatentShape MlaAttention::latent_shape() const {
+  // Either form: the expanded one runs LatentAttention past its key budget and
+  // for DSA selections (Expands).
+  const MlaConfig& m = c_.mla;
+  return {c_.num_heads, m.kv_lora_rank + m.qk_rope_head_dim, m.kv_lora_rank};
+}
+
 uint64_t MlaAttention::workspace_floats(int64_t t) const {
   const MlaConfig& m = c_.mla;
   const int64_t n_h = c_.num_heads, r = m.kv_lora_rank, dr = m.qk_rope_head_dim;

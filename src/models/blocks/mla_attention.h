@@ -40,6 +40,7 @@ class MlaAttention final : public AttentionBlock {
   // The expanded form's calls (group_ heads each); the absorbed form's
   // LatentAttention tiles do not grow with the context.
   AttentionShape attention_shape() const override;
+  LatentShape latent_shape() const override;
 
  private:
   // x: the normed hidden state [T, H]; writes the block output [T, H] to `out`.
