@@ -250,8 +250,10 @@ ContextShape DecoderModel::context_shape(int64_t max_keys, bool mtp) const {
   if (config_.dsa.topk > 0) s.indexer = IndexerShape{config_.dsa.n_heads, config_.dsa.head_dim};
   for (const WeightBinder::BoundMatrix& m : matrices_) {
     MatmulInput in{m.dtype, m.in, 1, 1};
-    if (m.expert)
-      in.rows_per_token = config_.moe.experts_per_token, in.groups = config_.moe.num_experts;
+    if (m.expert) {  // a routed expert's rows: top-k per token, over all experts
+      in.rows_per_token = config_.moe.experts_per_token;
+      in.groups = config_.moe.num_experts;
+    }
     s.matmuls.push_back(in);
   }
   return s;
