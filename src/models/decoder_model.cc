@@ -99,7 +99,7 @@ Status DecoderModel::Bind(const ModelFile& file, const LoadOptions& options) {
   w.set_expert_placement(nullptr, 0);
   expert_parallel_ = nullptr;
   if (options.load_mtp || options.mtp_file != nullptr) RETURN_IF_ERROR(BindMtp(w, options));
-  for (const WeightBinder::BoundMatrix& m : w.matrices()) AddMatrix(m);
+  matrices_.insert(matrices_.end(), w.matrices().begin(), w.matrices().end());
   return Status::Ok();
 }
 
@@ -124,14 +124,10 @@ Status DecoderModel::BindMtp(WeightBinder& trunk, const LoadOptions& options) {
   if (!mtp.ok()) return mtp.status().WithContext("MTP layer in " + where);
   mtp_ = std::move(mtp).value();
   weight_bytes_ += mtp_->weight_bytes();
-  if (separate) {
-    for (const WeightBinder::BoundMatrix& m : separate->matrices()) AddMatrix(m);
+  if (separate) {  // a kind the trunk has too only repeats a bound
+    matrices_.insert(matrices_.end(), separate->matrices().begin(), separate->matrices().end());
   }
   return Status::Ok();
-}
-
-void DecoderModel::AddMatrix(const WeightBinder::BoundMatrix& m) {
-  if (std::find(matrices_.begin(), matrices_.end(), m) == matrices_.end()) matrices_.push_back(m);
 }
 
 Status DecoderModel::StartExpertCache(const ModelFile& file, const LoadOptions& options) {

@@ -52,7 +52,6 @@ class DecoderModel final : public Model {
       : config_(std::move(config)), backend_(backend) {}
   Status Bind(const ModelFile& file, const LoadOptions& options);
   Status BindMtp(WeightBinder& trunk, const LoadOptions& options);
-  void AddMatrix(const WeightBinder::BoundMatrix& m);
   // Creates the expert cache for the streamed layers and wires prefetch.
   Status StartExpertCache(const ModelFile& file, const LoadOptions& options);
   Status BindLayer(WeightBinder& w, int64_t i);

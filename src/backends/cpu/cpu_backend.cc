@@ -612,8 +612,10 @@ CpuBackend::ContextFloats CpuBackend::AttentionScratch(int64_t max_keys, int64_t
 
 // The most LatentAttention's per-thread scratch holds for sequences of up to
 // max_keys keys and steps of up to step_tokens tokens: a dense prefill's tile
-// (TileTokens grows with the step's tokens) over every key, or one token's
-// group of heads over every key, after the DSA selection's mapped rows.
+// (TileTokens grows with the step's tokens), or one token's group of heads
+// after the DSA selection's mapped rows (a row id per key). The tile scratch
+// grows with the tokens and heads it holds, so the largest tile and the
+// whole group of heads bound every call.
 CpuBackend::ContextFloats CpuBackend::LatentScratch(int64_t max_keys, int64_t step_tokens,
                                                     const LatentShape& l) const {
   ContextFloats f;
@@ -625,12 +627,8 @@ CpuBackend::ContextFloats CpuBackend::LatentScratch(int64_t max_keys, int64_t st
         uint64_t(kernels::AttendTokensScratch(tile, max_keys, 1, l.heads, l.d, l.latent_dim, 0));
   }
   const uint64_t ids = uint64_t((max_keys + 15) / 16 * 16);
-  for (int64_t groups = 1;; groups *= 2) {
-    const int64_t group = (l.heads + groups - 1) / groups;
-    f.per_thread = std::max(f.per_thread, ids + uint64_t(kernels::AttendTokensScratch(
-                                                    1, max_keys, 1, group, l.d, l.latent_dim, 0)));
-    if (groups >= l.heads) break;
-  }
+  f.per_thread = std::max(f.per_thread, ids + uint64_t(kernels::AttendTokensScratch(
+                                                  1, max_keys, 1, l.heads, l.d, l.latent_dim, 0)));
   return f;
 }
 

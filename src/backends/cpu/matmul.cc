@@ -276,23 +276,23 @@ void MultiGroupedMatmul(ThreadPool& pool, ScratchFn scratch, FunctionRef<float*(
 }
 
 MatmulScratchFloats MatmulScratchBound(std::span<const MatmulInput> inputs, int64_t step_tokens) {
+  // Whether some step quantises the input of these weights (one row always may).
+  const auto quantises = [](const MatmulInput& m) {
+    return UseIntegerKernels(/*exact=*/false, m.dtype, 1, m.in);
+  };
   MatmulScratchFloats most;
   for (const MatmulInput& m : inputs) {
     if (m.dtype == DType::kF32 || m.in <= 0) continue;
     if (!IsHalf(m.dtype)) most.per_thread = std::max(most.per_thread, uint64_t(kTileRows * m.in));
-    if (!kernels::IsQuantMatmulSupported(m.dtype) || m.in % Info(m.dtype).block_elems != 0) {
-      continue;  // never quantises its input
-    }
+    if (!quantises(m)) continue;
     // Every form this input is quantised to at once: the same input feeds all
     // the weights of its width (fused q/k/v, gate/up), one buffer each form.
     const int64_t rows = step_tokens * m.rows_per_token;
     bool quantised = false, half = false;
     for (const MatmulInput& o : inputs) {
-      if (o.in != m.in || o.rows_per_token != m.rows_per_token) continue;
-      if (!kernels::IsQuantMatmulSupported(o.dtype) || o.in % Info(o.dtype).block_elems != 0) {
-        continue;
+      if (o.in == m.in && o.rows_per_token == m.rows_per_token && quantises(o)) {
+        (IsHalf(o.dtype) ? half : quantised) = true;
       }
-      (IsHalf(o.dtype) ? half : quantised) = true;
     }
     uint64_t bytes = sizeof(float);  // QuantMultiMatmul's one float of slack
     if (quantised) bytes += RoundUp64(kernels::QuantizedActivationBytes(DType::kQ8_0, rows, m.in));

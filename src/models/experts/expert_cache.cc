@@ -95,7 +95,6 @@ Expected<std::unique_ptr<ExpertCache>> ExpertCache::Create(
   c->prefetch_pins_.resize(layers.size());
   c->predicted_.resize(layers.size());
   c->candidates_.resize(layers.size());
-  c->candidate_counts_.assign(layers.size(), {0, 0});
   c->gate_ = PrefetchGate(options.prefetch_min_use);
   int64_t base = 0;
   for (size_t i = 0; i < layers.size(); ++i) {
@@ -183,7 +182,6 @@ int32_t ExpertCache::Acquire(int64_t layer, int32_t expert) {
   if (auto& candidates = candidates_[size_t(layer)];
       !candidates.empty() && candidates[size_t(expert)] == 1) {
     candidates[size_t(expert)] = 2;
-    ++candidate_counts_[size_t(layer)][1];
   }
   const auto& predicted = predicted_[size_t(layer)];
   if (!predicted.empty()) {
@@ -234,10 +232,11 @@ void ExpertCache::Release(int32_t s) {
 }
 
 void ExpertCache::JudgeCandidates(int64_t layer) {
-  auto& counts = candidate_counts_[size_t(layer)];
-  gate_.Record(counts[0], counts[1]);
-  counts = {0, 0};
-  candidates_[size_t(layer)].clear();
+  auto& candidates = candidates_[size_t(layer)];
+  const auto n = uint64_t(
+      std::count_if(candidates.begin(), candidates.end(), [](uint8_t c) { return c != 0; }));
+  gate_.Record(n, uint64_t(std::count(candidates.begin(), candidates.end(), uint8_t(2))));
+  candidates.clear();
 }
 
 void ExpertCache::Prefetch(int64_t layer, std::span<const int32_t> experts) {
@@ -260,7 +259,6 @@ void ExpertCache::Prefetch(int64_t layer, std::span<const int32_t> experts) {
     const bool room = table_.pinned_slots() < table_.slots() / 2;
     if (s < 0) {
       candidates[size_t(e)] = 1;  // judged by the gate whether read or not
-      ++candidate_counts_[size_t(layer)][0];
       if (!read_ahead) {
         ++stats_.prefetch_skipped;
         continue;

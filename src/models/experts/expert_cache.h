@@ -132,7 +132,6 @@ class ExpertCache {
   // 1 for a candidate (predicted, not cached then), 2 once the layer used it;
   // judged at the layer's next prediction, after all of the step's waves.
   std::vector<std::vector<uint8_t>> candidates_;
-  std::vector<std::array<uint32_t, 2>> candidate_counts_;  // by model layer: candidates, used
   PrefetchGate gate_;
   ExpertCacheStats stats_;
   bool stop_ = false;
