@@ -102,6 +102,26 @@ void BM_ReadBandwidth(benchmark::State& state) {
   state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(bytes));
 }
 
+// PackPanels on one expert matrix, as a streamed expert's I/O thread runs it
+// after each read: the source cycles through copies totalling > 256 MiB (a
+// freshly read buffer is not in cache), into one destination.
+void BM_PackPanels(benchmark::State& state, DType type, int64_t k, int64_t n) {
+  const size_t bytes = BytesFor(type, uint64_t(n * k)).value();
+  const size_t copies = (kColdBytes + bytes - 1) / bytes;
+  std::vector<uint8_t> w = RandomWeights(type, n, k, 1);
+  w.resize(bytes * copies);
+  for (size_t c = 1; c < copies; ++c) std::memcpy(&w[c * bytes], w.data(), bytes);
+  std::vector<uint8_t> out(bytes);
+  size_t c = 0;
+  for (auto _ : state) {
+    PackPanels(type, w.data() + c * bytes, n, k, out.data());
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+    c = c + 1 == copies ? 0 : c + 1;
+  }
+  state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(bytes));
+}
+
 struct Shape {
   const char* name;
   int64_t k, n;
@@ -136,6 +156,19 @@ void RegisterAll() {
           }
         }
       }
+    }
+  }
+  // Expert matrices: the GLM-4.5-shaped mini bench file (hidden 1024, expert
+  // ffn 512) and GLM-4.5-Air (hidden 4096, expert ffn 1408), gate/up and down.
+  const Shape experts[] = {{"k1024_n512", 1024, 512},
+                           {"k512_n1024", 512, 1024},
+                           {"k4096_n1408", 4096, 1408},
+                           {"k1408_n4096", 1408, 4096}};
+  for (DType type : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1}) {
+    for (const Shape& s : experts) {
+      const std::string name = std::string("PackPanels/") + std::string(Name(type)) + "/" + s.name;
+      benchmark::RegisterBenchmark(name.c_str(), BM_PackPanels, type, s.k, s.n)
+          ->Unit(benchmark::kMicrosecond);
     }
   }
   benchmark::RegisterBenchmark("ReadBandwidth", BM_ReadBandwidth)

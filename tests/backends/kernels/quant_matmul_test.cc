@@ -361,6 +361,49 @@ TEST(PanelLayout, UnpackPanelRowInvertsPackPanels) {
   }
 }
 
+// PackPanels writes, byte for byte, the layout panel_layout.h documents (this
+// architecture's flavour), computed here from that text: values vectors per
+// block, then the 8 rows' f16 scales, then (q4_1) their mins. 24 rows, 7
+// blocks: several groups, an odd block count.
+TEST(PanelLayout, PackPanelsWritesTheDocumentedLayout) {
+  const int64_t n = 24, k = 7 * 32, nb = k / 32;
+  for (DType type : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1}) {
+    const size_t block_bytes = size_t(Info(type).block_bytes);
+    const size_t row_bytes = size_t(nb) * block_bytes, value_bytes = PanelValueBytes(type);
+    const bool q8 = type == DType::kQ8_0, has_min = type == DType::kQ4_1;
+    const size_t quants = has_min ? 4 : 2, quant_bytes = q8 ? 32 : 16;
+    const auto w = RandomWeights(type, n, k, 12);
+    std::vector<uint8_t> want(w.size()), got(w.size());
+    for (int64_t g = 0; g < n / 8; ++g) {
+      uint8_t* values = want.data() + size_t(g) * 8 * row_bytes;
+      uint8_t* scales = values + size_t(nb) * value_bytes;
+      uint8_t* mins = scales + size_t(nb) * 16;
+      for (int64_t b = 0; b < nb; ++b) {
+        for (size_t j = 0; j < 8; ++j) {
+          const uint8_t* blk = w.data() + (size_t(g) * 8 + j) * row_bytes + size_t(b) * block_bytes;
+          uint8_t* v = values + size_t(b) * value_bytes;
+          for (size_t i = 0; i < quant_bytes; ++i) {
+#if HWY_ARCH_ARM_A64
+            // Pair j / 2, vector (value_bytes / 64) (j / 2) + i / 8: 8 bytes of
+            // row 2p, then 8 of row 2p + 1; q4 bytes XOR 0x88.
+            const size_t at = 16 * ((value_bytes / 64) * (j / 2) + i / 8) + 8 * (j % 2) + i % 8;
+            want[size_t(v - want.data()) + at] = uint8_t(blk[quants + i] ^ (q8 ? 0 : 0x88));
+#else
+            // Vector i / 4, lane j: bytes 4c..4c+3 of row j; q8_0 + 128.
+            want[size_t(v - want.data()) + 32 * (i / 4) + 4 * j + i % 4] =
+                uint8_t(blk[quants + i] ^ (q8 ? 0x80 : 0));
+#endif
+          }
+          std::memcpy(scales + (size_t(b) * 8 + j) * 2, blk, 2);
+          if (has_min) std::memcpy(mins + (size_t(b) * 8 + j) * 2, blk + 2, 2);
+        }
+      }
+    }
+    PackPanels(type, w.data(), n, k, got.data());
+    EXPECT_EQ(got, want) << Name(type);
+  }
+}
+
 TEST(PanelLayout, IsDefinedForTheThreePanelTypesOnly) {
   EXPECT_TRUE(HasPanelLayout(DType::kQ8_0));
   EXPECT_TRUE(HasPanelLayout(DType::kQ4_0));
