@@ -119,6 +119,9 @@ Expected<std::unique_ptr<ExpertCache>> ExpertCache::Create(
   c->views_.resize(size_t(f.slots));
   c->state_.assign(size_t(f.slots), State::kEmpty);
   c->error_.assign(size_t(f.slots), Status::Ok());
+  c->parts_taken_.assign(size_t(f.slots), 0);
+  c->parts_done_.assign(size_t(f.slots), 0);
+  c->part_bytes_.assign(size_t(f.slots), 0);
   c->prefetched_.assign(size_t(f.slots), 0);
   c->prefetch_pinned_.assign(size_t(f.slots), 0);
   c->stats_.enabled = true;
@@ -149,7 +152,7 @@ int32_t ExpertCache::Acquire(int64_t layer, int32_t expert) {
   int32_t s = table_.SlotOf(id);
   if (s >= 0) {
     ++stats_.hits;
-    if (state_[size_t(s)] == State::kQueued) {  // jump the prefetches
+    if (PartsLeft(s)) {  // jump the prefetches
       demand_.push_back(s);
       work_.notify_one();
     }
@@ -169,7 +172,7 @@ int32_t ExpertCache::Acquire(int64_t layer, int32_t expert) {
       if (evicted >= 0) ++stats_.evictions;
       prefetched_[size_t(s)] = 0;
       ++stats_.misses;
-      state_[size_t(s)] = State::kQueued;
+      Queue(s);
       table_.Pin(s);  // the load's pin
       ++in_flight_;
       demand_.push_back(s);
@@ -215,6 +218,13 @@ Status ExpertCache::WaitAny(std::span<const int32_t> slots, std::span<uint8_t> r
                                     .count());
   }
   return Status::Ok();
+}
+
+void ExpertCache::Queue(int32_t s) {
+  state_[size_t(s)] = State::kQueued;
+  parts_taken_[size_t(s)] = 0;
+  parts_done_[size_t(s)] = 0;
+  part_bytes_[size_t(s)] = 0;
 }
 
 void ExpertCache::FreeIfUnused(int32_t s) {
@@ -268,7 +278,7 @@ void ExpertCache::Prefetch(int64_t layer, std::span<const int32_t> experts) {
       s = table_.Claim(id, &evicted);
       if (s < 0) continue;
       if (evicted >= 0) ++stats_.evictions;
-      state_[size_t(s)] = State::kQueued;
+      Queue(s);
       prefetched_[size_t(s)] = 1;
       ++stats_.prefetches;
       table_.Pin(s);  // the load's pin
@@ -296,6 +306,11 @@ void ExpertCache::ReleasePrefetch(int64_t layer) {
   predicted_[size_t(layer)].clear();
 }
 
+bool ExpertCache::PartsLeft(int32_t s) const {
+  const State st = state_[size_t(s)];
+  return (st == State::kQueued || st == State::kLoading) && parts_taken_[size_t(s)] < kExpertParts;
+}
+
 void ExpertCache::Worker(int index) {
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
@@ -303,46 +318,46 @@ void ExpertCache::Worker(int index) {
     if (stop_) return;
     auto& queue = !demand_.empty() ? demand_ : ahead_;
     const int32_t s = queue.front();
-    queue.pop_front();
-    if (state_[size_t(s)] != State::kQueued) continue;  // queued twice (promoted): taken
+    if (!PartsLeft(s)) {  // queued twice (promoted): taken
+      queue.pop_front();
+      continue;
+    }
+    // One matrix of the expert per worker, so the parts' reads overlap each
+    // other and each part's packing overlaps the next one's read.
+    const int part = parts_taken_[size_t(s)]++;
+    if (parts_taken_[size_t(s)] == kExpertParts) queue.pop_front();
     state_[size_t(s)] = State::kLoading;
+    const int64_t id = table_.IdOf(s);
     lock.unlock();
-    Load(s, index);
+    LoadPart(s, id, part, index);
     lock.lock();
   }
 }
 
-void ExpertCache::Load(int32_t s, int worker) {
-  int64_t id;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    id = table_.IdOf(s);
-  }
+void ExpertCache::LoadPart(int32_t s, int64_t id, int part, int worker) {
   const auto [layer, expert] = expert_of_[size_t(id)];
   const LayerExperts& l = layers_[size_t(layer)];
-  Views views;
-  Status status = Status::Ok();
-  uint64_t bytes = 0;
-  for (int p = 0; p < kExpertParts && status.ok(); ++p) {
-    const FileSpan& span = l.spans[size_t(expert)][size_t(p)];
-    uint64_t shift = 0;
-    status = reader_->Read(span, store_->ReadBuffer(s, p, worker), &shift);
-    if (!status.ok()) break;
+  const FileSpan& span = l.spans[size_t(expert)][size_t(part)];
+  uint64_t shift = 0;
+  Status status = reader_->Read(span, store_->ReadBuffer(s, part, worker), &shift);
+  Tensor view;
+  if (status.ok()) {
     const BlockScales scales =
-        l.scales.empty() ? BlockScales{} : l.scales[size_t(expert)][size_t(p)];
-    views[size_t(p)] = store_->Commit(s, p, l.parts[size_t(p)], scales, shift, worker);
-    bytes += span.bytes;
+        l.scales.empty() ? BlockScales{} : l.scales[size_t(expert)][size_t(part)];
+    view = store_->Commit(s, part, l.parts[size_t(part)], scales, shift, worker);
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (status.ok()) {
-      views_[size_t(s)] = views;
+    views_[size_t(s)][size_t(part)] = view;
+    if (!status.ok() && error_[size_t(s)].ok()) error_[size_t(s)] = status;
+    if (status.ok()) part_bytes_[size_t(s)] += span.bytes;
+    if (++parts_done_[size_t(s)] < kExpertParts) return;
+    if (error_[size_t(s)].ok()) {
       state_[size_t(s)] = State::kReady;
       ++stats_.loads;
-      stats_.bytes_read += bytes;
+      stats_.bytes_read += part_bytes_[size_t(s)];
     } else {
       state_[size_t(s)] = State::kFailed;
-      error_[size_t(s)] = status;
       ++stats_.read_errors;
     }
     --in_flight_;

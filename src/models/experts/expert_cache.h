@@ -2,7 +2,9 @@
 // demand into a fixed number of slots (host memory on the CPU), with an
 // eviction policy (expert_slot_table.h), background I/O threads that load
 // misses ahead of prefetches, and prefetch of the experts a predictor expects
-// the next layer to use. Everything else of the model stays resident.
+// the next layer to use. Everything else of the model stays resident. The I/O
+// threads take an expert's gate, up and down as three jobs, so the reads of
+// one miss overlap and packing one matrix overlaps reading the next.
 //
 // The step that uses an expert pins its slot (Acquire) until it has run it
 // (Release): a pinned slot is never evicted. A miss waits only for its own
@@ -103,7 +105,11 @@ class ExpertCache {
       : options_(options), table_(slots, ids, options.policy, options.half_life) {}
   int64_t Id(int64_t layer, int32_t expert) const { return id_base_[size_t(layer)] + expert; }
   void Worker(int index);
-  void Load(int32_t slot, int worker);
+  // Reads and commits matrix `part` of expert `id` into `slot`; the last part
+  // to finish makes the slot ready (or failed).
+  void LoadPart(int32_t slot, int64_t id, int part, int worker);
+  void Queue(int32_t slot);            // under mu_: a load of the slot's new expert
+  bool PartsLeft(int32_t slot) const;  // under mu_: queued or loading, a part not taken
   void FreeIfUnused(int32_t slot);  // under mu_: a failed slot nobody holds
   // Under mu_: gives the gate what became of `layer`'s last candidates.
   void JudgeCandidates(int64_t layer);
@@ -121,7 +127,10 @@ class ExpertCache {
   std::condition_variable work_;    // a load was queued, or stop
   ExpertSlotTable table_;
   std::vector<State> state_;
-  std::vector<Status> error_;
+  std::vector<Status> error_;  // the first failed part's
+  // Per slot, of the load in flight: parts a worker took, parts finished, bytes read.
+  std::vector<uint8_t> parts_taken_, parts_done_;
+  std::vector<uint64_t> part_bytes_;
   std::vector<uint8_t> prefetched_;       // loaded ahead and not used yet
   std::vector<uint8_t> prefetch_pinned_;  // held by Prefetch until its layer runs
   std::deque<int32_t> demand_, ahead_;
