@@ -7,12 +7,14 @@
 #include "cli/common_options.h"
 #include "formats/gguf.h"
 #include "formats/hf_config.h"
+#include "models/config_loader.h"
+#include "models/memory_plan.h"
+#include "models/model_stats.h"
 #include "models/mtp_block.h"
 #include "models/tensor_names.h"
-#include "models/config_loader.h"
-#include "models/model_stats.h"
-#include "models/memory_plan.h"
 #include "runtime/expert_streaming.h"
+#include "runtime/sampler.h"
+#include "runtime/scheduler.h"
 
 namespace anymoe::cli {
 namespace {
@@ -118,7 +120,7 @@ void PrintMemory(const ModelConfig& c, int64_t ctx, uint64_t weight_bytes) {
 
 // What `run`/`serve` on the cpu backend would take (one sequence at -c, f16 KV
 // cache, 128-token steps), and whether --expert-cache (auto by default) streams.
-int PrintPlan(const ModelFile& file, const InfoFlags& f) {
+int PrintPlan(const ModelFile& file, const ModelConfig& config, const InfoFlags& f) {
   auto cpu = CreateBackend("cpu", BackendOptions{});  // what run's default threads reserve
   if (!cpu.ok()) return ReportError(cpu.status());
   LoadOptions load;
@@ -131,6 +133,14 @@ int PrintPlan(const ModelFile& file, const InfoFlags& f) {
   if (!plan.ok()) return ReportError(plan.status());
   const MemoryPlan& m = plan->stream ? plan->streamed : plan->resident;
   std::printf("cpu plan:     %s", DescribeMemoryPlan(m).c_str());
+  // Beside the model's plan, the sampling state over the vocabulary: serve
+  // prints the same term for its --parallel sequences.
+  const int64_t vocab = config.vocab_size;
+  const auto mib = [](uint64_t bytes) { return double(bytes) / double(1 << 20); };
+  std::printf(
+      "\n              + sampling %.1f MiB for one sequence (serve --parallel N: "
+      "+ (N - 1) x %.1f MiB)",
+      mib(Scheduler::SamplingBytes(vocab, 1)), mib(Sampler::StateBytes(vocab)));
   std::printf("\n              %s; %s available to this process\n",
               plan->stream ? "experts stream (--expert-cache)" : "every weight resident",
               Gib(double(memory.available)).c_str());
@@ -251,7 +261,7 @@ int Info(const InfoFlags& f) {
     weight_bytes += u.bytes;
   }
   PrintMemory(*config, std::min(f.context, config->max_position_embeddings), weight_bytes);
-  if (const int rc = PrintPlan(*file, f); rc != 0) return rc;
+  if (const int rc = PrintPlan(*file, *config, f); rc != 0) return rc;
   if (f.backend != "cpu") {
     if (const int rc = PrintDevicePlan(*file, f); rc != 0) return rc;
   }

@@ -330,6 +330,8 @@ TEST_F(Cli, InfoDescribesTheModel) {
   EXPECT_NE(r.out.find("4 query heads, 2 kv heads, head dim 16"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("scaling llama3"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("bf16"), std::string::npos) << r.out;
+  // The run plan names the sampling state beside the model's memory.
+  EXPECT_NE(r.out.find("+ sampling "), std::string::npos) << r.out;
 }
 
 }  // namespace
