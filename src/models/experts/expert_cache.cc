@@ -225,6 +225,7 @@ void ExpertCache::Queue(int32_t s) {
   parts_taken_[size_t(s)] = 0;
   parts_done_[size_t(s)] = 0;
   part_bytes_[size_t(s)] = 0;
+  error_[size_t(s)] = Status::Ok();  // the parts' first error is kept from here
 }
 
 void ExpertCache::FreeIfUnused(int32_t s) {
