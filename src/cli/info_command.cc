@@ -13,7 +13,6 @@
 #include "models/mtp_block.h"
 #include "models/tensor_names.h"
 #include "runtime/expert_streaming.h"
-#include "runtime/sampler.h"
 #include "runtime/scheduler.h"
 
 namespace anymoe::cli {
@@ -140,7 +139,8 @@ int PrintPlan(const ModelFile& file, const ModelConfig& config, const InfoFlags&
   std::printf(
       "\n              + sampling %.1f MiB for one sequence (serve --parallel N: "
       "+ (N - 1) x %.1f MiB)",
-      mib(Scheduler::SamplingBytes(vocab, 1)), mib(Sampler::StateBytes(vocab)));
+      mib(Scheduler::SamplingBytes(vocab, 1)),
+      mib(Scheduler::SamplingBytes(vocab, 2) - Scheduler::SamplingBytes(vocab, 1)));
   std::printf("\n              %s; %s available to this process\n",
               plan->stream ? "experts stream (--expert-cache)" : "every weight resident",
               Gib(double(memory.available)).c_str());

@@ -121,7 +121,6 @@ Expected<std::unique_ptr<ExpertCache>> ExpertCache::Create(
   c->error_.assign(size_t(f.slots), Status::Ok());
   c->parts_taken_.assign(size_t(f.slots), 0);
   c->parts_done_.assign(size_t(f.slots), 0);
-  c->part_bytes_.assign(size_t(f.slots), 0);
   c->prefetched_.assign(size_t(f.slots), 0);
   c->prefetch_pinned_.assign(size_t(f.slots), 0);
   c->stats_.enabled = true;
@@ -224,7 +223,6 @@ void ExpertCache::Queue(int32_t s) {
   state_[size_t(s)] = State::kQueued;
   parts_taken_[size_t(s)] = 0;
   parts_done_[size_t(s)] = 0;
-  part_bytes_[size_t(s)] = 0;
   error_[size_t(s)] = Status::Ok();  // the parts' first error is kept from here
 }
 
@@ -351,12 +349,11 @@ void ExpertCache::LoadPart(int32_t s, int64_t id, int part, int worker) {
     std::lock_guard<std::mutex> lock(mu_);
     views_[size_t(s)][size_t(part)] = view;
     if (!status.ok() && error_[size_t(s)].ok()) error_[size_t(s)] = status;
-    if (status.ok()) part_bytes_[size_t(s)] += span.bytes;
     if (++parts_done_[size_t(s)] < kExpertParts) return;
     if (error_[size_t(s)].ok()) {
       state_[size_t(s)] = State::kReady;
       ++stats_.loads;
-      stats_.bytes_read += part_bytes_[size_t(s)];
+      for (const FileSpan& read : l.spans[size_t(expert)]) stats_.bytes_read += read.bytes;
     } else {
       state_[size_t(s)] = State::kFailed;
       ++stats_.read_errors;

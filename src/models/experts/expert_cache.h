@@ -128,9 +128,8 @@ class ExpertCache {
   ExpertSlotTable table_;
   std::vector<State> state_;
   std::vector<Status> error_;  // the first failed part's
-  // Per slot, of the load in flight: parts a worker took, parts finished, bytes read.
+  // Per slot, of the load in flight: parts a worker took, parts finished.
   std::vector<uint8_t> parts_taken_, parts_done_;
-  std::vector<uint64_t> part_bytes_;
   std::vector<uint8_t> prefetched_;       // loaded ahead and not used yet
   std::vector<uint8_t> prefetch_pinned_;  // held by Prefetch until its layer runs
   std::deque<int32_t> demand_, ahead_;
