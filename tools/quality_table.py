@@ -13,13 +13,18 @@ by side on the same files.
   4. per tool, a base run on the f16 file saving its log-probabilities
      (--kl-divergence-base), then --kl-divergence of every file against it: PPL, mean
      KLD, 99th / 99.9th percentile KLD, same top token. bits/weight over every tensor.
+  5. with --paired, per tool one more run of every file saving its own log-probabilities,
+     and tools/kld_pairs.py on the four files: the token-by-token difference between
+     the tools (mean KLD difference with its paired standard error; tokens whose top
+     token only one tool keeps), so that "worse" can be told from the luck of the text.
 
 SmolLM2's hidden size 576 is not a multiple of 256, so llama-quantize gives the
 576-wide rows of the k- and i-quant files a 32-block fallback type (the table lists
 what each file holds); only ffn_down (1536 wide) gets the named type there.
 
 Run (repo root): tools/.venv/bin/python tools/quality_table.py --llama-cpp /work/ext/llama.cpp \
-    --anymoe build/src/anymoe --work /work/ext/quality [--chunks 8] [--ctx 512]
+    --anymoe build/src/anymoe --work /work/ext/quality [--chunks 8] [--ctx 512] [--paired]
+(--chunks 0: every chunk of the text.)
 """
 
 from __future__ import annotations
@@ -29,6 +34,8 @@ import json
 import re
 import subprocess
 from pathlib import Path
+
+import kld_pairs
 
 REPO = Path(__file__).resolve().parent.parent
 SOURCE = REPO / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -80,14 +87,18 @@ def main() -> None:
     ap.add_argument("--llama-cpp", type=Path, required=True)
     ap.add_argument("--anymoe", type=Path, required=True)
     ap.add_argument("--work", type=Path, required=True)
-    ap.add_argument("--chunks", type=int, default=8)
+    ap.add_argument("--chunks", type=int, default=8, help="0: all")
     ap.add_argument("--ctx", type=int, default=512)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--types", nargs="*", default=TYPES)
     ap.add_argument("--reuse-llama", action="store_true",
                     help="take llama-perplexity's rows from the work folder's quality.json "
                          "(same files, chunks and context) and rerun anymoe only")
+    ap.add_argument("--paired", action="store_true",
+                    help="also compare the tools token by token (tools/kld_pairs.py)")
     args = ap.parse_args()
+    if args.paired and args.reuse_llama:
+        raise SystemExit("--paired reruns llama-perplexity; drop --reuse-llama")
     bin_dir = args.llama_cpp.resolve() / "build" / "bin"
     anymoe = args.anymoe.resolve()
     work = args.work.resolve()
@@ -118,6 +129,7 @@ def main() -> None:
         files[q] = dst
 
     common = ["-c", args.ctx, "-t", t]
+    chunks = ["--chunks", args.chunks] if args.chunks > 0 else []
     earlier = {}
     if args.reuse_llama:
         prev = json.loads((work / "quality.json").read_text())
@@ -130,13 +142,12 @@ def main() -> None:
         bpw, types = bits_and_types(path)
         row = {"type": label, "bits_per_weight": bpw, "tensor_types": types}
         if label == "F16":
-            row["anymoe"] = parse(sh([anymoe, "perplexity", "-m", path, "-f", TEXT, "--chunks",
-                                      args.chunks, "--kl-divergence-base", a_base, *common]))
+            row["anymoe"] = parse(sh([anymoe, "perplexity", "-m", path, "-f", TEXT, *chunks,
+                                      "--kl-divergence-base", a_base, *common]))
             row["anymoe_exact"] = parse(sh([anymoe, "perplexity", "-m", path, "-f", TEXT,
-                                            "--chunks", args.chunks, "--exact", "--kv-type",
-                                            "f32", *common]))
+                                            *chunks, "--exact", "--kv-type", "f32", *common]))
             row["llama"] = earlier.get(label) or parse(sh([
-                bin_dir / "llama-perplexity", "-m", path, "-f", TEXT, "--chunks", args.chunks,
+                bin_dir / "llama-perplexity", "-m", path, "-f", TEXT, *chunks,
                 "--kl-divergence-base", l_base, *common]))
         else:
             row["anymoe"] = parse(sh([anymoe, "perplexity", "-m", path, "--kl-divergence",
@@ -144,6 +155,26 @@ def main() -> None:
             row["llama"] = earlier.get(label) or parse(sh([
                 bin_dir / "llama-perplexity", "-m", path, "--kl-divergence",
                 "--kl-divergence-base", l_base, *common]))
+            if args.paired:
+                # Each tool's own run of this file, saved as the base files are, then
+                # compared token by token; the files (~100 KiB a token) go at once.
+                a_run, l_run = work / "anymoe-run.kld", work / "llama-run.kld"
+                sh([anymoe, "perplexity", "-m", path, "-f", TEXT, *chunks,
+                    "--kl-divergence-base", a_run, *common])
+                sh([bin_dir / "llama-perplexity", "-m", path, "-f", TEXT, *chunks,
+                    "--kl-divergence-base", l_run, *common])
+                p = row["paired"] = kld_pairs.compare(a_base, a_run, l_base, l_run)
+                a_run.unlink()
+                l_run.unlink()
+                # The pairs are recomputed from 16-bit rows: they must agree with what
+                # each tool printed from its f32 logits, else the comparison is wrong.
+                for tool, kld, top in (("anymoe", p["kld_a"], p["same_top_a"]),
+                                       ("llama", p["kld_b"], p["same_top_b"])):
+                    own = row[tool]
+                    if (abs(kld - own["kld"]) > 0.01 * own["kld"] + 2e-5 or
+                            abs(100 * top / p["tokens"] - own["same_top"]) > 0.1):
+                        raise SystemExit(f"{label}: kld_pairs' {tool} figures ({kld:.6f}, "
+                                         f"{top} same top) differ from its own ({own})")
         print(json.dumps(row), flush=True)
         rows.append(row)
     (work / "quality.json").write_text(json.dumps(
@@ -160,6 +191,19 @@ def main() -> None:
                      f"{f(l['ppl'], '.4f')} | {f(a['kld'], '.5f')} | {f(l['kld'], '.5f')} | "
                      f"{f(a['kld_p99'], '.4f')} / {f(l['kld_p99'], '.4f')} | "
                      f"{f(a['same_top'], '.2f')} / {f(l['same_top'], '.2f')} |")
+    if args.paired:
+        lines += ["", "| type | scored tokens | KLD anymoe - llama.cpp (paired se) | "
+                  "in se | top token kept by anymoe only / llama.cpp only | in sd |",
+                  "|---|---|---|---|---|---|"]
+        for r in rows:
+            p = r.get("paired")
+            if p:
+                z = p["kld_diff"] / p["kld_diff_se"] if p["kld_diff_se"] else 0.0
+                only = p["same_top_only_a"] - p["same_top_only_b"]
+                zt = only / p["same_top_diff_se"] if p["same_top_diff_se"] else 0.0
+                lines.append(f"| {r['type']} | {p['tokens']} | {p['kld_diff']:+.5f} "
+                             f"({p['kld_diff_se']:.5f}) | {z:+.1f} | {p['same_top_only_a']} / "
+                             f"{p['same_top_only_b']} | {zt:+.1f} |")
     (work / "quality.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
