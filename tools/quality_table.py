@@ -90,6 +90,7 @@ def main() -> None:
     ap.add_argument("--chunks", type=int, default=8, help="0: all")
     ap.add_argument("--ctx", type=int, default=512)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--text", default=TEXT, help="the scored text (default: the GPL-3)")
     ap.add_argument("--types", nargs="*", default=TYPES)
     ap.add_argument("--reuse-llama", action="store_true",
                     help="take llama-perplexity's rows from the work folder's quality.json "
@@ -129,12 +130,15 @@ def main() -> None:
         files[q] = dst
 
     common = ["-c", args.ctx, "-t", t]
+    text = args.text
+    # Results per scored text: quality.json / .md for the GPL-3, quality-NAME.* for others.
+    name = "quality" if text == TEXT else f"quality-{Path(text).name}"
     chunks = ["--chunks", args.chunks] if args.chunks > 0 else []
     earlier = {}
     if args.reuse_llama:
-        prev = json.loads((work / "quality.json").read_text())
-        if (prev["chunks"], prev["ctx"]) != (args.chunks, args.ctx):
-            raise SystemExit("--reuse-llama: quality.json was run with other --chunks/--ctx")
+        prev = json.loads((work / f"{name}.json").read_text())
+        if (prev["chunks"], prev["ctx"], prev["text"]) != (args.chunks, args.ctx, args.text):
+            raise SystemExit("--reuse-llama: quality.json was run with other --chunks/--ctx/--text")
         earlier = {r["type"]: r["llama"] for r in prev["rows"]}
     a_base, l_base = work / "anymoe-f16.kld", work / "llama-f16.kld"
     rows = []
@@ -142,12 +146,12 @@ def main() -> None:
         bpw, types = bits_and_types(path)
         row = {"type": label, "bits_per_weight": bpw, "tensor_types": types}
         if label == "F16":
-            row["anymoe"] = parse(sh([anymoe, "perplexity", "-m", path, "-f", TEXT, *chunks,
+            row["anymoe"] = parse(sh([anymoe, "perplexity", "-m", path, "-f", text, *chunks,
                                       "--kl-divergence-base", a_base, *common]))
-            row["anymoe_exact"] = parse(sh([anymoe, "perplexity", "-m", path, "-f", TEXT,
+            row["anymoe_exact"] = parse(sh([anymoe, "perplexity", "-m", path, "-f", text,
                                             *chunks, "--exact", "--kv-type", "f32", *common]))
             row["llama"] = earlier.get(label) or parse(sh([
-                bin_dir / "llama-perplexity", "-m", path, "-f", TEXT, *chunks,
+                bin_dir / "llama-perplexity", "-m", path, "-f", text, *chunks,
                 "--kl-divergence-base", l_base, *common]))
         else:
             row["anymoe"] = parse(sh([anymoe, "perplexity", "-m", path, "--kl-divergence",
@@ -159,9 +163,9 @@ def main() -> None:
                 # Each tool's own run of this file, saved as the base files are, then
                 # compared token by token; the files (~100 KiB a token) go at once.
                 a_run, l_run = work / "anymoe-run.kld", work / "llama-run.kld"
-                sh([anymoe, "perplexity", "-m", path, "-f", TEXT, *chunks,
+                sh([anymoe, "perplexity", "-m", path, "-f", text, *chunks,
                     "--kl-divergence-base", a_run, *common])
-                sh([bin_dir / "llama-perplexity", "-m", path, "-f", TEXT, *chunks,
+                sh([bin_dir / "llama-perplexity", "-m", path, "-f", text, *chunks,
                     "--kl-divergence-base", l_run, *common])
                 p = row["paired"] = kld_pairs.compare(a_base, a_run, l_base, l_run)
                 a_run.unlink()
@@ -177,8 +181,8 @@ def main() -> None:
                                          f"{top} same top) differ from its own ({own})")
         print(json.dumps(row), flush=True)
         rows.append(row)
-    (work / "quality.json").write_text(json.dumps(
-        {"chunks": args.chunks, "ctx": args.ctx, "text": TEXT, "rows": rows}, indent=1) + "\n")
+    (work / f"{name}.json").write_text(json.dumps(
+        {"chunks": args.chunks, "ctx": args.ctx, "text": text, "rows": rows}, indent=1) + "\n")
 
     def f(v, fmt):
         return "-" if v is None else format(v, fmt)
@@ -204,7 +208,7 @@ def main() -> None:
                 lines.append(f"| {r['type']} | {p['tokens']} | {p['kld_diff']:+.5f} "
                              f"({p['kld_diff_se']:.5f}) | {z:+.1f} | {p['same_top_only_a']} / "
                              f"{p['same_top_only_b']} | {zt:+.1f} |")
-    (work / "quality.md").write_text("\n".join(lines) + "\n")
+    (work / f"{name}.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
 
