@@ -19,7 +19,8 @@ lowest kept value, 16 nats below the top one).
 The run side is read from the same 16-bit rows, so the absolute KLD differs from the
 tools' own (which use the run's f32 logits) by the rounding of those rows (steps of
 16 / 65535 nats); both tools' runs are rounded the same way, so the pairing is fair.
-The script prints both means beside each tool's own so that the difference is seen.
+tools/quality_table.py --paired holds both recomputed means and same-top counts
+against the figures each tool printed, and stops where they disagree.
 
   python3 tools/kld_pairs.py A_BASE A_RUN B_BASE B_RUN   # A, B: two tools (or builds)
 """
