@@ -229,8 +229,7 @@ void ExpertCache::Queue(int32_t s) {
 void ExpertCache::FreeIfUnused(int32_t s) {
   if (state_[size_t(s)] == State::kFailed && table_.pins(s) == 0) {
     table_.Free(s);
-    state_[size_t(s)] = State::kEmpty;
-    error_[size_t(s)] = Status::Ok();
+    state_[size_t(s)] = State::kEmpty;  // its error stays until Queue starts a new load
   }
 }
 
