@@ -105,6 +105,8 @@ def main() -> None:
         "",
         "#include <cstdint>",
         "",
+        '#include "backends/cuda/kernels/decode_qualifiers.h"',
+        "",
         "namespace anymoe::cuda::kernels {",
         "",
     ]
@@ -113,7 +115,7 @@ def main() -> None:
             continue
         rows = rows_as_ints(cls, width)
         ctype, digits, suffix = ("uint64_t", 16, "ull") if width == 8 else ("uint32_t", 8, "u")
-        cu.append(f"__constant__ const {ctype} {name}[{len(rows)}] = {{")
+        cu.append(f"ANYMOE_DECODE_TABLE {ctype} {name}[{len(rows)}] = {{")
         for i in range(0, len(rows), 4):
             cu.append("    " + ", ".join(f"0x{v:0{digits}x}{suffix}" for v in rows[i:i + 4]) + ",")
         cu.append("};")

@@ -53,7 +53,7 @@ struct DeviceTraits {
 bool DeviceSupports(Op op, DType dtype, bool runs_weight);
 
 // The weight dtypes the OpenCL and CUDA kernels decode themselves (OpenCL's
-// kernels/common.cl, CUDA's kernels/common.cuh decode the same list with the
+// kernels/common.cl, CUDA's kernels/weight_decode.cuh decode the same list with the
 // CPU dequantisers' operations); the others take the CPU fallback.
 bool KernelsDecodeWeight(DType dtype);
 

@@ -4,9 +4,11 @@
 
 #include <cstdint>
 
+#include "backends/cuda/kernels/decode_qualifiers.h"
+
 namespace anymoe::cuda::kernels {
 
-__constant__ const uint64_t kIq1sGrid[2048] = {
+ANYMOE_DECODE_TABLE uint64_t kIq1sGrid[2048] = {
     0xffffffffffffffffull, 0xffffffffffffff01ull, 0xffffffffffff0000ull, 0xffffffffffff01ffull,
     0xffffffffffff0101ull, 0xffffffffff00ff00ull, 0xffffffffff000000ull, 0xffffffffff01ffffull,
     0xffffffffff01ff01ull, 0xffffffffff0101ffull, 0xffffffffff010101ull, 0xffffffff00ff0000ull,
@@ -521,7 +523,7 @@ __constant__ const uint64_t kIq1sGrid[2048] = {
     0x010101010101ffffull, 0x010101010101ff01ull, 0x01010101010101ffull, 0x0101010101010101ull,
 };
 
-__constant__ const uint64_t kIq2xxsGrid[256] = {
+ANYMOE_DECODE_TABLE uint64_t kIq2xxsGrid[256] = {
     0x0808080808080808ull, 0x080808080808082bull, 0x0808080808081919ull, 0x0808080808082b08ull,
     0x0808080808082b2bull, 0x0808080808190819ull, 0x0808080808191908ull, 0x08080808082b0808ull,
     0x08080808082b082bull, 0x08080808082b2b08ull, 0x08080808082b2b2bull, 0x0808080819080819ull,
@@ -588,7 +590,7 @@ __constant__ const uint64_t kIq2xxsGrid[256] = {
     0x2b2b082b08080808ull, 0x2b2b190808192b08ull, 0x2b2b2b0819190808ull, 0x2b2b2b1908081908ull,
 };
 
-__constant__ const uint64_t kIq2xsGrid[512] = {
+ANYMOE_DECODE_TABLE uint64_t kIq2xsGrid[512] = {
     0x0808080808080808ull, 0x080808080808082bull, 0x0808080808081919ull, 0x0808080808082b08ull,
     0x0808080808082b2bull, 0x0808080808190819ull, 0x0808080808191908ull, 0x080808080819192bull,
     0x0808080808192b19ull, 0x08080808082b0808ull, 0x08080808082b082bull, 0x08080808082b1919ull,
@@ -719,7 +721,7 @@ __constant__ const uint64_t kIq2xsGrid[512] = {
     0x2b2b2b2b082b2b08ull, 0x2b2b2b2b082b2b2bull, 0x2b2b2b2b2b190819ull, 0x2b2b2b2b2b2b2b2bull,
 };
 
-__constant__ const uint64_t kIq2sGrid[1024] = {
+ANYMOE_DECODE_TABLE uint64_t kIq2sGrid[1024] = {
     0x0808080808080808ull, 0x080808080808082bull, 0x0808080808081919ull, 0x0808080808082b08ull,
     0x0808080808082b2bull, 0x0808080808190819ull, 0x0808080808191908ull, 0x080808080819192bull,
     0x0808080808192b19ull, 0x08080808082b0808ull, 0x08080808082b082bull, 0x08080808082b1919ull,
@@ -978,7 +980,7 @@ __constant__ const uint64_t kIq2sGrid[1024] = {
     0x2b2b2b2b082b082bull, 0x2b2b2b2b082b2b08ull, 0x2b2b2b2b2b082b08ull, 0x2b2b2b2b2b2b2b2bull,
 };
 
-__constant__ const uint32_t kIq3xxsGrid[256] = {
+ANYMOE_DECODE_TABLE uint32_t kIq3xxsGrid[256] = {
     0x04040404u, 0x04040414u, 0x04040424u, 0x04040c0cu, 0x04040c1cu, 0x04040c3eu, 0x04041404u,
     0x04041414u, 0x04041c0cu, 0x04042414u, 0x04043e1cu, 0x04043e2cu, 0x040c040cu, 0x040c041cu,
     0x040c0c04u, 0x040c0c14u, 0x040c140cu, 0x040c142cu, 0x040c1c04u, 0x040c1c14u, 0x040c240cu,
@@ -1018,7 +1020,7 @@ __constant__ const uint32_t kIq3xxsGrid[256] = {
     0x3e2c0404u, 0x3e2c0414u, 0x3e2c1424u, 0x3e341c04u,
 };
 
-__constant__ const uint32_t kIq3sGrid[512] = {
+ANYMOE_DECODE_TABLE uint32_t kIq3sGrid[512] = {
     0x01010101u, 0x01010103u, 0x01010105u, 0x0101010bu, 0x0101010fu, 0x01010301u, 0x01010303u,
     0x01010305u, 0x01010309u, 0x0101030du, 0x01010501u, 0x01010503u, 0x0101050bu, 0x01010707u,
     0x01010901u, 0x01010905u, 0x0101090bu, 0x0101090fu, 0x01010b03u, 0x01010b07u, 0x01010d01u,

@@ -10,6 +10,8 @@
 
 #include <cstdint>
 
+#include "backends/cuda/kernels/weight_types.h"
+
 namespace anymoe::cuda {
 class CudaDevice;
 }  // namespace anymoe::cuda
@@ -24,36 +26,6 @@ struct Stream {
 };
 // Counts a launch, and aborts when it failed to start (bad configuration).
 void CheckLaunch(const Stream& s, const char* kernel);
-
-// Weight element types the kernels decode: the values of anymoe::DType
-// (core/dtype.h; checked by static_assert in cuda_backend.cc).
-enum WeightType : int {
-  kF32 = 0,
-  kF16 = 1,
-  kBF16 = 2,
-  kQ8_0 = 3,
-  kQ4_0 = 4,
-  kQ4_1 = 5,
-  kQ4_K = 6,
-  kQ5_K = 7,
-  kQ6_K = 8,
-  kQ2_K = 10,
-  kQ3_K = 11,
-  kQ5_0 = 12,
-  kQ5_1 = 13,
-  kIQ1_S = 14,
-  kIQ1_M = 15,
-  kIQ2_XXS = 16,
-  kIQ2_XS = 17,
-  kIQ2_S = 18,
-  kIQ3_XXS = 19,
-  kIQ3_S = 20,
-  kIQ4_XS = 21,
-  kIQ4_NL = 22,
-  kMXFP4 = 23,
-  kF8_E4M3 = 24,
-  kF8_E5M2 = 25
-};
 
 // An FP8 weight's block scales (device::WeightScales with a device address):
 // row r of the view, column c, is value * grid[(first_row + r) / block_rows *
