@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <future>
+#include <memory>
 
 #include "runtime/generator.h"
 #include "server/sse.h"
@@ -137,13 +138,24 @@ TEST_F(ServerGeneration, StreamedAndWholeResponsesAgree) {
 // Between steps the scheduler waits for the HTTP threads to write what the
 // step produced, so that no write runs during the next forward pass.
 TEST_F(ServerGeneration, EveryEventIsWrittenBeforeTheNextStep) {
-  std::atomic<int> steps{0}, pending_before{0}, pending_after{0};
+  // The hook runs on the scheduler thread, which the fixture joins only in
+  // TearDown: after the last client has its answer, the hook of the step that
+  // produced it may still be running when this body returns, so what it counts
+  // lives on the heap, not in this frame (counters here were written after
+  // return: a rare heap-corruption abort, ASan's stack-use-after-return).
+  struct Counts {
+    std::atomic<int> steps{0}, pending_before{0}, pending_after{0};
+  };
+  const auto counts = std::make_shared<Counts>();
+  std::atomic<int>& steps = counts->steps;
+  std::atomic<int>& pending_before = counts->pending_before;
+  std::atomic<int>& pending_after = counts->pending_after;
   SchedulerOptions sched;
-  sched.between_steps = [&] {
-    if (server_->unwritten() > 0) ++pending_before;
+  sched.between_steps = [this, counts] {
+    if (server_->unwritten() > 0) ++counts->pending_before;
     server_->AwaitResponseWrites(std::chrono::seconds(5));  // generous: sanitizer builds
-    if (server_->unwritten() > 0) ++pending_after;  // only this thread pushes events
-    ++steps;
+    if (server_->unwritten() > 0) ++counts->pending_after;  // only this thread pushes events
+    ++counts->steps;
   };
   StartServer({}, sched);
   const auto run_clients = [&] {
