@@ -172,12 +172,14 @@ def main() -> None:
                 l_run.unlink()
                 # The pairs are recomputed from 16-bit rows: they must agree with what
                 # each tool printed from its f32 logits, else the comparison is wrong.
+                # Same-top counts may differ by the one token whose two top logits
+                # the rounding ties or unties (0.13 points on a 765-token text).
                 for tool, kld, top in (("anymoe", p["kld_a"], p["same_top_a"]),
                                        ("llama", p["kld_b"], p["same_top_b"])):
                     own = row[tool]
                     if (own["kld"] is None or own["same_top"] is None or
                             abs(kld - own["kld"]) > 0.01 * own["kld"] + 2e-5 or
-                            abs(100 * top / p["tokens"] - own["same_top"]) > 0.1):
+                            abs(top - own["same_top"] * p["tokens"] / 100) > 1.05):
                         raise SystemExit(f"{label}: kld_pairs' {tool} figures ({kld:.6f}, "
                                          f"{top} same top) differ from its own ({own})")
         print(json.dumps(row), flush=True)
