@@ -5,7 +5,7 @@ JOBS ?= 2
 MODEL := models/SmolLM2-135M-Instruct.Q4_1.gguf
 PROMPT ?= What is the capital of France? Answer in one sentence.
 
-.PHONY: all deps build model run test test-arm64 test-asan fuzz soak clean
+.PHONY: all deps build model run test test-arm64 test-asan test-tsan fuzz soak clean
 
 all: build
 
@@ -56,6 +56,24 @@ test-asan: deps model
 # cache's ~400 SmolLM2 forward passes (no tiny golden has 32-wide heads; its
 # store and attention kernels run under ASan in CpuQuantizedKv and QuantizeRow).
 ASAN_SKIP := SmolLm2Golden.FirstStepLogitsAndGreedyContinuationMatch|InHeadlessChromium|QuantizedKv.SameBitsWhateverTheStepsBatchOrRollback
+
+# The runtime and server suites (the threaded ones: scheduler, HTTP threads,
+# expert-parallel ranks) built with ThreadSanitizer in build-tsan/ (not run by
+# CI; about half an hour to build on 2 cores). tests/tsan.supp silences what
+# is not anymoe's: cpp-httplib (not instrumented) and two OpenMPI locks. Left
+# out: the headless-browser tests, and the memory-growth test (TSan's shadow
+# memory is the growth it sees).
+TSAN_DIR ?= build-tsan
+TSAN_SKIP := *InHeadlessChromium*:ServeBinary.LargeRequestsOnManyThreadsDoNotGrowMemory
+test-tsan: deps model
+	cmake -S . -B $(TSAN_DIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" -DCMAKE_CXX_FLAGS=-fsanitize=thread \
+	  -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread -DCMAKE_SHARED_LINKER_FLAGS=-fsanitize=thread \
+	  -DANYMOE_CUDA=OFF -DANYMOE_BUILD_BENCH=OFF
+	cmake --build $(TSAN_DIR) -j $(JOBS) --target anymoe runtime_tests server_tests
+	TSAN_OPTIONS="suppressions=$(CURDIR)/tests/tsan.supp halt_on_error=1" $(TSAN_DIR)/tests/runtime_tests
+	TSAN_OPTIONS="suppressions=$(CURDIR)/tests/tsan.supp halt_on_error=1" \
+	  $(TSAN_DIR)/tests/server_tests --gtest_filter='-$(TSAN_SKIP)'
 
 # libFuzzer (clang) builds of tests/fuzz, each run for FUZZ_SECONDS under
 # nice -n 19, FUZZ_JOBS targets at a time (FUZZ_TARGETS: a subset). Inputs may
