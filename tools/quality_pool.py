@@ -26,6 +26,8 @@ def pool(files: list[Path]) -> tuple[list[str], dict]:
         d = json.loads(f.read_text())
         if d["chunks"] != 0:
             raise SystemExit(f"{f}: scored {d['chunks']} chunks; pool whole texts (--chunks 0)")
+        if Path(d["text"]).name in texts:
+            raise SystemExit(f"{f}: {d['text']} is pooled twice")
         texts.append(Path(d["text"]).name)
         for r in d["rows"]:
             p = r.get("paired")
