@@ -138,7 +138,7 @@ def main() -> None:
     if args.reuse_llama:
         prev = json.loads((work / f"{name}.json").read_text())
         if (prev["chunks"], prev["ctx"], prev["text"]) != (args.chunks, args.ctx, args.text):
-            raise SystemExit("--reuse-llama: quality.json was run with other --chunks/--ctx/--text")
+            raise SystemExit(f"--reuse-llama: {name}.json was run with other --chunks/--ctx/--text")
         earlier = {r["type"]: r["llama"] for r in prev["rows"]}
     a_base, l_base = work / "anymoe-f16.kld", work / "llama-f16.kld"
     rows = []

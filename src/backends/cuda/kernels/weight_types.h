@@ -1,6 +1,8 @@
 // Weight element types the CUDA kernels decode, as the ints they receive: the
-// values of anymoe::DType (core/dtype.h), which cuda_backend.cc checks by
-// static_assert. Plain C++: the host compiler includes it too.
+// values of anymoe::DType (core/dtype.h), every one checked against its DType
+// by CudaWeightTypes.AreTheDTypeValues (tests/backends, on every machine) and
+// some at compile time in cuda_backend.cc. Plain C++: the host compiler
+// includes it too.
 #pragma once
 
 namespace anymoe::cuda::kernels {
