@@ -24,7 +24,7 @@ struct TensorInfo {
   uint64_t bytes;       // validated: data + bytes lies inside the file
   // FP8 weights of a block-quantised checkpoint: their validated `_scale_inv`
   // (formats/fp8_scales.h); empty otherwise.
-  BlockScales scales;
+  BlockScales scales{};
 
   int64_t rows() const;  // product of all dims but the last (1 for a vector)
   int64_t cols() const { return shape.empty() ? 1 : shape.back(); }

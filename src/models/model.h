@@ -46,7 +46,7 @@ struct LoadOptions {
   bool load_mtp = false;
   const ModelFile* mtp_file = nullptr;
   // Routed experts left in the file and read through a cache (CPU backend).
-  ExpertCacheOptions expert_cache;
+  ExpertCacheOptions expert_cache{};
   // --sticky-experts: the router margin below which a one-token step keeps the
   // previous token's experts (0: off).
   float sticky_experts = 0;

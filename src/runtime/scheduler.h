@@ -45,7 +45,7 @@ struct SchedulerOptions {
   // GenerateOptions::spec, which may also be a callback): none or ngram. Each
   // sequence drafts on its own,
   // its drafts rows of the shared step, with its own DraftGovernor.
-  SpeculativeOptions spec;
+  SpeculativeOptions spec{};
   // Share the KV blocks of identical token prefixes across requests: full
   // blocks are published under the hash of the tokens up to their end; a new
   // request starts from the longest run of cached blocks of its prompt and

@@ -124,7 +124,9 @@ std::pair<uint64_t, uint64_t> GroupedCalls(const Outcome& r) {
   for (const auto& u : r.usage) {
     if (u.op != Op::kGroupedMatmul) continue;
     (u.cpu_weights ? cpu : device) += u.calls;
-    if (!u.cpu_weights) EXPECT_TRUE(u.native);
+    if (!u.cpu_weights) {
+      EXPECT_TRUE(u.native);
+    }
   }
   return {device, cpu};
 }

@@ -139,9 +139,13 @@ TEST_P(StreamedExpertsMatch, BitwiseAtEveryCacheSize) {
     EXPECT_EQ(s.hits + s.misses, s.lookups);
     EXPECT_GT(s.bytes_read, 0u);
     EXPECT_EQ(s.read_errors, 0u);
-    if (!cs.prefetch) EXPECT_EQ(s.prefetches, 0u);
-    if (cs.slots >= all) EXPECT_EQ(s.evictions, 0u);  // everything fits: each expert read once
-    if (cs.slots >= all) EXPECT_LE(s.loads, uint64_t(all));
+    if (!cs.prefetch) {
+      EXPECT_EQ(s.prefetches, 0u);
+    }
+    if (cs.slots >= all) {  // everything fits: each expert read once
+      EXPECT_EQ(s.evictions, 0u);
+      EXPECT_LE(s.loads, uint64_t(all));
+    }
   }
 }
 

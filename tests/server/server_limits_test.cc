@@ -32,8 +32,9 @@ class ServerLimits : public ServerTest {
     addr.sin_port = htons(uint16_t(server_->port()));
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-    if (!bytes.empty())
+    if (!bytes.empty()) {
       EXPECT_EQ(::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL), ssize_t(bytes.size()));
+    }
     return fd;
   }
 };

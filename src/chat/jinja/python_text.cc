@@ -247,9 +247,10 @@ std::string PyFloatRepr(double f) {
 
 namespace {
 
-void AppendHex4(uint32_t v, std::string* out) {
+// One UTF-16 code unit as \uXXXX.
+void AppendHex4(uint16_t unit, std::string* out) {
   char buf[8];
-  std::snprintf(buf, sizeof(buf), "\\u%04x", v);
+  std::snprintf(buf, sizeof(buf), "\\u%04x", unsigned(unit));
   *out += buf;
 }
 
@@ -268,7 +269,7 @@ void JsonString(std::string_view s, bool ensure_ascii, std::string* out) {
         case '\f': *out += "\\f"; break;
         default:
           if (c < 0x20) {
-            AppendHex4(c, out);
+            AppendHex4(uint16_t(c), out);
           } else {
             *out += char(c);
           }
@@ -290,10 +291,10 @@ void JsonString(std::string_view s, bool ensure_ascii, std::string* out) {
       }
     } else if (cp >= 0x10000) {
       const uint32_t v = cp - 0x10000;
-      AppendHex4(0xD800 + (v >> 10), out);
-      AppendHex4(0xDC00 + (v & 0x3FF), out);
+      AppendHex4(uint16_t(0xD800 + (v >> 10)), out);
+      AppendHex4(uint16_t(0xDC00 + (v & 0x3FF)), out);
     } else {
-      AppendHex4(cp, out);
+      AppendHex4(uint16_t(cp), out);
     }
     i += len;
   }
