@@ -11,7 +11,7 @@ TRIPLE=aarch64-linux-gnu
 
 cmake -S . -B "$BUILD_DIR" -G Ninja \
   -DCMAKE_TOOLCHAIN_FILE="$PWD/cmake/toolchains/$TRIPLE.cmake" \
-  -DANYMOE_KERNELS_ONLY=ON -DCMAKE_BUILD_TYPE=Release
+  -DANYMOE_KERNELS_ONLY=ON -DCMAKE_BUILD_TYPE=Release -DANYMOE_TEST_SHARDS=ON
 cmake --build "$BUILD_DIR" -j "$JOBS"
 
 # Which Highway targets the per-target tests run on under qemu: the same call
