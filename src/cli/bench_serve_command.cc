@@ -17,6 +17,7 @@ struct BenchServeFlags {
   BenchServeOptions load;
   std::string qps = "inf";
   std::string output = "table";
+  std::string prompt_file;
 };
 
 Expected<double> ParseQps(const std::string& s) {
@@ -33,6 +34,12 @@ int BenchServe(BenchServeFlags& f) {
   auto qps = ParseQps(f.qps);
   if (!qps.ok()) return ReportError(qps.status());
   f.load.qps = *qps;
+  if (!f.prompt_file.empty()) {
+    auto text = ReadText(f.prompt_file);
+    if (!text.ok()) return ReportError(text.status());
+    if (text->empty()) return ReportError(Status::Error("--prompt-file " + f.prompt_file + " is empty"));
+    f.load.prompt_text = std::move(*text);
+  }
   auto report = RunLoad(f.load);
   if (!report.ok()) return ReportError(report.status());
   if (f.output == "json") {
@@ -57,6 +64,9 @@ CommandFn RegisterBenchServe(CLI::App& cmd) {
       ->check(CLI::Range(1, 4096));
   cmd.add_option("--input-len", o.input_len, "prompt length in words (about tokens)")
       ->check(CLI::Range(1, 1 << 20));
+  cmd.add_option("--prompt-file", f->prompt_file,
+                 "send this file's text as every request's prompt (instead of --input-len "
+                 "random words)");
   cmd.add_option("--output-len", o.output_len, "max_tokens of each request")
       ->check(CLI::Range(1, 1 << 20));
   cmd.add_option("--price-per-hour", o.price_per_hour,

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <limits>
 #include <random>
 #include <string>
@@ -248,6 +249,21 @@ std::unique_ptr<Engine> LoadEngineOrReport(const EngineOptions& options) {
                  mtp->own_embed() ? ", own embedding" : "", mtp->own_head() ? ", own head" : "");
   }
   return std::move(engine).value();
+}
+
+Expected<std::string> ReadText(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::Error(path + ": cannot open");
+  in.seekg(0, std::ios::end);
+  const auto size = in.tellg();
+  if (size < 0 || uint64_t(size) > kMaxTextBytes) {
+    return Status::Error(path + ": not a readable text of at most 1 GiB");
+  }
+  in.seekg(0);
+  std::string text(size_t(size), '\0');
+  in.read(text.data(), size);
+  if (!in) return Status::Error(path + ": read failed");
+  return text;
 }
 
 }  // namespace anymoe::cli

@@ -72,4 +72,9 @@ std::unique_ptr<Engine> LoadEngineOrReport(const EngineOptions& options);
 // would otherwise wait for this rank until their timeout).
 int ReportError(const Status& status);
 
+// Texts read whole (perplexity's, bench-serve's prompt) are at most this long.
+constexpr uint64_t kMaxTextBytes = uint64_t(1) << 30;
+// The whole file at `path` (at most kMaxTextBytes), or an error naming it.
+Expected<std::string> ReadText(const std::string& path);
+
 }  // namespace anymoe::cli

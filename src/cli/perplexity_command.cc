@@ -15,7 +15,6 @@ namespace {
 
 // A text every Debian machine has, so anyone can rerun a measurement.
 constexpr char kDefaultText[] = "/usr/share/common-licenses/GPL-3";
-constexpr uint64_t kMaxTextBytes = uint64_t(1) << 30;
 
 struct PerplexityFlags {
   EngineOptions engine;
@@ -25,20 +24,6 @@ struct PerplexityFlags {
   bool kld = false;
 };
 
-Expected<std::string> ReadText(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::Error(path + ": cannot open");
-  in.seekg(0, std::ios::end);
-  const auto size = in.tellg();
-  if (size < 0 || uint64_t(size) > kMaxTextBytes) {
-    return Status::Error(path + ": not a readable text of at most 1 GiB");
-  }
-  in.seekg(0);
-  std::string text(size_t(size), '\0');
-  in.read(text.data(), size);
-  if (!in) return Status::Error(path + ": read failed");
-  return text;
-}
 
 void PrintChunk(int64_t chunk, double ppl) {
   std::fprintf(stderr, "[%lld]%.4f,", (long long)chunk + 1, ppl);

@@ -176,7 +176,9 @@ Expected<BenchServeReport> RunLoad(const BenchServeOptions& o) {
   if (o.input_len < 1 || o.output_len < 1) {
     return Status::Error("--input-len and --output-len must be at least 1");
   }
-  const std::vector<std::string> prompts = RandomPrompts(o.num_prompts, o.input_len, o.seed);
+  const std::vector<std::string> prompts =
+      o.prompt_text.empty() ? RandomPrompts(o.num_prompts, o.input_len, o.seed)
+                            : std::vector<std::string>(size_t(o.num_prompts), o.prompt_text);
   const std::vector<double> arrivals = PoissonArrivals(o.num_prompts, o.qps, o.seed);
   std::vector<RequestResult> results(size_t(o.num_prompts));
 
@@ -305,6 +307,7 @@ json ReportJson(const BenchServeReport& r) {
       {"qps", o.qps > 0 && std::isfinite(o.qps) ? json(o.qps) : json("inf")},
       {"concurrency", o.concurrency},
       {"input_len", o.input_len},
+      {"prompt_text", !o.prompt_text.empty()},
       {"output_len", o.output_len},
       {"ignore_eos", o.ignore_eos},
       {"seed", o.seed},

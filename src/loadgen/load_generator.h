@@ -26,6 +26,9 @@ struct BenchServeOptions {
   double qps = 0;        // requests per second; <= 0 or inf: all at once
   int concurrency = 8;   // most requests in flight
   int input_len = 128;   // prompt length in words (about tokens)
+  // Every request's prompt, when not empty (a repetitive workload, e.g. a
+  // rewrite task for speculative decoding); else random words of input_len.
+  std::string prompt_text;
   int output_len = 128;  // max_tokens
   bool ignore_eos = false;
   uint64_t seed = 0;

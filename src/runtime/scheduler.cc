@@ -13,6 +13,7 @@
 #include "runtime/engine.h"
 #include "runtime/mtp_drafter.h"
 #include "runtime/ngram_drafter.h"
+#include "runtime/step_cost.h"
 #include "runtime/token_decoder.h"
 
 namespace anymoe {
@@ -23,7 +24,10 @@ double Seconds(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
 }
 
-// One request's life inside the scheduler.
+// Steps a prompt may go without a prefill chunk before it is served ahead of
+// shorter prompts (Scheduler::Impl::PrefillOrder).
+constexpr uint64_t kPrefillPatience = 8;
+
 // The budget n prompt tokens from position `at` take when the token at
 // position p costs 1 + p / unit (unit 0: 1 each).
 double ChunkCost(int64_t at, int64_t n, int64_t unit) {
@@ -31,6 +35,7 @@ double ChunkCost(int64_t at, int64_t n, int64_t unit) {
   return double(n) + (double(n) * double(at) + double(n) * double(n - 1) / 2) / double(unit);
 }
 
+// One request's life inside the scheduler.
 struct Active {
   Active(Request r, std::shared_ptr<RequestHandle> h, const SpeculativeOptions& default_spec,
          const Tokenizer* tokenizer)
@@ -68,6 +73,7 @@ struct Active {
   int64_t step_first = 0;         // position of this step's first row
   int64_t drafted = 0, accepted = 0;
   int64_t prefilled = 0;
+  uint64_t last_fed_step = 0;     // the step its prompt last had a chunk in (admitted: that step)
   int64_t generated() const { return decoder.generated(); }
   int64_t reused = 0;             // prompt tokens from cached blocks
   std::vector<uint64_t> hashes;   // prefix hash of each full block published or adopted
@@ -254,6 +260,7 @@ class Scheduler::Impl {
         prefix_queries_ += a.request.prompt.size();
         prefix_hits_ += uint64_t(a.reused);
         a.cache = std::move(cache);
+        a.last_fed_step = step_index_;
       }
       running_.push_back(std::move(waiting_.front()));
       waiting_.pop_front();
@@ -299,61 +306,59 @@ class Scheduler::Impl {
     std::erase(running_, nullptr);
   }
 
-  // One forward pass: a decode token for every sequence past its prompt (and
-  // its drafts, while the step has room for them), then prompt chunks with
-  // what remains of the step's token budget, at most opt_.prefill_chunk,
-  // shortest prompt first.
+  // One forward pass, planned in three passes over the step's token budget
+  // (the model's max_step_tokens):
+  //   1. one row for every sequence past its prompt (its last token);
+  //   2. prompt chunks with what is left, at most opt_.prefill_chunk, in
+  //      PrefillOrder;
+  //   3. drafts with what is still left, each decoding sequence in turn.
+  // Prompts come before drafts so that speculation never slows admission:
+  // a queued request's prefill progresses per step exactly as it would with
+  // speculation off (drafting sequences only fill the room prompts leave).
   void Step() {
     if (!MakeMtpCaches()) return;
+    ++step_index_;
     steps_.clear();
     members_.clear();
+    decoding_.clear();
     int64_t budget = model_.max_step_tokens();
-    int64_t decoding = 0;
-    for (auto& a : running_) decoding += a->prompt_left() <= 0;
     for (auto& a : running_) {
       if (a->prompt_left() > 0 || budget == 0) continue;
-      --decoding;
-      Propose(*a, budget - 1 - std::max<int64_t>(decoding, 0));
+      decoding_.push_back(a.get());
+      --budget;
+    }
+    int64_t room = PlanPrefill(budget);
+    int64_t planned = model_.max_step_tokens() - budget;  // decode rows
+    for (const auto& chunk : prefill_plan_) planned += chunk.second;
+    for (Active* a : decoding_) {
+      // What one more row costs against the average row of this step.
+      Propose(*a, room, RowShare(planned + 1));
+      room -= int64_t(a->draft.size());
+      planned += int64_t(a->draft.size());
       if (a->spec.on_draft && !a->draft.empty()) a->spec.on_draft(a->history, a->draft);
       a->step_first = a->cache->length();
       a->fed.assign(1, a->history.back());
       a->fed.insert(a->fed.end(), a->draft.begin(), a->draft.end());
       steps_.push_back({a->fed, a->cache.get(), /*all_logits=*/!a->draft.empty()});
-      members_.push_back(a.get());
-      budget -= int64_t(a->fed.size());
+      members_.push_back(a);
     }
-    // Prompts with the fewest tokens left go first (ties in arrival order):
-    // a short request admitted while a long prompt prefills gets its first
-    // token after one step instead of after the whole long prompt.
-    prefilling_.clear();
-    for (auto& a : running_) {
-      if (a->prompt_left() > 0) prefilling_.push_back(a.get());
-    }
-    std::stable_sort(prefilling_.begin(), prefilling_.end(), [](const Active* x, const Active* y) {
-      return x->prompt_left() < y->prompt_left();
-    });
-    int64_t prefill = opt_.prefill_chunk > 0 ? std::min(opt_.prefill_chunk, budget) : budget;
-    // Depth weighs only when others wait for this step's tokens.
-    const int64_t unit = steps_.empty() ? 0 : opt_.prefill_depth_unit;
-    double cost = double(prefill);  // what is left of the budget, in depth-0 tokens
-    bool fed = false;
-    for (Active* a : prefilling_) {
-      if (prefill == 0) break;
-      int64_t n = PrefillChunkTokens(int64_t(cost), a->prefilled,
-                                     std::min(a->prompt_left(), prefill), unit);
-      if (n == 0 && !fed) n = 1;  // every step feeds a prompt token
-      if (n == 0) break;
+    for (const auto& [a, n] : prefill_plan_) {
       a->step_first = a->prefilled;
       // The MTP layer reads the trunk's hidden state of every prompt row.
       steps_.push_back({std::span(a->request.prompt).subspan(size_t(a->prefilled), size_t(n)),
                         a->cache.get(), /*all_logits=*/a->mtp()});
       members_.push_back(a);
-      prefill -= n;
-      cost -= ChunkCost(a->prefilled, n, unit);
-      fed = true;
     }
+    int64_t rows = 0;
+    for (const auto& step : steps_) rows += int64_t(step.tokens.size());
     const Status sent = opt_.before_forward ? opt_.before_forward(steps_) : Status::Ok();
+    const auto forward_start = Clock::now();
     auto logits = sent.ok() ? model_.ForwardBatch(steps_) : Expected<Tensor>(sent);
+    if (logits.ok()) {
+      model_.backend().Synchronize();
+      step_cost_.Observe(rows, Seconds(forward_start, Clock::now()));
+      last_rows_ = rows;
+    }
     // Sampling and handing tokens to the HTTP threads run on this thread
     // alone: the backend's idle workers give their cores to those threads
     // instead of spinning until the next step.
@@ -430,9 +435,60 @@ class Scheduler::Impl {
     std::erase(running_, nullptr);
   }
 
+  // The prompt chunks of this step (prefill_plan_), within `budget` tokens
+  // and opt_.prefill_chunk, in PrefillOrder; every step with prompt tokens
+  // left feeds at least one. Returns the room left for drafts: the budget
+  // less what the chunks cost (in depth-0 tokens, ChunkCost).
+  int64_t PlanPrefill(int64_t budget) {
+    prefill_plan_.clear();
+    PrefillOrder();
+    int64_t prefill = opt_.prefill_chunk > 0 ? std::min(opt_.prefill_chunk, budget) : budget;
+    // Depth weighs only when others wait for this step's tokens.
+    const int64_t unit = decoding_.empty() ? 0 : opt_.prefill_depth_unit;
+    double cost = double(prefill);  // what is left of the chunk's budget, in depth-0 tokens
+    double spent = 0;               // what the chunks cost
+    for (Active* a : prefilling_) {
+      if (prefill == 0) break;
+      int64_t n = PrefillChunkTokens(int64_t(cost), a->prefilled,
+                                     std::min(a->prompt_left(), prefill), unit);
+      if (n == 0 && prefill_plan_.empty()) n = 1;  // every step feeds a prompt token
+      if (n == 0) break;
+      prefill_plan_.emplace_back(a, n);
+      a->last_fed_step = step_index_;
+      prefill -= n;
+      cost -= ChunkCost(a->prefilled, n, unit);
+      spent += ChunkCost(a->prefilled, n, unit);
+    }
+    return std::max<int64_t>(0, budget - int64_t(std::ceil(spent)));
+  }
+
+  // The order in which prompts get this step's prefill budget (prefilling_).
+  // Fewest tokens left first (ties in arrival order): a short request admitted
+  // while a long prompt prefills gets its first token after one step instead
+  // of after the whole long prompt. But shortest-first alone starves a long
+  // prompt while shorter ones keep arriving (with drafts or without), so a
+  // prompt that has had no chunk for kPrefillPatience steps goes before all
+  // of those, the longest unfed first: no admitted prompt waits more than
+  // kPrefillPatience steps plus one step per prompt overdue before it.
+  void PrefillOrder() {
+    prefilling_.clear();
+    for (auto& a : running_) {
+      if (a->prompt_left() > 0) prefilling_.push_back(a.get());
+    }
+    const auto overdue = [&](const Active* a) {
+      return step_index_ - a->last_fed_step >= kPrefillPatience;
+    };
+    std::stable_sort(prefilling_.begin(), prefilling_.end(), [&](const Active* x, const Active* y) {
+      if (overdue(x) != overdue(y)) return overdue(x);
+      if (overdue(x)) return x->last_fed_step < y->last_fed_step;
+      return x->prompt_left() < y->prompt_left();
+    });
+  }
+
   // This step's drafts of a decoding sequence, at most `room` tokens: within
-  // its KV reservation (its prompt and token budget) and context.
-  void Propose(Active& a, int64_t room) {
+  // its KV reservation (its prompt and token budget) and context, and as many
+  // as its governor finds worth a row costing `row_share` of the step's average.
+  void Propose(Active& a, int64_t room, double row_share) {
     a.draft.clear();
     if (a.mtp()) {  // drafted when the last step settled (MtpDraftLength)
       a.draft.assign(a.mtp_draft.begin(),
@@ -444,7 +500,7 @@ class Scheduler::Impl {
     const int64_t want = std::min({a.spec.max_draft, room,
                                    a.request.options.max_new_tokens - a.generated() - 1,
                                    opt_.context - int64_t(a.history.size())});
-    const int64_t n = a.governor.Allowed(want);
+    const int64_t n = a.governor.Allowed(want, row_share);
     if (n <= 0) return;
     if (a.spec.kind == SpecKind::kNgram) {
       ProposeNgramDraft(a.history, n, a.spec.ngram, a.draft);
@@ -460,7 +516,13 @@ class Scheduler::Impl {
     const int64_t want = std::min({a.spec.max_draft, model_.max_step_tokens() - 1,
                                    a.request.options.max_new_tokens - a.generated() - 1,
                                    opt_.context - int64_t(a.history.size())});
-    return std::max<int64_t>(a.governor.Allowed(want), 0);
+    return std::max<int64_t>(a.governor.Allowed(want, RowShare(last_rows_ + 1)), 0);
+  }
+
+  // What one more row costs in a step of `rows` rows, against its average row
+  // (0: free, when not priced).
+  double RowShare(int64_t rows) const {
+    return opt_.price_draft_rows ? step_cost_.RowShare(rows) : 0;
   }
 
   // Each MTP request's layer cache, made before its first step; a request
@@ -644,7 +706,12 @@ class Scheduler::Impl {
   std::vector<std::unique_ptr<Active>> running_;
   std::vector<Model::SequenceStep> steps_;
   std::vector<Active*> members_;
-  std::vector<Active*> prefilling_;  // this step's prompts, fewest tokens left first
+  std::vector<Active*> decoding_;    // this step's sequences past their prompt
+  std::vector<Active*> prefilling_;  // this step's prompts, in PrefillOrder
+  std::vector<std::pair<Active*, int64_t>> prefill_plan_;  // this step's prompt chunks
+  uint64_t step_index_ = 0;          // steps run since start
+  StepCostModel step_cost_;          // what a row costs, from the steps' times
+  int64_t last_rows_ = 0;            // rows of the last step
   std::map<Active*, StopReason> done_;
   std::map<Active*, Status> failed_;  // this step (non-finite logits, a constraint)
   std::vector<float> logits_, raw_logits_;

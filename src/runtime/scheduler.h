@@ -46,6 +46,12 @@ struct SchedulerOptions {
   // sequence drafts on its own,
   // its drafts rows of the shared step, with its own DraftGovernor.
   SpeculativeOptions spec{};
+  // Draft only what pays for its rows in this step: each step's time is
+  // fitted as fixed + per-row cost (runtime/step_cost.h), and a sequence's
+  // DraftGovernor weighs its acceptance against what one more row costs. Off:
+  // drafts are cut only by the step's room and min_acceptance (so a served
+  // request drafts exactly as a lone generation would; tests).
+  bool price_draft_rows = true;
   // Share the KV blocks of identical token prefixes across requests: full
   // blocks are published under the hash of the tokens up to their end; a new
   // request starts from the longest run of cached blocks of its prompt and

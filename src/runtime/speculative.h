@@ -23,6 +23,7 @@
 // p = one-hot(argmax): accept iff d is the argmax.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <span>
@@ -61,22 +62,32 @@ struct SpeculativeOptions {
 
 // Stops drafting when it does not pay. A rejected draft costs a row of the
 // step (more on MoE models, whose drafted rows route to other experts) and
-// gains nothing, so while the acceptance rate, averaged over recent verify
-// steps (exponentially, weight 1/8 per step), is below min_acceptance the
-// sequence decodes plainly for a pause of 8 steps, doubled (up to 256) each
-// time drafting resumes and fails again, reset when it pays again.
+// gains nothing. The governor keeps the acceptance rate, averaged over recent
+// verify steps (exponentially, weight 1/8 per step), and a threshold: the
+// larger of min_acceptance and the row share the caller says a row costs
+// (StepCostModel::RowShare: 0 for a lone sequence, whose rows are nearly
+// free; near 1 on a compute-bound batch). While the rate is below the
+// threshold the sequence decodes plainly for a pause of 8 steps, doubled (up
+// to 256) each time drafting resumes and fails again, reset when it pays
+// again. Otherwise it drafts as many tokens as pay: the j-th draft is
+// accepted with probability about rate^j, and is worth its row while that is
+// at least the row share (at least one draft after a pause, to measure).
 class DraftGovernor {
  public:
   explicit DraftGovernor(float min_acceptance) : min_acceptance_(min_acceptance) {}
-  // How many of `wanted` drafts to make this step (0 while paused).
-  int64_t Allowed(int64_t wanted);
+  // How many of `wanted` drafts to make this step (0 while paused), when a
+  // row costs `row_share` of the step's average row.
+  int64_t Allowed(int64_t wanted, double row_share = 0);
   // After a verify step with `drafted` drafts of which `accepted` were.
   void Record(int64_t drafted, int64_t accepted);
   double acceptance() const { return rate_; }
   bool paused() const { return pause_left_ > 0; }
 
  private:
+  double threshold() const { return std::max<double>(min_acceptance_, row_share_); }
+
   float min_acceptance_;
+  double row_share_ = 0;  // as of the last Allowed call
   double rate_ = 1.0;     // optimistic until measured
   int64_t pause_left_ = 0;
   int64_t next_pause_ = 8;

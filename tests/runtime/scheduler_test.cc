@@ -244,6 +244,78 @@ TEST_P(SchedulerTest, SpeculativeRequestsEqualLoneGeneration) {
 }
 
 // These models are loaded without an MTP layer (SchedulerMtpTest has one).
+// Starvation, counted rather than timed (a loaded machine changes no count):
+// 48 requests of 12-40 prompt tokens wait at once for 16 slots, while every
+// decoding sequence drafts its right continuation, 8 tokens a step, so slots
+// free fast and many prompts prefill at once. For each request, the requests
+// submitted after it that have finished when it gets its first token: a fair
+// scheduler lets a few through (those admitted with it whose prompts are
+// shorter); one that lets drafts or shorter prompts crowd out a long prompt
+// lets dozens. Without drafts as the control.
+TEST_P(SchedulerTest, NoPromptStarvesWithOrWithoutDrafts) {
+  constexpr int kRequests = 48;
+  std::vector<std::vector<int32_t>> prompts, expected;
+  for (int i = 0; i < kRequests; ++i) {
+    prompts.push_back(Prompt(i));
+    prompts.back().resize(size_t(12 + (i * 13) % 29));
+    expected.push_back(Alone(prompts.back(), 6 + (i * 7) % 19));  // slots free one by one
+  }
+  for (bool drafts : {false, true}) {
+    SCOPED_TRACE(drafts ? "drafting" : "plain");
+    SchedulerOptions so{.max_parallel = 16, .context = 256};
+    so.price_draft_rows = false;  // draft whatever the rows cost
+    auto sched = std::move(Scheduler::Create(*engine_, so)).value();
+    std::mutex mu;  // the events come on the scheduler thread
+    int finished = 0;
+    std::vector<int> finished_before_first(kRequests, -1), finish_order(kRequests, -1);
+    std::vector<std::unique_ptr<Collected>> results;
+    for (int i = 0; i < kRequests; ++i) {
+      results.push_back(std::make_unique<Collected>());
+      Request r = MakeRequest(prompts[size_t(i)], int64_t(expected[size_t(i)].size()),
+                              results.back().get());
+      if (drafts) {
+        r.options.spec.kind = SpecKind::kCallback;
+        r.options.spec.max_draft = 8;
+        r.options.spec.drafter = [full = prompts[size_t(i)], out = expected[size_t(i)]](
+                                     std::span<const int32_t> ctx, int64_t max,
+                                     std::vector<int32_t>& draft) mutable {
+          full.insert(full.end(), out.begin(), out.end());
+          out.clear();
+          for (size_t k = ctx.size(); k < full.size() && draft.size() < size_t(max); ++k) {
+            draft.push_back(full[k]);
+          }
+        };
+      }
+      auto collect = std::move(r.on_event);
+      r.on_event = [&, i, collect](const RequestEvent& ev) {
+        {
+          std::lock_guard<std::mutex> lock(mu);
+          if (ev.kind == RequestEvent::Kind::kToken && finished_before_first[size_t(i)] < 0) {
+            int later = 0;
+            for (int j = i + 1; j < kRequests; ++j) later += finish_order[size_t(j)] >= 0;
+            finished_before_first[size_t(i)] = later;
+          }
+          if (ev.kind != RequestEvent::Kind::kToken) finish_order[size_t(i)] = finished++;
+        }
+        collect(ev);
+      };
+      ASSERT_TRUE(sched->Submit(std::move(r)).ok());
+    }
+    for (int i = 0; i < kRequests; ++i) {
+      ASSERT_EQ(results[size_t(i)]->done.get_future().wait_for(120s), std::future_status::ready);
+      ASSERT_EQ(results[size_t(i)]->error, "");
+      EXPECT_EQ(results[size_t(i)]->tokens, expected[size_t(i)]) << "request " << i;
+    }
+    std::lock_guard<std::mutex> lock(mu);
+    for (int i = 0; i < kRequests; ++i) {
+      EXPECT_LE(finished_before_first[size_t(i)], 4) << "request " << i;
+    }
+    if (drafts) {
+      EXPECT_GT(sched->stats().accepted_tokens, 0u);
+    }
+  }
+}
+
 TEST_P(SchedulerTest, MtpDraftsNeedTheMtpLayer) {
   auto sched = std::move(Scheduler::Create(*engine_, SchedulerOptions{.context = 64})).value();
   Collected c;
@@ -471,6 +543,7 @@ TEST_P(SchedulerMtpTest, MtpRequestsEqualLoneGenerationAndDraftAlike) {
   SchedulerOptions so{.max_parallel = 6, .context = 256, .prefill_chunk = 7};
   so.spec.kind = SpecKind::kMtp;  // for requests that name no drafter
   so.spec.max_draft = 3;
+  so.price_draft_rows = false;    // the drafts of a lone generation, exactly
   auto sched = std::move(Scheduler::Create(*engine_, so)).value();
   std::vector<std::unique_ptr<Collected>> results;
   for (size_t i = 0; i < prompts.size(); ++i) {

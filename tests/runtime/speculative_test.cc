@@ -140,6 +140,29 @@ TEST(DraftGovernor, PausesWhileDraftsDoNotPay) {
   EXPECT_GT(g.acceptance(), 0.6);
 }
 
+// With a row share (what a draft row costs against the step's average row),
+// the governor drafts only the tokens whose acceptance, about rate^j for the
+// j-th, is worth the row; below the share it pauses as below min_acceptance.
+TEST(DraftGovernor, DraftsOnlyWhatPaysForItsRow) {
+  DraftGovernor free_rows(0.0f);
+  for (int i = 0; i < 40; ++i) free_rows.Record(4, 2);  // rate -> 0.5
+  EXPECT_NEAR(free_rows.acceptance(), 0.5, 0.01);
+  EXPECT_EQ(free_rows.Allowed(4, 0.0), 4);   // rows cost nothing: all drafts
+  EXPECT_EQ(free_rows.Allowed(4, 0.2), 2);   // 0.5, 0.25 >= 0.2 > 0.125
+  EXPECT_EQ(free_rows.Allowed(4, 0.3), 1);   // 0.5 >= 0.3 > 0.25
+  EXPECT_EQ(free_rows.Allowed(4, 0.01), 4);  // capped by what is wanted
+  // A compute-bound step (a row costs as much as the average): at rate 0.5
+  // drafting loses, so the next verify step pauses it.
+  DraftGovernor busy(0.0f);
+  int steps = 0;
+  while (busy.Allowed(4, 0.9) > 0) {
+    busy.Record(4, 2);
+    ASSERT_LT(++steps, 100);
+  }
+  EXPECT_TRUE(busy.paused());
+  EXPECT_LE(steps, 8);
+}
+
 struct SpecCase {
   std::string name;
   std::string path;
