@@ -243,18 +243,28 @@ std::optional<ApiError> ReadToolChoice(const ojson& body, ojson* chat) {
   return std::nullopt;
 }
 
-// thinking {"type": "enabled", "budget_tokens"} / {"type": "disabled"}: the
-// template's enable_thinking (GLM, Qwen3, DeepSeek-V3.1 templates read it).
-// The budget is checked as Anthropic checks it but not enforced: the model
-// ends its reasoning itself, within max_tokens.
+// thinking {"type": "enabled", "budget_tokens"}, "adaptive", "between_tools"
+// or "disabled": the template's enable_thinking (GLM, Qwen3, DeepSeek-V3.1
+// templates read it). The budget is checked as Anthropic checks it but not
+// enforced: the model ends its reasoning itself, within max_tokens.
 std::optional<ApiError> ReadThinking(const ojson& body, ojson* chat) {
   const ojson* v = Field(body, "thinking");
   if (v == nullptr) return std::nullopt;
   if (!v->is_object()) return InvalidField("thinking", "thinking must be an object", "invalid_type");
   std::string type;
   RETURN_IF_API_ERROR(ReadString(*v, "type", "thinking.type", &type, /*required=*/true));
-  if (type != "enabled" && type != "disabled") {
-    return InvalidField("thinking.type", "thinking.type must be \"enabled\" or \"disabled\"");
+  if (type != "enabled" && type != "disabled" && type != "adaptive" && type != "between_tools") {
+    return InvalidField("thinking.type",
+                        "thinking.type must be enabled, adaptive, between_tools or disabled");
+  }
+  const bool enabled = type != "disabled";
+  if (enabled) {
+    const ojson* choice = Field(*chat, "tool_choice");
+    if (choice != nullptr && !(choice->is_string() && (*choice == "auto" || *choice == "none"))) {
+      return InvalidField("thinking",
+                          "thinking cannot be combined with tool_choice any or tool (the call is "
+                          "forced from its first token)");
+    }
   }
   if (type == "enabled") {
     const ojson* budget = Field(*v, "budget_tokens");
@@ -268,14 +278,38 @@ std::optional<ApiError> ReadThinking(const ojson& body, ojson* chat) {
       return InvalidField("thinking.budget_tokens",
                           "thinking.budget_tokens must be less than max_tokens");
     }
-    const ojson* choice = Field(*chat, "tool_choice");
-    if (choice != nullptr && !(choice->is_string() && (*choice == "auto" || *choice == "none"))) {
-      return InvalidField("thinking",
-                          "thinking cannot be combined with tool_choice any or tool (the call is "
-                          "forced from its first token)");
-    }
   }
-  (*chat)["chat_template_kwargs"] = {{"enable_thinking", type == "enabled"}};
+  (*chat)["chat_template_kwargs"] = {{"enable_thinking", enabled}};
+  return std::nullopt;
+}
+
+// output_config {effort, format {type: "json_schema", schema}}: the chat
+// request's reasoning_effort and response_format json_schema.
+std::optional<ApiError> ReadOutputConfig(const ojson& body, ojson* chat) {
+  const ojson* v = Field(body, "output_config");
+  if (v == nullptr) return std::nullopt;
+  if (!v->is_object()) {
+    return InvalidField("output_config", "output_config must be an object", "invalid_type");
+  }
+  std::string effort;
+  RETURN_IF_API_ERROR(ReadString(*v, "effort", "output_config.effort", &effort));
+  if (!effort.empty()) (*chat)["reasoning_effort"] = effort;
+  if (const ojson* f = Field(*v, "format"); f != nullptr) {
+    std::string type;
+    if (!f->is_object()) {
+      return InvalidField("output_config.format", "output_config.format must be an object",
+                          "invalid_type");
+    }
+    RETURN_IF_API_ERROR(ReadString(*f, "type", "output_config.format.type", &type, true));
+    const ojson* schema = Field(*f, "schema");
+    if (type != "json_schema" || schema == nullptr || !schema->is_object()) {
+      return InvalidField("output_config.format",
+                          "output_config.format must be {\"type\": \"json_schema\", \"schema\": "
+                          "{...}}");
+    }
+    (*chat)["response_format"] = {{"type", "json_schema"},
+                                  {"json_schema", {{"name", "output"}, {"schema", *schema}}}};
+  }
   return std::nullopt;
 }
 
@@ -331,6 +365,7 @@ std::optional<ApiError> TranslateMessagesRequest(const ojson& body, const Messag
   RETURN_IF_API_ERROR(ReadTools(body, limits, chat));
   RETURN_IF_API_ERROR(ReadToolChoice(body, chat));
   RETURN_IF_API_ERROR(ReadThinking(body, chat));
+  RETURN_IF_API_ERROR(ReadOutputConfig(body, chat));
   if (!count_tokens) RETURN_IF_API_ERROR(ReadSampling(body, limits, chat));
   return std::nullopt;
 }
