@@ -13,27 +13,7 @@ using ojson = nlohmann::ordered_json;
 // The text of a string or an array of {"type": "text", "text"} blocks
 // (system, tool_result content).
 std::optional<ApiError> ReadText(const ojson& v, const std::string& name, std::string* out) {
-  if (v.is_string()) {
-    *out = v.get<std::string>();
-    return std::nullopt;
-  }
-  if (!v.is_array()) {
-    return InvalidField(name, name + " must be a string or an array of text blocks",
-                        "invalid_type");
-  }
-  out->clear();
-  for (size_t i = 0; i < v.size(); ++i) {
-    const std::string bn = Indexed(name, i);
-    std::string type, text;
-    if (!v[i].is_object()) return InvalidField(bn, bn + " must be an object", "invalid_type");
-    RETURN_IF_API_ERROR(ReadString(v[i], "type", bn + ".type", &type, /*required=*/true));
-    if (type != "text") {
-      return InvalidField(bn + ".type", bn + ".type must be \"text\" (got an unsupported block)");
-    }
-    RETURN_IF_API_ERROR(ReadString(v[i], "text", bn + ".text", &text, /*required=*/true));
-    *out += text;
-  }
-  return std::nullopt;
+  return ReadTextParts(v, name, {"text"}, out);
 }
 
 // The chat messages of one Anthropic message. `tool_ids`: the ids of the

@@ -5,7 +5,9 @@
 
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <initializer_list>
 #include <string>
+#include <string_view>
 
 #include "server/api_error.h"
 
@@ -24,6 +26,11 @@ const nlohmann::ordered_json* Field(const nlohmann::ordered_json& object, const 
 std::optional<ApiError> ReadString(const nlohmann::ordered_json& object, const char* key,
                                    const std::string& param, std::string* out,
                                    bool required = false);
+
+// A string, or an array of {"type": one of `types`, "text"} parts joined.
+std::optional<ApiError> ReadTextParts(const nlohmann::ordered_json& v, const std::string& name,
+                                      std::initializer_list<std::string_view> types,
+                                      std::string* out);
 
 // "name[i]".
 std::string Indexed(const std::string& name, size_t i);

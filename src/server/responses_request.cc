@@ -14,27 +14,7 @@ using ojson = nlohmann::ordered_json;
 // A message's content: a string or input_text / output_text parts (joined).
 std::optional<ApiError> ReadContentText(const ojson& v, const std::string& name,
                                         std::string* out) {
-  if (v.is_string()) {
-    *out = v.get<std::string>();
-    return std::nullopt;
-  }
-  if (!v.is_array()) {
-    return InvalidField(name, name + " must be a string or an array of text parts",
-                        "invalid_type");
-  }
-  out->clear();
-  for (size_t i = 0; i < v.size(); ++i) {
-    const std::string pn = Indexed(name, i);
-    std::string type, text;
-    if (!v[i].is_object()) return InvalidField(pn, pn + " must be an object", "invalid_type");
-    RETURN_IF_API_ERROR(ReadString(v[i], "type", pn + ".type", &type, /*required=*/true));
-    if (type != "input_text" && type != "output_text" && type != "text") {
-      return InvalidField(pn + ".type", pn + ".type must be input_text or output_text");
-    }
-    RETURN_IF_API_ERROR(ReadString(v[i], "text", pn + ".text", &text, /*required=*/true));
-    *out += text;
-  }
-  return std::nullopt;
+  return ReadTextParts(v, name, {"input_text", "output_text", "text"}, out);
 }
 
 // The conversation so far, as chat messages: function calls (and reasoning)
