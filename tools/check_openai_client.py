@@ -67,9 +67,9 @@ def glm5_folder(tmp):
     return out
 
 
-def serve(binary, model):
+def serve(binary, model, extra=()):
     p = subprocess.Popen([binary, "serve", "-m", model, "--port", "0", "--parallel", "4",
-                          "-c", "4096", "-t", "2", "--no-request-log"],
+                          "-c", "4096", "-t", "2", "--no-request-log", *extra],
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     for line in p.stdout:
         m = re.search(r"listening on (http://\S+)", line)

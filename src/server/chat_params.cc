@@ -1,35 +1,12 @@
 #include "server/chat_params.h"
 
 #include "chat/tool_calls.h"
+#include "server/json_fields.h"
 
 namespace anymoe {
 namespace {
 
 using ojson = nlohmann::ordered_json;
-
-#define RETURN_IF_API_ERROR(expr)                       \
-  do {                                                  \
-    if (std::optional<ApiError> _e = (expr)) return _e; \
-  } while (0)
-
-// A field that is absent or null counts as not given.
-const ojson* Field(const ojson& object, const char* name) {
-  auto it = object.find(name);
-  if (it == object.end() || it->is_null()) return nullptr;
-  return &*it;
-}
-
-std::optional<ApiError> ReadString(const ojson& object, const char* key, const std::string& param,
-                                   std::string* out, bool required = false) {
-  const ojson* v = Field(object, key);
-  if (v == nullptr) {
-    if (required) return InvalidField(param, param + " is required");
-    return std::nullopt;
-  }
-  if (!v->is_string()) return InvalidField(param, param + " must be a string", "invalid_type");
-  *out = v->get<std::string>();
-  return std::nullopt;
-}
 
 // content: a string, text parts (joined), or null / absent, which becomes ""
 // as in vLLM: OpenAI clients send null beside tool_calls, and templates that

@@ -9,12 +9,16 @@
 
 #include "formats/parse_util.h"
 #include "runtime/engine.h"
+#include "server/anthropic_format.h"
+#include "server/anthropic_request.h"
 #include "server/api_error.h"
 #include "server/chat_output.h"
 #include "server/completion_service.h"
 #include "server/event_channel.h"
 #include "server/openai_format.h"
 #include "server/request_params.h"
+#include "server/responses_format.h"
+#include "server/responses_request.h"
 #include "server/sse.h"
 
 namespace anymoe {
@@ -31,11 +35,11 @@ constexpr auto kPingInterval = std::chrono::seconds(10);
 // After the client half-closed: how often a probe write checks it still reads.
 constexpr auto kProbeInterval = std::chrono::milliseconds(250);
 
-void SendError(ResponseStream& out, const ApiError& e) {
+void SendError(ResponseStream& out, const ApiError& e, ChatApi api = ChatApi::kOpenAi) {
   HttpResponse r;
   r.status = e.status;
   r.content_type = "application/json";
-  r.body = ApiErrorJson(e);
+  r.body = DumpJson(ChatApiErrorValue(api, e));
   if (e.status == 503) r.SetHeader("Retry-After", "1");
   out.Send(std::move(r));
 }
@@ -60,6 +64,7 @@ struct Choice {
   std::shared_ptr<RequestHandle> handle;
   std::string text;                  // all generated text
   std::vector<TokenLogprob> tokens;  // when logprobs
+  std::vector<int32_t> ids;          // every generated token (which stop string ended it)
   int64_t generated = 0;
   bool ended = false;
   StopReason reason = StopReason::kMaxTokens;
@@ -78,12 +83,20 @@ struct Choice {
 struct Generation {
   Generation(const Tokenizer& tokenizer, std::string id, std::string model, bool chat,
              bool logprobs, bool usage_in_stream, RequestTracker& unwritten, size_t n)
-      : formatter(tokenizer, std::move(id), int64_t(std::time(nullptr)), std::move(model), chat,
+      : tokenizer(tokenizer),
+        formatter(tokenizer, std::move(id), int64_t(std::time(nullptr)), std::move(model), chat,
                   logprobs, usage_in_stream),
         channel(std::make_shared<EventChannel>(&unwritten, n)),
         choices(n) {}
 
+  const Tokenizer& tokenizer;
   OpenAiFormatter formatter;
+  // Anthropic Messages / Responses (one choice): their wire format, the
+  // events it made that are not yet written, and how the choice ended.
+  ChatApi api = ChatApi::kOpenAi;
+  std::unique_ptr<ChatEncoder> encoder;
+  std::string encoded;
+  ChatFinish ending;
   CompletionRequest params;
   std::shared_ptr<EventChannel> channel;
   std::vector<Choice> choices;
@@ -104,6 +117,7 @@ struct Generation {
       case RequestEvent::Kind::kToken:
         if (!first_token_at) first_token_at = te.at;
         ++c.generated;
+        c.ids.push_back(ev.token);
         if (params.logprobs) {
           TokenLogprob t{ev.token, ev.logprob, {}, echo.size() + c.text.size()};
           t.top.assign(ev.top_logprobs.begin(),
@@ -126,6 +140,7 @@ struct Generation {
         c.unavailable = ev.error_kind == ErrorKind::kUnavailable;
         break;
     }
+    if (encoder && ev.kind != RequestEvent::Kind::kError) Encode(c, ev);
     if (c.ended) {
       ended = std::all_of(choices.begin(), choices.end(), [](const Choice& x) { return x.ended; });
       // One failed sequence fails the request: the others stop now.
@@ -134,6 +149,43 @@ struct Generation {
       }
       if (ended) end_at = te.at;
     }
+  }
+
+  // The chat output of `ev` (on kDone with what was held back).
+  ChatDelta FeedChat(Choice& c, const RequestEvent& ev) {
+    ChatDelta d = c.chat->Feed(ev.text);
+    if (ev.kind == RequestEvent::Kind::kDone) {
+      ChatDelta rest = c.chat->Finish();
+      d.reasoning += rest.reasoning;
+      d.content += rest.content;
+      for (ToolCallDelta& t : rest.tool_calls) d.tool_calls.push_back(std::move(t));
+    }
+    return d;
+  }
+
+  // Every event goes through the encoder, streamed or not, so that the
+  // whole body is the stream's accumulation.
+  void Encode(Choice& c, const RequestEvent& ev) {
+    encoded += encoder->Delta(FeedChat(c, ev));
+    if (ev.kind != RequestEvent::Kind::kDone || ev.reason == StopReason::kCancelled) return;
+    ending.reason = ev.reason;
+    ending.usage = usage();
+    if (ev.reason == StopReason::kStopString) ending.stop_sequence = MatchedStop(c);
+    encoded += encoder->Close(ending);
+  }
+
+  // The stop string that ended `c`: the earliest in its generated tokens'
+  // text (the emitted text stops before it; the first listed wins a tie).
+  std::string MatchedStop(const Choice& c) const {
+    if (params.stop.size() == 1) return params.stop[0];
+    const std::string text = tokenizer.Decode(c.ids);
+    size_t best = std::string::npos;
+    std::string match;
+    for (const std::string& s : params.stop) {
+      const size_t at = text.find(s);
+      if (at < best) best = at, match = s;
+    }
+    return match;
   }
 
   Usage usage() const {
@@ -201,18 +253,15 @@ void Record(Generation& g, ServerMetrics& metrics) {
 // The SSE bytes for `te` (possibly none).
 std::string StreamEvent(Generation& g, const TimedEvent& te) {
   g.Consume(te);
+  if (g.encoder) return std::exchange(g.encoded, std::string());
   const RequestEvent& ev = te.event;
   Choice& c = g.choices[te.choice];
   if (ev.kind == RequestEvent::Kind::kError) return "";  // the request's end reports it
   std::optional<std::string_view> finish;
   json payload;
   if (g.params.chat) {
-    ChatDelta d = c.chat->Feed(ev.text);
+    ChatDelta d = g.FeedChat(c, ev);
     if (ev.kind == RequestEvent::Kind::kDone) {
-      ChatDelta rest = c.chat->Finish();
-      d.reasoning += rest.reasoning;
-      d.content += rest.content;
-      for (ToolCallDelta& t : rest.tool_calls) d.tool_calls.push_back(std::move(t));
       if (g.cancelled_by_server() || c.reason == StopReason::kCancelled) return "";
       finish = g.finish(c);
     } else if (d.empty()) {
@@ -241,6 +290,7 @@ std::string StreamEvent(Generation& g, const TimedEvent& te) {
 
 // The end of a stream, once every choice ended.
 std::string StreamEnd(Generation& g) {
+  if (g.encoder) return g.failed_or_cancelled() ? g.encoder->StreamError(GenerationError(g)) : "";
   std::string out;
   if (g.failed_or_cancelled()) {
     out = SseData(ApiErrorValue(GenerationError(g)));
@@ -251,6 +301,7 @@ std::string StreamEnd(Generation& g) {
 }
 
 std::string ResponseBody(Generation& g) {
+  if (g.encoder) return DumpJson(g.encoder->Body(g.ending));
   json choices = json::array();
   for (size_t i = 0; i < g.choices.size(); ++i) {
     Choice& c = g.choices[i];
@@ -309,7 +360,10 @@ void Stream(Generation& g, ResponseStream& out) {
     events.clear();
     g.channel->Take(kPollInterval, &events);
     std::string text;
-    if (g.params.chat && !g.role_sent) {
+    if (g.encoder && !g.role_sent) {
+      text += g.encoder->Open(g.usage());
+      g.role_sent = true;
+    } else if (g.params.chat && !g.role_sent) {
       for (size_t i = 0; i < g.choices.size(); ++i) text += SseData(g.formatter.RoleChunk(i));
       g.role_sent = true;
     }
@@ -317,7 +371,9 @@ void Stream(Generation& g, ResponseStream& out) {
     if (g.ended) text += StreamEnd(g);
     if (!StillThere(g, out, kSsePing, &last_probe)) return ClientGone(g);
     const Clock::time_point now = Clock::now();
-    if (text.empty() && now - g.last_write >= kPingInterval) text = kSsePing;
+    if (text.empty() && now - g.last_write >= kPingInterval) {
+      text = g.encoder ? g.encoder->Ping() : kSsePing;
+    }
     if (!text.empty()) {
       if (!out.Write(text)) return ClientGone(g);
       g.last_write = now;
@@ -340,12 +396,14 @@ void Answer(Generation& g, ResponseStream& out) {
     g.channel->Take(kPollInterval, &events);
     for (const TimedEvent& te : events) g.Consume(te);
     events.clear();
+    g.encoded.clear();  // the body is built whole
   }
   const auto body = [&g] {
-    return g.failed_or_cancelled() ? ApiErrorJson(GenerationError(g)) : ResponseBody(g);
+    return g.failed_or_cancelled() ? DumpJson(ChatApiErrorValue(g.api, GenerationError(g)))
+                                   : ResponseBody(g);
   };
   if (g.ended) {
-    if (g.failed_or_cancelled()) return SendError(out, GenerationError(g));
+    if (g.failed_or_cancelled()) return SendError(out, GenerationError(g), g.api);
     HttpResponse r;
     r.content_type = "application/json";
     r.body = body();
@@ -360,6 +418,7 @@ void Answer(Generation& g, ResponseStream& out) {
     g.channel->Take(kPollInterval, &events);
     for (const TimedEvent& te : events) g.Consume(te);
     events.clear();
+    g.encoded.clear();
     // JSON allows whitespace before a value: a space is a harmless probe.
     if (!StillThere(g, out, " ", &last_probe)) return ClientGone(g);
     if (g.ended) {
@@ -372,8 +431,25 @@ void Answer(Generation& g, ResponseStream& out) {
 
 }  // namespace
 
-std::optional<ApiError> CompletionEndpoint::Prepare(Engine& engine, bool chat,
-                                                    std::string_view body_text,
+std::optional<ApiError> CompletionEndpoint::Translate(ChatApi api, bool count_tokens,
+                                                      const nlohmann::ordered_json& body,
+                                                      nlohmann::ordered_json* chat) const {
+  switch (api) {
+    case ChatApi::kAnthropic: {
+      MessagesLimits limits;
+      return TranslateMessagesRequest(body, limits, count_tokens, chat);
+    }
+    case ChatApi::kResponses:
+      return TranslateResponsesRequest(body, count_tokens, chat);
+    case ChatApi::kOpenAi:
+      break;
+  }
+  *chat = body;
+  return std::nullopt;
+}
+
+std::optional<ApiError> CompletionEndpoint::Prepare(Engine& engine, ChatApi api, bool chat,
+                                                    bool count_tokens, std::string_view body_text,
                                                     CompletionRequest* params, ChatPlan* plan) {
   // A large body's JSON tree can take ~20x its bytes (a 1 MiB array of small
   // numbers: ~20 MB): such bodies are prepared a few at a time, and what they
@@ -399,8 +475,19 @@ std::optional<ApiError> CompletionEndpoint::Prepare(Engine& engine, bool chat,
       // the strict parse above already bounded depth and refused duplicates.
       nlohmann::ordered_json ordered;
       if (chat) ordered = nlohmann::ordered_json::parse(body_text, nullptr, false);
-      error = ParseCompletionRequest(*body, chat, request_limits, params,
-                                     chat && !ordered.is_discarded() ? &ordered : nullptr);
+      if (api != ChatApi::kOpenAi) {
+        // Anthropic Messages and Responses bodies become chat bodies.
+        nlohmann::ordered_json translated;
+        error = Translate(api, count_tokens, ordered, &translated);
+        if (!error) {
+          ordered = std::move(translated);
+          *body = json::parse(ordered.dump());
+        }
+      }
+      if (!error) {
+        error = ParseCompletionRequest(*body, chat, request_limits, params,
+                                       chat && !ordered.is_discarded() ? &ordered : nullptr);
+      }
       if (!error && chat) error = PlanChat(engine, vocabularies_, *params, plan);
       if (!error && !chat) {
         plan->prompt = params->prompt_is_ids ? params->prompt_ids : engine.Encode(params->prompt_text);
@@ -416,12 +503,37 @@ std::optional<ApiError> CompletionEndpoint::Prepare(Engine& engine, bool chat,
   return error;
 }
 
+void CompletionEndpoint::CountTokens(const ServingModel& model, ChatApi api, const HttpRequest& req,
+                                     ResponseStream& out) {
+  CompletionRequest params;
+  ChatPlan plan;
+  if (auto e = Prepare(*model.engine, api, true, true, req.body, &params, &plan)) {
+    return SendError(out, *e, api);
+  }
+  HttpResponse r;
+  r.content_type = "application/json";
+  r.body = DumpJson({{"input_tokens", plan.prompt.size()}});
+  out.Send(std::move(r));
+}
+
 void CompletionEndpoint::Handle(const ServingModel& model, bool chat, const HttpRequest& req,
                                 ResponseStream& out) {
+  Run(model, ChatApi::kOpenAi, chat, req, out);
+}
+
+void CompletionEndpoint::HandleChatApi(const ServingModel& model, ChatApi api,
+                                       const HttpRequest& req, ResponseStream& out) {
+  Run(model, api, true, req, out);
+}
+
+void CompletionEndpoint::Run(const ServingModel& model, ChatApi api, bool chat,
+                             const HttpRequest& req, ResponseStream& out) {
   Engine& engine = *model.engine;
   CompletionRequest params;
   ChatPlan plan;
-  if (auto e = Prepare(engine, chat, req.body, &params, &plan)) return SendError(out, *e);
+  if (auto e = Prepare(engine, api, chat, false, req.body, &params, &plan)) {
+    return SendError(out, *e, api);
+  }
   std::vector<int32_t>& prompt = plan.prompt;
   const int64_t n_prompt = int64_t(prompt.size());
   // The prompt (empty, longer than the context, ids outside the vocabulary)
@@ -433,10 +545,24 @@ void CompletionEndpoint::Handle(const ServingModel& model, bool chat, const Http
   const int64_t budget = std::min(params.max_tokens.value_or(chat ? room : 16), room);
   const size_t n = size_t(params.n);
 
-  auto g = std::make_shared<Generation>(engine.tokenizer(), RandomId(chat ? "chatcmpl-" : "cmpl-"),
-                                        options_.model_name, chat, params.logprobs,
-                                        params.stream && params.include_usage, unwritten_, n);
+  const char* id_prefix = api == ChatApi::kAnthropic   ? "msg_"
+                          : api == ChatApi::kResponses ? "resp_"
+                          : chat                       ? "chatcmpl-"
+                                                       : "cmpl-";
+  const std::string id = RandomId(id_prefix);
+  auto g = std::make_shared<Generation>(engine.tokenizer(), id, options_.model_name, chat,
+                                        params.logprobs, params.stream && params.include_usage,
+                                        unwritten_, n);
   g->prompt_tokens = n_prompt;
+  g->api = api;
+  if (api == ChatApi::kAnthropic) {
+    g->encoder = std::make_unique<AnthropicEncoder>(id, options_.model_name);
+  } else if (api == ChatApi::kResponses) {
+    // The response echoes the request's settings as the client sent them.
+    const nlohmann::ordered_json request =
+        nlohmann::ordered_json::parse(req.body, nullptr, /*allow_exceptions=*/false);
+    g->encoder = std::make_unique<ResponsesEncoder>(id, options_.model_name, request);
+  }
   if (params.echo) {
     g->echo = params.prompt_is_ids ? engine.tokenizer().Decode(prompt) : params.prompt_text;
   }
@@ -477,7 +603,7 @@ void CompletionEndpoint::Handle(const ServingModel& model, bool chat, const Http
     if (!handle.ok()) {
       for (size_t j = 0; j < i; ++j) g->choices[j].handle->Cancel();
       g->channel->Close();
-      return SendError(out, SubmitError(handle.status(), chat));
+      return SendError(out, SubmitError(handle.status(), chat), api);
     }
     g->choices[i].handle = *handle;
   }

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "server/api_error.h"
+#include "server/chat_encoder.h"
 #include "server/chat_prompt.h"
 #include "server/http_message.h"
 #include "server/metrics.h"
@@ -36,17 +37,31 @@ class CompletionEndpoint {
       : options_(options), metrics_(metrics), tracker_(tracker), unwritten_(unwritten) {}
 
   void Handle(const ServingModel& model, bool chat, const HttpRequest& req, ResponseStream& out);
+  // POST /v1/messages (kAnthropic) and /v1/responses (kResponses): the body
+  // is translated into a chat request and served as one, in the API's shape.
+  void HandleChatApi(const ServingModel& model, ChatApi api, const HttpRequest& req,
+                     ResponseStream& out);
+  // {"input_tokens": N}: the prompt the request would run, counted.
+  void CountTokens(const ServingModel& model, ChatApi api, const HttpRequest& req,
+                   ResponseStream& out);
 
  private:
   // Bodies from this size on are parsed at most kLargeBodiesAtOnce at a time.
   static constexpr size_t kLargeBody = 256 << 10;
   static constexpr int kLargeBodiesAtOnce = 2;
 
-  // Parses and validates the body and tokenizes the prompt.
-  // Parses and validates the body, renders and tokenizes the prompt, compiles
-  // a constraint (chat_prompt.h).
-  std::optional<ApiError> Prepare(Engine& engine, bool chat, std::string_view body,
-                                  CompletionRequest* params, ChatPlan* plan);
+  void Run(const ServingModel& model, ChatApi api, bool chat, const HttpRequest& req,
+           ResponseStream& out);
+  // Parses and validates the body (translated into a chat body first for
+  // kAnthropic and kResponses), renders and tokenizes the prompt, compiles a
+  // constraint (chat_prompt.h). `count_tokens`: the body of a count_tokens
+  // request (no generation fields).
+  std::optional<ApiError> Prepare(Engine& engine, ChatApi api, bool chat, bool count_tokens,
+                                  std::string_view body, CompletionRequest* params,
+                                  ChatPlan* plan);
+  std::optional<ApiError> Translate(ChatApi api, bool count_tokens,
+                                    const nlohmann::ordered_json& body,
+                                    nlohmann::ordered_json* chat) const;
 
   const ServerOptions& options_;
   ServerMetrics& metrics_;

@@ -10,6 +10,7 @@
 #include "runtime/routing_report.h"
 #include "server/api_error.h"
 #include "server/auth.h"
+#include "server/chat_encoder.h"
 #include "server/completion_endpoint.h"
 #include "server/completion_service.h"
 #include "server/sse.h"
@@ -22,11 +23,16 @@ using nlohmann::json;
 
 constexpr const char* kJson = "application/json";
 
-HttpResponse ErrorResponse(const ApiError& e) {
+// Anthropic Messages routes answer in Anthropic's error shape.
+ChatApi ApiOfPath(std::string_view path) {
+  return path.starts_with("/v1/messages") ? ChatApi::kAnthropic : ChatApi::kOpenAi;
+}
+
+HttpResponse ErrorResponse(const ApiError& e, ChatApi api = ChatApi::kOpenAi) {
   HttpResponse r;
   r.status = e.status;
   r.content_type = kJson;
-  r.body = ApiErrorJson(e);
+  r.body = DumpJson(ChatApiErrorValue(api, e));
   if (e.status == 503) r.SetHeader("Retry-After", "1");
   return r;
 }
@@ -142,6 +148,17 @@ void OpenAiServer::RegisterRoutes() {
            [this](const HttpRequest&, ResponseStream& out) { HandleScript(MarkedJs(), out); });
   AddRoute("GET", "/static/purify.js", true,
            [this](const HttpRequest&, ResponseStream& out) { HandleScript(DomPurifyJs(), out); });
+  const auto chat_api = [this](ChatApi api, bool count_tokens) {
+    return [this, api, count_tokens](const HttpRequest& req, ResponseStream& out) {
+      const ServingModel* model = Serving(out, req.path);
+      if (model == nullptr) return;
+      if (count_tokens) return completions_->CountTokens(*model, api, req, out);
+      completions_->HandleChatApi(*model, api, req, out);
+    };
+  };
+  AddRoute("POST", "/v1/messages", false, chat_api(ChatApi::kAnthropic, false));
+  AddRoute("POST", "/v1/messages/count_tokens", false, chat_api(ChatApi::kAnthropic, true));
+  AddRoute("POST", "/v1/responses", false, chat_api(ChatApi::kResponses, false));
   for (bool chat : {false, true}) {
     AddRoute("POST", chat ? "/v1/chat/completions" : "/v1/completions", false,
              [this, chat](const HttpRequest& req, ResponseStream& out) {
@@ -181,11 +198,12 @@ std::optional<HttpResponse> OpenAiServer::CheckHeader(const HttpRequest& head) {
   if (route != nullptr && route->info.is_public) return std::nullopt;
   // Everything else needs the key, checked before the body is read. Unknown
   // paths answer 401 too, so they reveal nothing to clients without it.
-  if (!Authorized(head)) return answer(ErrorResponse(ErrorFor(401)));
+  const ChatApi api = ApiOfPath(head.path);
+  if (!Authorized(head)) return answer(ErrorResponse(ErrorFor(401), api));
   if (route != nullptr) return std::nullopt;
   bool path_known = false;
   for (const Route& r : route_table_) path_known |= r.info.path == head.path;
-  return answer(ErrorResponse(ErrorFor(path_known ? 405 : 404)));
+  return answer(ErrorResponse(ErrorFor(path_known ? 405 : 404), api));
 }
 
 void OpenAiServer::Handle(const HttpRequest& request, ResponseStream& out) {
@@ -245,19 +263,21 @@ HttpHeaders OpenAiServer::CorsHeaders(const HttpRequest& req) const {
   h.emplace_back("Vary", "Origin");
   if (req.method == "OPTIONS") {
     h.emplace_back("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
-    h.emplace_back("Access-Control-Allow-Headers", "Authorization, Content-Type, X-Api-Key");
+    h.emplace_back("Access-Control-Allow-Headers",
+                   "Authorization, Content-Type, X-Api-Key, Anthropic-Version, Anthropic-Beta");
     h.emplace_back("Access-Control-Max-Age", "600");
   }
   return h;
 }
 
-const ServingModel* OpenAiServer::Serving(ResponseStream& out) const {
+const ServingModel* OpenAiServer::Serving(ResponseStream& out, std::string_view path) const {
   if (draining_.load()) {
-    out.Send(ErrorResponse(Unavailable("the server is shutting down", "shutting_down")));
+    out.Send(ErrorResponse(Unavailable("the server is shutting down", "shutting_down"),
+                           ApiOfPath(path)));
     return nullptr;
   }
   if (!ready_.load(std::memory_order_acquire)) {
-    out.Send(ErrorResponse(Unavailable("the model is loading", "model_loading")));
+    out.Send(ErrorResponse(Unavailable("the model is loading", "model_loading"), ApiOfPath(path)));
     return nullptr;
   }
   return &model_;

@@ -1,6 +1,7 @@
 // The OpenAI-compatible HTTP server: /health, /v1/models, /v1/completions,
-// /v1/chat/completions (streamed as SSE or not), /metrics and the chat page at
-// /. It listens before the model is loaded (/health says 503 "loading" until
+// /v1/chat/completions (streamed as SSE or not), Anthropic's /v1/messages
+// (and /v1/messages/count_tokens), OpenAI's /v1/responses, /metrics and the
+// chat page at /. It listens before the model is loaded (/health says 503 "loading" until
 // SetReady), maps each request to CompletionService::Submit, cancels a request
 // when its client goes away, and drains on shutdown. Security defaults follow
 // reliability.md §3: loopback bind, API key on every route but /health and the
@@ -100,8 +101,9 @@ class OpenAiServer : private HttpHandler {
   bool Authorized(const HttpRequest& req) const;
   bool HostAllowed(const HttpRequest& req) const;
   HttpHeaders CorsHeaders(const HttpRequest& req) const;
-  // Null while loading or draining, after answering `out` with a 503.
-  const ServingModel* Serving(ResponseStream& out) const;
+  // Null while loading or draining, after answering `out` with a 503 (in
+  // the error shape of the API `path` belongs to).
+  const ServingModel* Serving(ResponseStream& out, std::string_view path = "") const;
 
   void HandleHealth(const HttpRequest& req, ResponseStream& out);
   void HandleModels(const HttpRequest& req, ResponseStream& out);

@@ -312,12 +312,15 @@ TEST_F(ServerHttp, ApiKeyGuardsEveryRouteButHealthAndThePage) {
                                x_key = {{"X-Api-Key", "s3cret-key"}};
   const json completion = {{"prompt", "hi"}, {"max_tokens", 1}};
   const json chat = {{"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"max_tokens", 1}};
+  const json responses = {{"input", "hi"}, {"max_output_tokens", 1}};
   ASSERT_GE(server_->routes().size(), 6u);
   for (const RouteInfo& route : server_->routes()) {
     SCOPED_TRACE(route.method + " " + route.path);
     auto call = [&](const httplib::Headers& h) {
       if (route.method == "GET") return Client()->Get(route.path.c_str(), h);
-      const json& body = route.path == "/v1/chat/completions" ? chat : completion;
+      const json& body = route.path == "/v1/completions" ? completion
+                         : route.path == "/v1/responses"  ? responses
+                                                          : chat;
       return Client()->Post(route.path.c_str(), h, body.dump(), "application/json");
     };
     for (const auto* h : {&none, &wrong, &prefix, &basic}) {
@@ -325,6 +328,11 @@ TEST_F(ServerHttp, ApiKeyGuardsEveryRouteButHealthAndThePage) {
       ASSERT_TRUE(res);
       if (route.is_public) {
         EXPECT_EQ(res->status, 200);
+      } else if (route.path.starts_with("/v1/messages")) {
+        // Anthropic's error shape: {"type": "error", "error": {"type", "message"}}.
+        EXPECT_EQ(res->status, 401);
+        EXPECT_EQ(ParseBody(res)["type"], "error");
+        EXPECT_EQ(ParseBody(res)["error"]["type"], "authentication_error");
       } else {
         ExpectError(res, 401);
         EXPECT_EQ(ParseBody(res)["error"]["type"], "authentication_error");

@@ -1,0 +1,38 @@
+// Reading the fields of a request body (nlohmann::ordered_json, keys in the
+// client's order) with errors that name the field: shared by the chat,
+// Anthropic Messages and Responses request readers.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+
+#include "server/api_error.h"
+
+namespace anymoe {
+
+#define RETURN_IF_API_ERROR(expr)                       \
+  do {                                                  \
+    if (std::optional<ApiError> _e = (expr)) return _e; \
+  } while (0)
+
+// A field that is absent or null counts as not given: null.
+const nlohmann::ordered_json* Field(const nlohmann::ordered_json& object, const char* name);
+
+// A string field into `out` (left as is when absent unless `required`);
+// `param` is the name errors give.
+std::optional<ApiError> ReadString(const nlohmann::ordered_json& object, const char* key,
+                                   const std::string& param, std::string* out,
+                                   bool required = false);
+
+// A string, or an array of {"type": one of `types`, "text"} parts joined.
+std::optional<ApiError> ReadTextParts(const nlohmann::ordered_json& v, const std::string& name,
+                                      std::initializer_list<std::string_view> types,
+                                      std::string* out);
+
+// "name[i]".
+std::string Indexed(const std::string& name, size_t i);
+
+}  // namespace anymoe
