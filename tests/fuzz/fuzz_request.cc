@@ -14,7 +14,10 @@
 
 #include "formats/parse_util.h"
 #include "fuzz_input.h"
+#include "server/anthropic_format.h"
+#include "server/anthropic_request.h"
 #include "server/api_error.h"
+#include "server/responses_request.h"
 #include "server/openai_format.h"
 #include "server/request_params.h"
 #include "server/server_options.h"
@@ -117,6 +120,28 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const int64_t vocab = SmolTokenizer().vocab_size();
   anymoe::RequestLimits request_limits;
   request_limits.vocab_size = vocab;
+  // The same body as an Anthropic Messages and a Responses request: each is
+  // translated into a chat body or refused with an error that serialises,
+  // and a translated body goes through the chat request reader.
+  {
+    const nlohmann::ordered_json ordered =
+        nlohmann::ordered_json::parse(body, nullptr, /*allow_exceptions=*/false);
+    for (int api = 0; api < 2; ++api) {
+      nlohmann::ordered_json translated;
+      const auto error = api == 0 ? anymoe::TranslateMessagesRequest(
+                                        ordered, anymoe::MessagesLimits{}, false, &translated)
+                                  : anymoe::TranslateResponsesRequest(ordered, false, &translated);
+      if (error) {
+        CheckJson(anymoe::AnthropicErrorValue(*error));
+        continue;
+      }
+      anymoe::CompletionRequest r;
+      const json plain = json::parse(translated.dump());
+      if (auto e = anymoe::ParseCompletionRequest(plain, true, request_limits, &r, &translated)) {
+        CheckJson(anymoe::ApiErrorValue(*e));
+      }
+    }
+  }
   anymoe::CompletionRequest request;
   if (auto error = anymoe::ParseCompletionRequest(*parsed, chat, request_limits, &request)) {
     CheckJson(anymoe::ApiErrorValue(*error));
