@@ -76,8 +76,8 @@ std::optional<ApiError> Render(const Engine& engine, const CompletionRequest& re
 std::optional<ApiError> PlanChat(const Engine& engine, VocabularyCache& vocabularies,
                                  const CompletionRequest& request, ChatPlan* plan) {
   const ChatParams& p = request.chat_params;
-  std::string text;
-  if (auto e = Render(engine, request, &plan->prompt, &text)) return e;
+  if (auto e = Render(engine, request, &plan->prompt, &plan->prompt_text)) return e;
+  const std::string& text = plan->prompt_text;
 
   ChatOutput::Options& o = plan->output;
   o.tools = p.tools;

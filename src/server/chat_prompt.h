@@ -32,6 +32,7 @@ class VocabularyCache {
 
 struct ChatPlan {
   std::vector<int32_t> prompt;
+  std::string prompt_text;  // the rendered template (POST /apply-template)
   std::shared_ptr<const JsonConstraint> constraint;  // null: free generation
   ChatOutput::Options output;                        // id_prefix left to each choice
 };

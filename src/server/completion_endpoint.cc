@@ -35,7 +35,18 @@ constexpr auto kPingInterval = std::chrono::seconds(10);
 // After the client half-closed: how often a probe write checks it still reads.
 constexpr auto kProbeInterval = std::chrono::milliseconds(250);
 
-void SendError(ResponseStream& out, const ApiError& e, ChatApi api = ChatApi::kOpenAi) {
+}  // namespace
+
+JsonLimits RequestJsonLimits(const ServerOptions& options) {
+  JsonLimits limits;
+  limits.max_depth = options.json_max_depth;
+  limits.max_values = options.json_max_values;
+  limits.max_containers = options.json_max_containers;
+  limits.quote_keys_in_errors = false;  // error messages never echo request text
+  return limits;
+}
+
+void SendError(ResponseStream& out, const ApiError& e, ChatApi api) {
   HttpResponse r;
   r.status = e.status;
   r.content_type = "application/json";
@@ -43,6 +54,8 @@ void SendError(ResponseStream& out, const ApiError& e, ChatApi api = ChatApi::kO
   if (e.status == 503) r.SetHeader("Retry-After", "1");
   out.Send(std::move(r));
 }
+
+namespace {
 
 std::string RandomId(const char* prefix) {
   static thread_local std::mt19937_64 rng{std::random_device{}()};
@@ -459,12 +472,7 @@ std::optional<ApiError> CompletionEndpoint::Prepare(Engine& engine, ChatApi api,
   if (large) large_bodies_.acquire();
   std::optional<ApiError> error;
   {
-    JsonLimits limits;
-    limits.max_depth = options_.json_max_depth;
-    limits.max_values = options_.json_max_values;
-    limits.max_containers = options_.json_max_containers;
-    limits.quote_keys_in_errors = false;  // error messages never echo request text
-    auto body = ParseJsonStrict(body_text, "request body", limits);
+    auto body = ParseJsonStrict(body_text, "request body", RequestJsonLimits(options_));
     if (!body.ok()) {
       error = InvalidField("", body.status().message(), "invalid_json");
     } else {
@@ -513,6 +521,37 @@ void CompletionEndpoint::CountTokens(const ServingModel& model, ChatApi api, con
   HttpResponse r;
   r.content_type = "application/json";
   r.body = DumpJson({{"input_tokens", plan.prompt.size()}});
+  out.Send(std::move(r));
+}
+
+void CompletionEndpoint::ApplyTemplate(const ServingModel& model, const HttpRequest& req,
+                                       ResponseStream& out) {
+  // llama-server's field for the generation prompt; this server always ends
+  // the prompt with it (as chat completions render it), so false is refused.
+  std::string body = req.body;
+  auto parsed = ParseJsonStrict(body, "request body", RequestJsonLimits(options_));
+  if (parsed.ok() && parsed->is_object() && parsed->contains("add_generation_prompt")) {
+    const json& v = (*parsed)["add_generation_prompt"];
+    if (!v.is_boolean()) {
+      return SendError(out, InvalidField("add_generation_prompt", "expected a boolean",
+                                         "invalid_type"));
+    }
+    if (!v.get<bool>()) {
+      return SendError(out, InvalidField("add_generation_prompt",
+                                         "only true is served: the prompt always ends with the "
+                                         "assistant's turn, as chat completions render it"));
+    }
+    parsed->erase("add_generation_prompt");
+    body = parsed->dump();
+  }
+  CompletionRequest params;
+  ChatPlan plan;
+  if (auto e = Prepare(*model.engine, ChatApi::kOpenAi, true, false, body, &params, &plan)) {
+    return SendError(out, *e);
+  }
+  HttpResponse r;
+  r.content_type = "application/json";
+  r.body = DumpJson({{"prompt", plan.prompt_text}});
   out.Send(std::move(r));
 }
 

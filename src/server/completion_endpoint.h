@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "formats/parse_util.h"
 #include "server/api_error.h"
 #include "server/chat_encoder.h"
 #include "server/chat_prompt.h"
@@ -26,6 +27,11 @@
 namespace anymoe {
 
 class Engine;
+
+// The limits every request body is parsed under (--json-* server options).
+JsonLimits RequestJsonLimits(const ServerOptions& options);
+// Sends `e` as an error response in `api`'s shape.
+void SendError(ResponseStream& out, const ApiError& e, ChatApi api = ChatApi::kOpenAi);
 
 class CompletionEndpoint {
  public:
@@ -44,6 +50,9 @@ class CompletionEndpoint {
   // {"input_tokens": N}: the prompt the request would run, counted.
   void CountTokens(const ServingModel& model, ChatApi api, const HttpRequest& req,
                    ResponseStream& out);
+  // POST /apply-template (llama-server's): a chat completions body ->
+  // {"prompt": the text the model's template renders for it}.
+  void ApplyTemplate(const ServingModel& model, const HttpRequest& req, ResponseStream& out);
 
  private:
   // Bodies from this size on are parsed at most kLargeBodiesAtOnce at a time.

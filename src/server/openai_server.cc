@@ -14,7 +14,9 @@
 #include "server/completion_endpoint.h"
 #include "server/completion_service.h"
 #include "server/sse.h"
+#include "server/token_endpoints.h"
 #include "server/web_page.h"
+#include "tokenizer/tokenizer.h"
 
 namespace anymoe {
 namespace {
@@ -159,6 +161,23 @@ void OpenAiServer::RegisterRoutes() {
   AddRoute("POST", "/v1/messages", false, chat_api(ChatApi::kAnthropic, false));
   AddRoute("POST", "/v1/messages/count_tokens", false, chat_api(ChatApi::kAnthropic, true));
   AddRoute("POST", "/v1/responses", false, chat_api(ChatApi::kResponses, false));
+  // llama-server's debugging routes: the template, the tokenizer, the settings.
+  AddRoute("POST", "/apply-template", false, [this](const HttpRequest& req, ResponseStream& out) {
+    if (const ServingModel* model = Serving(out)) completions_->ApplyTemplate(*model, req, out);
+  });
+  AddRoute("POST", "/tokenize", false, [this](const HttpRequest& req, ResponseStream& out) {
+    if (const ServingModel* model = Serving(out)) {
+      HandleTokenize(options_, model->engine->tokenizer(), req, out);
+    }
+  });
+  AddRoute("POST", "/detokenize", false, [this](const HttpRequest& req, ResponseStream& out) {
+    if (const ServingModel* model = Serving(out)) {
+      const int64_t vocab = std::min<int64_t>(model->engine->tokenizer().vocab_size(),
+                                              model->engine->model().config().vocab_size);
+      HandleDetokenize(options_, model->engine->tokenizer(), vocab, req, out);
+    }
+  });
+  AddRoute("GET", "/props", false, std::bind(&OpenAiServer::HandleProps, this, _1, _2));
   for (bool chat : {false, true}) {
     AddRoute("POST", chat ? "/v1/chat/completions" : "/v1/completions", false,
              [this, chat](const HttpRequest& req, ResponseStream& out) {
@@ -307,6 +326,31 @@ void OpenAiServer::HandleModels(const HttpRequest&, ResponseStream& out) {
   HttpResponse r;
   r.content_type = kJson;
   r.body = DumpJson({{"object", "list"}, {"data", json::array({model})}});
+  out.Send(std::move(r));
+}
+
+// llama-server's GET /props: what a client needs to know of the served model
+// (its name, context, chat template, special tokens; this server has no
+// per-server sampling defaults beyond the OpenAI ones each request may set).
+void OpenAiServer::HandleProps(const HttpRequest&, ResponseStream& out) {
+  const ServingModel* model = Serving(out);
+  if (model == nullptr) return;
+  const Tokenizer& tok = model->engine->tokenizer();
+  const auto piece = [&tok](int32_t id) { return id < 0 ? json(nullptr) : json(std::string(tok.TokenPiece(id))); };
+  json props = {
+      {"model_alias", options_.model_name},
+      {"n_ctx", model->context},
+      {"chat_template", tok.chat_template()},
+      {"bos_token", piece(tok.bos_id())},
+      {"eos_token", piece(tok.eos_id())},
+      {"default_generation_settings",
+       {{"n_ctx", model->context},
+        {"params", {{"temperature", 1.0}, {"top_p", 1.0}, {"top_k", 0}, {"min_p", 0.0}}}}},
+      {"build_info", "anymoe"},
+  };
+  HttpResponse r;
+  r.content_type = kJson;
+  r.body = DumpJson(props);
   out.Send(std::move(r));
 }
 

@@ -108,6 +108,7 @@ class OpenAiServer : private HttpHandler {
   void HandleHealth(const HttpRequest& req, ResponseStream& out);
   void HandleModels(const HttpRequest& req, ResponseStream& out);
   void HandleMetrics(const HttpRequest& req, ResponseStream& out);
+  void HandleProps(const HttpRequest& req, ResponseStream& out);
   void HandleRouting(const HttpRequest& req, ResponseStream& out);
   void HandlePage(const HttpRequest& req, ResponseStream& out);
   // One of the page's embedded libraries, as JavaScript.

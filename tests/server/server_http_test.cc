@@ -313,6 +313,7 @@ TEST_F(ServerHttp, ApiKeyGuardsEveryRouteButHealthAndThePage) {
   const json completion = {{"prompt", "hi"}, {"max_tokens", 1}};
   const json chat = {{"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"max_tokens", 1}};
   const json responses = {{"input", "hi"}, {"max_output_tokens", 1}};
+  const json tokenize = {{"content", "hi"}}, detokenize = {{"tokens", {1, 2}}};
   ASSERT_GE(server_->routes().size(), 6u);
   for (const RouteInfo& route : server_->routes()) {
     SCOPED_TRACE(route.method + " " + route.path);
@@ -320,6 +321,8 @@ TEST_F(ServerHttp, ApiKeyGuardsEveryRouteButHealthAndThePage) {
       if (route.method == "GET") return Client()->Get(route.path.c_str(), h);
       const json& body = route.path == "/v1/completions" ? completion
                          : route.path == "/v1/responses"  ? responses
+                         : route.path == "/tokenize"      ? tokenize
+                         : route.path == "/detokenize"    ? detokenize
                                                           : chat;
       return Client()->Post(route.path.c_str(), h, body.dump(), "application/json");
     };
