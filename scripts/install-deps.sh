@@ -6,6 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config
   libhwy-dev libutf8proc-dev
+  libpcre2-dev        # tokenizer Split regexes (issue 47; tools/regex_engine_compare.cc chose it)
   nlohmann-json3-dev libcli11-dev
   libboost-dev        # Boost.Beast + Boost.Asio (header-only): the HTTP server
   libjs-marked node-dompurify  # the chat page renders Markdown (marked) made safe (DOMPurify)
