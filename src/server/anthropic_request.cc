@@ -124,14 +124,8 @@ std::optional<ApiError> ReadMessages(const ojson& body, const MessagesLimits& li
     RETURN_IF_API_ERROR(ReadText(*s, "system", &system));
     messages.push_back({{"role", "system"}, {"content", system}});
   }
-  const ojson* v = Field(body, "messages");
-  if (v == nullptr) return InvalidField("messages", "messages is required");
-  if (!v->is_array()) return InvalidField("messages", "messages must be an array", "invalid_type");
-  if (v->empty()) return InvalidField("messages", "messages must not be empty");
-  if (v->size() > limits.max_messages) {
-    return InvalidField("messages",
-                        "more than " + std::to_string(limits.max_messages) + " messages");
-  }
+  const ojson* v = nullptr;
+  RETURN_IF_API_ERROR(ReadArray(body, "messages", limits.max_messages, /*required=*/true, &v));
   std::set<std::string> tool_ids;
   for (size_t i = 0; i < v->size(); ++i) {
     RETURN_IF_API_ERROR(ReadMessage((*v)[i], Indexed("messages", i), limits, &tool_ids, &messages));
@@ -147,12 +141,9 @@ std::optional<ApiError> ReadMessages(const ojson& body, const MessagesLimits& li
 }
 
 std::optional<ApiError> ReadTools(const ojson& body, const MessagesLimits& limits, ojson* chat) {
-  const ojson* v = Field(body, "tools");
+  const ojson* v = nullptr;
+  RETURN_IF_API_ERROR(ReadArray(body, "tools", limits.max_tools, /*required=*/false, &v));
   if (v == nullptr) return std::nullopt;
-  if (!v->is_array()) return InvalidField("tools", "tools must be an array", "invalid_type");
-  if (v->size() > limits.max_tools) {
-    return InvalidField("tools", "at most " + std::to_string(limits.max_tools) + " tools");
-  }
   ojson tools = ojson::array();
   for (size_t i = 0; i < v->size(); ++i) {
     const ojson& t = (*v)[i];

@@ -62,7 +62,6 @@ class OutputParts {
   };
   void Feed(const ChatDelta& delta, Sink& sink);
   void Finish(Sink& sink);  // closes the open part
-  Kind open() const { return open_; }
 
  private:
   void Switch(Kind kind, size_t call, const ToolCallDelta* first, Sink& sink);

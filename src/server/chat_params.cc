@@ -73,14 +73,8 @@ std::optional<ApiError> ReadToolCalls(const ojson& calls, const std::string& nam
 
 std::optional<ApiError> ReadMessages(const ojson& body, const ChatParamLimits& limits,
                                      ChatParams* out) {
-  const ojson* v = Field(body, "messages");
-  if (v == nullptr) return InvalidField("messages", "messages is required");
-  if (!v->is_array()) return InvalidField("messages", "messages must be an array", "invalid_type");
-  if (v->empty()) return InvalidField("messages", "messages must not be empty");
-  if (v->size() > limits.max_messages) {
-    return InvalidField("messages",
-                        "more than " + std::to_string(limits.max_messages) + " messages");
-  }
+  const ojson* v = nullptr;
+  RETURN_IF_API_ERROR(ReadArray(body, "messages", limits.max_messages, /*required=*/true, &v));
   out->messages = ojson::array();
   for (size_t i = 0; i < v->size(); ++i) {
     const ojson& m = (*v)[i];
@@ -124,13 +118,9 @@ std::optional<ApiError> ReadMessages(const ojson& body, const ChatParamLimits& l
 
 std::optional<ApiError> ReadTools(const ojson& body, const ChatParamLimits& limits,
                                   ChatParams* out) {
-  const ojson* v = Field(body, "tools");
-  if (v == nullptr) return std::nullopt;
-  if (!v->is_array()) return InvalidField("tools", "tools must be an array", "invalid_type");
-  if (v->empty()) return std::nullopt;
-  if (v->size() > limits.max_tools) {
-    return InvalidField("tools", "at most " + std::to_string(limits.max_tools) + " tools");
-  }
+  const ojson* v = nullptr;
+  RETURN_IF_API_ERROR(ReadArray(body, "tools", limits.max_tools, /*required=*/false, &v));
+  if (v == nullptr || v->empty()) return std::nullopt;
   for (size_t i = 0; i < v->size(); ++i) {
     const ojson& t = (*v)[i];
     const std::string name = "tools[" + std::to_string(i) + "]";

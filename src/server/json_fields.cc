@@ -11,6 +11,22 @@ const ojson* Field(const ojson& object, const char* name) {
   return &*it;
 }
 
+std::optional<ApiError> ReadArray(const ojson& object, const char* key, size_t max_items,
+                                  bool required, const ojson** out) {
+  const std::string name = key;
+  *out = Field(object, key);
+  if (*out == nullptr) {
+    return required ? std::optional<ApiError>(InvalidField(name, name + " is required"))
+                    : std::nullopt;
+  }
+  if (!(*out)->is_array()) return InvalidField(name, name + " must be an array", "invalid_type");
+  if (required && (*out)->empty()) return InvalidField(name, name + " must not be empty");
+  if ((*out)->size() > max_items) {
+    return InvalidField(name, "at most " + std::to_string(max_items) + " " + name);
+  }
+  return std::nullopt;
+}
+
 std::optional<ApiError> ReadString(const ojson& object, const char* key, const std::string& param,
                                    std::string* out, bool required) {
   const ojson* v = Field(object, key);

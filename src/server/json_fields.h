@@ -21,6 +21,13 @@ namespace anymoe {
 // A field that is absent or null counts as not given: null.
 const nlohmann::ordered_json* Field(const nlohmann::ordered_json& object, const char* name);
 
+// An array field (`messages`, `tools`) of at most `max_items` items into
+// `*out` (null when absent and not `required`). A required one must be there
+// and hold at least one item. Errors name the field.
+std::optional<ApiError> ReadArray(const nlohmann::ordered_json& object, const char* key,
+                                  size_t max_items, bool required,
+                                  const nlohmann::ordered_json** out);
+
 // A string field into `out` (left as is when absent unless `required`);
 // `param` is the name errors give.
 std::optional<ApiError> ReadString(const nlohmann::ordered_json& object, const char* key,

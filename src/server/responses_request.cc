@@ -154,11 +154,9 @@ std::optional<ApiError> ReadInput(const ojson& body, const ResponsesLimits& limi
 }
 
 std::optional<ApiError> ReadTools(const ojson& body, const ResponsesLimits& limits, ojson* chat) {
-  if (const ojson* v = Field(body, "tools"); v != nullptr) {
-    if (!v->is_array()) return InvalidField("tools", "tools must be an array", "invalid_type");
-    if (v->size() > limits.max_tools) {
-      return InvalidField("tools", "at most " + std::to_string(limits.max_tools) + " tools");
-    }
+  const ojson* v = nullptr;
+  RETURN_IF_API_ERROR(ReadArray(body, "tools", limits.max_tools, /*required=*/false, &v));
+  if (v != nullptr) {
     ojson tools = ojson::array();
     for (size_t i = 0; i < v->size(); ++i) {
       const ojson& t = (*v)[i];
