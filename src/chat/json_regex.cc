@@ -331,12 +331,12 @@ class Parser {
         break;
       }
       Ranges item;
-      bool is_single;
+      bool is_single = false;
       RETURN_IF_ERROR(ClassAtom(&item, &ascii_only, &is_single));
       if (is_single && Peek() == '-' && i_ + 1 < p_.size() && p_[i_ + 1] != ']') {
         ++i_;
         Ranges hi;
-        bool hi_single;
+        bool hi_single = false;
         RETURN_IF_ERROR(ClassAtom(&hi, &ascii_only, &hi_single));
         if (!hi_single || hi[0].first < item[0].first) return Fail("a bad class range");
         item = {{item[0].first, hi[0].first}};
@@ -360,7 +360,7 @@ class Parser {
       RETURN_IF_ERROR(Escape(true, item, ascii_only));
     } else {
       if (p_[i_] == '[' && i_ + 1 < p_.size() && p_[i_ + 1] == ':') return Fail("POSIX classes are not supported");
-      uint32_t cp;
+      uint32_t cp = 0;
       RETURN_IF_ERROR(CodePoint(&cp));
       *item = {{cp, cp}};
     }
