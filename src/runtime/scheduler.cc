@@ -328,7 +328,7 @@ class Scheduler::Impl {
       --budget;
     }
     int64_t room = PlanPrefill(budget);
-    int64_t planned = model_.max_step_tokens() - budget;  // decode rows
+    int64_t planned = int64_t(decoding_.size());  // rows: decode, prompt, drafts so far
     for (const auto& chunk : prefill_plan_) planned += chunk.second;
     for (Active* a : decoding_) {
       // What one more row costs against the average row of this step.

@@ -35,6 +35,8 @@ std::string Range(double lo, double hi) {
   return out;
 }
 
+}  // namespace
+
 std::optional<ApiError> ReadBool(const json& body, const char* name, bool* out) {
   const json* v = Field(body, name);
   if (v == nullptr) return std::nullopt;
@@ -43,6 +45,8 @@ std::optional<ApiError> ReadBool(const json& body, const char* name, bool* out) 
   *out = v->get<bool>();
   return std::nullopt;
 }
+
+namespace {
 
 std::optional<ApiError> ReadInt(const json& body, const char* name, int64_t lo, int64_t hi,
                                 std::optional<int64_t>* out) {
@@ -79,6 +83,8 @@ std::optional<ApiError> ReadNumber(const json& body, const char* name, double lo
   return std::nullopt;
 }
 
+}  // namespace
+
 std::optional<ApiError> ReadTokenIds(const json& array, const char* name, int64_t vocab_size,
                                      std::vector<int32_t>* out) {
   out->clear();
@@ -100,6 +106,8 @@ std::optional<ApiError> ReadTokenIds(const json& array, const char* name, int64_
   }
   return std::nullopt;
 }
+
+namespace {
 
 // prompt: "text" | [ids] | ["text"] | [[ids]]; one prompt only (n = 1).
 std::optional<ApiError> ReadPrompt(const json& body, const RequestLimits& limits,

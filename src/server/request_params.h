@@ -56,6 +56,12 @@ struct CompletionRequest {
   int top_logprobs = 0;        // and the k most likely alternatives
 };
 
+// A boolean field into `out` (left as is when absent or null).
+std::optional<ApiError> ReadBool(const nlohmann::json& body, const char* name, bool* out);
+// Every element of `array` a token id in [0, vocab_size), into `out`; errors name `name`.
+std::optional<ApiError> ReadTokenIds(const nlohmann::json& array, const char* name,
+                                     int64_t vocab_size, std::vector<int32_t>* out);
+
 // Fills `out` from `body` (a parsed JSON value) or returns the first error.
 // `ordered`: the same body with its keys in the client's order (what a chat
 // template renders: tools, messages, schemas); null: `body` converted.

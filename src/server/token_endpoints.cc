@@ -3,10 +3,12 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "formats/parse_util.h"
 #include "server/completion_endpoint.h"
+#include "server/request_params.h"
 #include "server/sse.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/unicode_class.h"
@@ -29,18 +31,6 @@ std::optional<json> ReadBody(const ServerOptions& options, const HttpRequest& re
     return std::nullopt;
   }
   return std::move(*body);
-}
-
-// A boolean field (`fallback` when absent), or the 400 already sent.
-std::optional<bool> ReadFlag(const json& body, const char* name, bool fallback,
-                             ResponseStream& out) {
-  const auto it = body.find(name);
-  if (it == body.end() || it->is_null()) return fallback;
-  if (!it->is_boolean()) {
-    SendError(out, InvalidField(name, "expected a boolean", "invalid_type"));
-    return std::nullopt;
-  }
-  return it->get<bool>();
 }
 
 void SendJson(const json& value, ResponseStream& out) {
@@ -72,17 +62,17 @@ void HandleTokenize(const ServerOptions& options, const Tokenizer& tokenizer,
     return SendError(out, InvalidField("content", "expected the text to tokenize, a string",
                                        content == body->end() ? "missing_field" : "invalid_type"));
   }
-  const auto add_special = ReadFlag(*body, "add_special", false, out);
-  if (!add_special) return;
-  const auto parse_special = ReadFlag(*body, "parse_special", true, out);
-  if (!parse_special) return;
-  const auto with_pieces = ReadFlag(*body, "with_pieces", false, out);
-  if (!with_pieces) return;
+  bool add_special = false, parse_special = true, with_pieces = false;
+  for (const auto& [name, flag] : {std::pair{"add_special", &add_special},
+                                   std::pair{"parse_special", &parse_special},
+                                   std::pair{"with_pieces", &with_pieces}}) {
+    if (auto e = ReadBool(*body, name, flag)) return SendError(out, *e);
+  }
   const std::vector<int32_t> ids =
-      tokenizer.Encode(content->get_ref<const std::string&>(), *add_special, *parse_special);
+      tokenizer.Encode(content->get_ref<const std::string&>(), add_special, parse_special);
   json tokens = json::array();
   for (int32_t id : ids) {
-    if (!*with_pieces) {
+    if (!with_pieces) {
       tokens.push_back(id);
       continue;
     }
@@ -110,15 +100,7 @@ void HandleDetokenize(const ServerOptions& options, const Tokenizer& tokenizer, 
                                        tokens == body->end() ? "missing_field" : "invalid_type"));
   }
   std::vector<int32_t> ids;
-  ids.reserve(tokens->size());
-  for (const json& t : *tokens) {
-    if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= vocab_size) {
-      return SendError(out, InvalidField("tokens", "every token must be an id in [0, " +
-                                                       std::to_string(vocab_size) + ")",
-                                         "invalid_token"));
-    }
-    ids.push_back(int32_t(t.get<int64_t>()));
-  }
+  if (auto e = ReadTokenIds(*tokens, "tokens", vocab_size, &ids)) return SendError(out, *e);
   SendJson({{"content", tokenizer.Decode(ids)}}, out);
 }
 
