@@ -362,16 +362,17 @@ Expected<std::unique_ptr<KvCache>> DecoderModel::NewMtpCache(int64_t capacity) {
   return cache;
 }
 
-Expected<Tensor> DecoderModel::ForwardMtp(std::span<const int32_t> tokens, const Tensor& hidden,
-                                          KvCache& cache, bool all_logits) {
+Expected<Tensor> DecoderModel::ForwardMtp(std::span<const SequenceStep> steps,
+                                          const Tensor& hidden) {
   if (!mtp_) return Status::Error("the model has no MTP layer loaded (--mtp)");
-  const int64_t t = int64_t(tokens.size()), h = config_.hidden_size;
+  int64_t t = 0;
+  for (const SequenceStep& s : steps) t += int64_t(s.tokens.size());
+  const int64_t h = config_.hidden_size;
   if (hidden.rank != 2 || hidden.dim(0) != t || hidden.dim(1) != h) {
     return Status::Error("MTP step: hidden states must be [" + std::to_string(t) + ", " +
                          std::to_string(h) + "]");
   }
-  const SequenceStep step{tokens, &cache, all_logits};
-  RETURN_IF_ERROR(PlanStep(std::span(&step, 1)));
+  RETURN_IF_ERROR(PlanStep(steps));
   const ModelConfig& mc = mtp_->config();
   StepContext ctx = StartStep(t);
   ctx.layer = 0;  // the cache holds this one layer
@@ -380,7 +381,7 @@ Expected<Tensor> DecoderModel::ForwardMtp(std::span<const int32_t> tokens, const
   // hidden may be rows of y_ (last_hidden()): read it before y is written.
   backend_.Copy(hidden, x);
   backend_.RmsNorm(x, mtp_->hnorm(), mc.rms_norm_eps, xn);
-  backend_.Embedding(mtp_->embed(), tokens, y);
+  backend_.Embedding(mtp_->embed(), std::span<const int32_t>(step_ids_).first(size_t(t)), y);
   backend_.RmsNorm(y, mtp_->enorm(), mc.rms_norm_eps, y);
   workspace_.Reset();
   const Tensor joined = workspace_.Take(t, 2 * h);  // [enorm(embedding) | hnorm(hidden)]
@@ -394,7 +395,7 @@ Expected<Tensor> DecoderModel::ForwardMtp(std::span<const int32_t> tokens, const
   ctx.residual = &x;
   mtp_->ffn().AddTo(ctx, x, RowNorm{&mtp_->ffn_norm(), mc.rms_norm_eps, xn}, y);
   if (!ctx.status.ok()) return ctx.status;
-  cache.set_length(segments_[0].n_past + t);
+  for (const Segment& s : segments_) s.cache->set_length(s.n_past + s.rows);
 
   return Logits(x, mtp_->head_norm(), mc.rms_norm_eps, mtp_->head());
 }

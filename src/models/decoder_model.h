@@ -29,8 +29,8 @@ class DecoderModel final : public Model {
   const MtpBlock* mtp() const override { return mtp_.get(); }
   Tensor last_hidden() const override { return hidden_; }
   Expected<std::unique_ptr<KvCache>> NewMtpCache(int64_t capacity) override;
-  Expected<Tensor> ForwardMtp(std::span<const int32_t> tokens, const Tensor& hidden,
-                              KvCache& cache, bool all_logits) override;
+  using Model::ForwardMtp;
+  Expected<Tensor> ForwardMtp(std::span<const SequenceStep> steps, const Tensor& hidden) override;
   RoutingStats routing_stats() const override;
   void ResetRoutingStats() override;
   void SetObserver(const ForwardObserver* observer) override { observer_ = observer; }

@@ -117,17 +117,24 @@ class Model {
     (void)capacity;
     return Status::Error("the model has no MTP layer loaded (--mtp)");
   }
-  // One MTP (NextN) step of one sequence (models/mtp_block.h): row i joins
-  // `hidden` row i (the trunk's, or the MTP's own for a further draft, at
-  // position cache.length() + i) with the embedding of `tokens[i]` (the token
-  // after that position) and predicts the token after `tokens[i]`. Appends to
-  // `cache`; returns logits [T, vocab] when `all_logits`, else [1, vocab], and
-  // leaves the layer's output hidden states in last_hidden(). `hidden` may be
+  // One MTP (NextN) step of several sequences (models/mtp_block.h), batched
+  // as ForwardBatch batches the trunk: row i of a step joins its `hidden` row
+  // (the trunk's, or the MTP's own for a further draft, at position
+  // cache->length() + i; `hidden` holds the steps' rows in order) with the
+  // embedding of tokens[i] (the token after that position) and predicts the
+  // token after tokens[i]. Appends to each step's cache (the MTP layer's);
+  // returns the logits rows each step asks for, and leaves the layer's output
+  // hidden states of those rows in last_hidden(). `hidden` may be
   // last_hidden().
-  virtual Expected<Tensor> ForwardMtp(std::span<const int32_t> tokens, const Tensor& hidden,
-                                      KvCache& cache, bool all_logits) {
-    (void)tokens, (void)hidden, (void)cache, (void)all_logits;
+  virtual Expected<Tensor> ForwardMtp(std::span<const SequenceStep> steps, const Tensor& hidden) {
+    (void)steps, (void)hidden;
     return Status::Error("the model has no MTP layer loaded (--mtp)");
+  }
+  // One sequence: logits [T, vocab] when `all_logits`, else [1, vocab].
+  Expected<Tensor> ForwardMtp(std::span<const int32_t> tokens, const Tensor& hidden,
+                              KvCache& cache, bool all_logits) {
+    const SequenceStep step{tokens, &cache, all_logits};
+    return ForwardMtp(std::span(&step, 1), hidden);
   }
 
   // DSA (GLM-5): the keys each query keeps from the next step on, in [1, the

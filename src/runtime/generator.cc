@@ -4,6 +4,8 @@
 #include <chrono>
 #include <cstdio>
 
+#include "runtime/decoding_sequence.h"
+#include "runtime/mtp_drafter.h"
 #include "runtime/token_decoder.h"
 #include "tokenizer/tokenizer.h"
 
@@ -57,6 +59,8 @@ Generator::Generator(Model& model, const Tokenizer* tokenizer)
   step_logits_.resize(size_t(model.config().vocab_size));
 }
 
+Generator::~Generator() = default;
+
 Expected<Sequence> Generator::NewSequence(int64_t capacity) {
   Sequence seq;
   ASSIGN_OR_RETURN(seq.cache, model_.NewCache(capacity));
@@ -64,48 +68,36 @@ Expected<Sequence> Generator::NewSequence(int64_t capacity) {
   return seq;
 }
 
-Expected<Tensor> Generator::Prefill(Sequence& seq, std::span<const int32_t> tokens, bool mtp) {
-  Tensor logits;
-  const size_t step = size_t(model_.max_step_tokens());
-  for (size_t i = 0; i < tokens.size(); i += step) {
-    const auto chunk = tokens.subspan(i, std::min(step, tokens.size() - i));
-    // The MTP layer needs the trunk's state at every position (all rows).
-    ASSIGN_OR_RETURN(logits, model_.Forward(chunk, *seq.cache, /*all_logits=*/mtp));
-    const int64_t first = int64_t(seq.tokens.size());
-    seq.tokens.insert(seq.tokens.end(), chunk.begin(), chunk.end());
-    fed_.assign(chunk.begin(), chunk.end());
-    if (mtp && i + chunk.size() < tokens.size()) {  // the last chunk waits for its next token
-      RETURN_IF_ERROR(mtp_->Step(*seq.mtp_cache, first,
-                                 model_.last_hidden().RowSlice(0, int64_t(chunk.size())),
-                                 tokens.subspan(i + 1, chunk.size()), 0, draft_));
+namespace {
+
+// A lone generation's tokens: into the result, the text to the caller.
+class ResultSink : public TokenSink {
+ public:
+  ResultSink(GenerateResult& result, bool record_logits, const TextCallback& on_text,
+             Clock::time_point start)
+      : result_(result), record_logits_(record_logits), on_text_(on_text), start_(start) {}
+
+  void OnRow(std::span<const float> logits) override {
+    if (record_logits_) result_.logits.insert(result_.logits.end(), logits.begin(), logits.end());
+  }
+  bool OnToken(const DecodedToken& token) override {
+    if (result_.tokens.empty()) {
+      first_token_ = Clock::now();
+      result_.stats.ttft_seconds = SecondsSince(start_);
     }
+    result_.tokens.push_back(token.token);
+    return token.text.empty() || !on_text_ || on_text_(token.text);
   }
-  return logits;
-}
+  Clock::time_point first_token() const { return first_token_; }
 
-Status Generator::SettleMtp(Sequence& seq, int64_t first, size_t row, int32_t next,
-                            int64_t max_draft) {
-  mtp_next_.assign(fed_.begin() + 1, fed_.begin() + int64_t(row) + 1);
-  mtp_next_.push_back(next);
-  return mtp_->Step(*seq.mtp_cache, first,
-                    model_.last_hidden().RowSlice(0, int64_t(mtp_next_.size())), mtp_next_,
-                    max_draft, draft_);
-}
+ private:
+  GenerateResult& result_;
+  bool record_logits_;
+  const TextCallback& on_text_;
+  Clock::time_point start_, first_token_;
+};
 
-void Generator::Propose(const Sequence& seq, const SpeculativeOptions& spec, int64_t budget) {
-  draft_.clear();
-  const int64_t n = std::min(spec.max_draft, budget);
-  if (n <= 0) return;
-  switch (spec.kind) {
-    case SpecKind::kNone: break;
-    case SpecKind::kNgram: ProposeNgramDraft(seq.tokens, n, spec.ngram, draft_); break;
-    case SpecKind::kMtp: break;  // MtpDrafter::Step drafts
-    case SpecKind::kCallback:
-      if (spec.drafter) spec.drafter(seq.tokens, n, draft_);
-      if (int64_t(draft_.size()) > n) draft_.resize(size_t(n));
-      break;
-  }
-}
+}  // namespace
 
 Expected<GenerateResult> Generator::Generate(Sequence& seq, std::span<const int32_t> prompt,
                                              const GenerateOptions& options,
@@ -146,110 +138,57 @@ Expected<GenerateResult> Generator::Generate(Sequence& seq, std::span<const int3
   result.stats.reused_tokens = int64_t(common);
   result.stats.prompt_tokens = int64_t(prompt.size() - common);
 
-  ASSIGN_OR_RETURN(Tensor logits, Prefill(seq, prompt.subspan(common), mtp));
-  model_.backend().Synchronize();
-  result.stats.prompt_seconds = SecondsSince(start);
-
-  TokenDecoder decoder(options, options.constraint, tokenizer_);
-  Clock::time_point first_token_time;
-  auto stop_on = [&](StopReason r) { result.reason = r; };
-  draft_.clear();
-  DraftGovernor governor(options.spec.min_acceptance);
-  // The row of `logits` sampled next: 0 after a plain step; a verify step has
-  // a row for the token fed and one per draft, and row r + 1 is sampled only
-  // when the draft of row r was accepted. An MTP prefill has all rows.
-  size_t row = size_t(logits.dim(0) - 1);
-  bool last_accepted = false;
-  for (int64_t step = 0;; ++step) {
-    model_.backend().ReadF32(logits.RowSlice(int64_t(row), 1), step_logits_);
-    if (options.record_logits) {
-      result.logits.insert(result.logits.end(), step_logits_.begin(), step_logits_.end());
+  DecodingSequence s(prompt, int64_t(common), options, options.spec, options.constraint,
+                     tokenizer_, seq.capacity(), model_.max_step_tokens());
+  s.AttachCaches(seq.cache.get(), mtp ? seq.mtp_cache.get() : nullptr);
+  ResultSink sink(result, options.record_logits, on_text, start);
+  // Whatever ends the loop, the sequence keeps the tokens its cache holds.
+  const auto keep_cached = [&] {
+    seq.tokens.assign(s.history().begin(), s.history().begin() + seq.cache->length());
+  };
+  const int64_t step_tokens = model_.max_step_tokens();
+  do {
+    const bool prompt_step = s.prompt_left() > 0;
+    const bool last_chunk = prompt_step && s.prompt_left() <= step_tokens;
+    // A lone sequence's drafts cost nearly nothing: its rows share the
+    // weights' reads (row share 0).
+    const auto tokens = prompt_step ? s.PrefillTokens(step_tokens) : s.DecodeTokens(step_tokens - 1, 0);
+    auto logits = model_.Forward(tokens, *seq.cache, s.all_logits());
+    if (!logits.ok()) {
+      keep_cached();
+      return logits.status();
     }
-    RETURN_IF_ERROR(decoder.Prepare(step_logits_));
-    // Tokens this step and later may still sample: the budget, or the context
-    // (a full cache still samples one last token). seq.tokens, not the
-    // cache's length: that counts the drafts still being verified.
-    const int64_t remaining = std::min(options.max_new_tokens - result.stats.generated_tokens,
-                                       seq.capacity() - int64_t(seq.tokens.size()) + 1);
-    const int32_t draft = row < draft_.size() ? draft_[row] : -1;
-    ASSIGN_OR_RETURN(const DecodedToken decoded,
-                     decoder.Choose(step_logits_, seq.tokens, draft, remaining));
-    const int32_t id = decoded.token;
-    last_accepted = decoded.accepted;
-    if (step == 0) {
-      first_token_time = Clock::now();
-      result.stats.ttft_seconds = SecondsSince(start);
+    if (last_chunk) {
+      model_.backend().Synchronize();
+      result.stats.prompt_seconds = SecondsSince(start);
     }
-    result.tokens.push_back(id);
-    ++result.stats.generated_tokens;
-    if (decoded.accepted) {  // its keys and values are in the cache already
-      ++result.stats.accepted_tokens;
-      seq.tokens.push_back(id);
+    Status st = s.Consume(model_.backend(), *logits, 0, step_logits_, sink);
+    if (st.ok() && s.mtp_settle() != nullptr) {
+      // The MTP layer's step even after the last token: its rows are the
+      // next turn's.
+      MtpSettle* settle = s.mtp_settle();
+      st = mtp_->Settle(std::span(&settle, 1), model_.last_hidden());
     }
-    if (!decoded.text.empty() && on_text && !on_text(decoded.text)) {
-      stop_on(StopReason::kCancelled);
-      break;
+    if (!st.ok()) {
+      keep_cached();
+      return st;
     }
-    if (decoded.stop) {
-      stop_on(*decoded.stop);
-      break;
-    }
-    if (decoded.accepted) {
-      ++row;
-      continue;
-    }
-    seq.Truncate(seq.tokens.size());  // drops the rows of rejected drafts
-    if (seq.cache->length() >= seq.capacity()) {
-      stop_on(StopReason::kContextFull);
-      break;
-    }
-    seq.tokens.push_back(id);
-    // Drafts that fit the context, the token budget (the step samples one
-    // token per draft plus one) and the step.
-    if (!draft_.empty()) governor.Record(int64_t(draft_.size()), int64_t(row));
-    const int64_t budget = governor.Allowed(
-        std::min({seq.capacity() - int64_t(seq.tokens.size()),
-                  options.max_new_tokens - result.stats.generated_tokens - 1,
-                  model_.max_step_tokens() - 1}));
-    if (mtp) {
-      // The last step's rows 0..row are final: each followed by the next fed
-      // token, the last by `id`.
-      const int64_t first = int64_t(seq.tokens.size()) - 2 - int64_t(row);  // of fed_[0]
-      Status st = SettleMtp(seq, first, row, id, std::min(options.spec.max_draft, budget));
-      if (!st.ok()) {
-        seq.tokens.pop_back();
-        return st;
-      }
-    } else {
-      Propose(seq, options.spec, budget);
-    }
-    if (options.spec.on_draft && !draft_.empty()) options.spec.on_draft(seq.tokens, draft_);
-    step_tokens_.assign(1, id);
-    step_tokens_.insert(step_tokens_.end(), draft_.begin(), draft_.end());
-    auto next = model_.Forward(step_tokens_, *seq.cache, /*all_logits=*/!draft_.empty());
-    if (!next.ok()) {
-      seq.tokens.pop_back();  // not in the cache
-      return next.status();
-    }
-    logits = *next;
-    fed_ = step_tokens_;
-    row = 0;
-    ++result.stats.decode_steps;
-    result.stats.drafted_tokens += int64_t(draft_.size());
-  }
-  if (mtp) {
-    // The last step's settled rows into the MTP cache, for the next turn.
-    const int64_t first = int64_t(seq.tokens.size()) - (last_accepted ? 2 : 1) - int64_t(row);
-    RETURN_IF_ERROR(SettleMtp(seq, first, row, result.tokens.back(), 0));
-  }
-  seq.Truncate(seq.tokens.size());  // a stop inside a verify step leaves drafts behind
-  if (tokenizer_ != nullptr && !decoder.text().stopped()) {
-    const std::string rest = decoder.Flush();
+  } while (!s.done());
+  keep_cached();
+  result.reason = *s.stop();
+  result.stats.generated_tokens = s.generated();
+  result.stats.decode_steps = s.decode_steps();
+  result.stats.drafted_tokens = s.drafted();
+  result.stats.accepted_tokens = s.accepted();
+  if (tokenizer_ != nullptr && !s.text().stopped()) {
+    const std::string rest = s.Flush();
     if (!rest.empty() && on_text) on_text(rest);
   }
-  result.text = decoder.text().text();
-  result.stats.decode_seconds = result.stats.generated_tokens > 1 ? SecondsSince(first_token_time)
-                                                                  : 0.0;
+  result.text = s.text().text();
+  result.stats.decode_seconds =
+      result.stats.generated_tokens > 1
+          ? std::chrono::duration<double>(Clock::now() - sink.first_token()).count()
+          : 0.0;
   return result;
 }
 

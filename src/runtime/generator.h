@@ -1,6 +1,9 @@
-// The generation loop: prefill a prompt in chunks, then decode token by token,
-// sampling, streaming complete UTF-8 text, and stopping on stop tokens, stop
-// strings, the token budget, a full context, or the caller's request.
+// The generation loop of one sequence (`run`, `chat`, `bench`): prefill a
+// prompt in chunks, then decode token by token, streaming complete UTF-8 text.
+// The per-step rules (drafting, verification, rollback, stopping on stop
+// tokens, stop strings, the token budget, a full context or the caller's
+// request) are runtime/decoding_sequence.h's, the same the serving scheduler
+// runs; this loop adds the prefix reuse of a conversation's Sequence.
 #pragma once
 
 #include <functional>
@@ -11,13 +14,13 @@
 
 #include "chat/json_constraint.h"
 #include "models/model.h"
-#include "runtime/mtp_drafter.h"
 #include "runtime/sampler.h"
 #include "runtime/sequence.h"
 #include "runtime/speculative.h"
 
 namespace anymoe {
 
+class MtpDrafter;
 class Tokenizer;
 
 struct GenerateOptions {
@@ -79,6 +82,7 @@ class Generator {
  public:
   // `tokenizer` may be null (token ids only, no text).
   Generator(Model& model, const Tokenizer* tokenizer);
+  ~Generator();
 
   // A fresh sequence with room for `capacity` tokens.
   Expected<Sequence> NewSequence(int64_t capacity);
@@ -89,23 +93,9 @@ class Generator {
                                     const GenerateOptions& options, const TextCallback& on_text);
 
  private:
-  // `mtp`: also feeds the MTP layer every chunk but the last (whose last row
-  // waits for the token sampled after it).
-  Expected<Tensor> Prefill(Sequence& seq, std::span<const int32_t> tokens, bool mtp);
-  // The MTP layer takes the last trunk step's rows 0..row (fed_[0] at
-  // position `first`), each followed by the next fed token, the last by
-  // `next`; then drafts up to `max_draft` tokens into draft_.
-  Status SettleMtp(Sequence& seq, int64_t first, size_t row, int32_t next, int64_t max_draft);
-  // Drafts to verify after `seq`'s last token, within `budget` tokens.
-  void Propose(const Sequence& seq, const SpeculativeOptions& spec, int64_t budget);
-
   Model& model_;
   const Tokenizer* tokenizer_;
   std::vector<float> step_logits_;
-  std::vector<int32_t> draft_;       // drafts of the current verify step
-  std::vector<int32_t> step_tokens_; // the token fed and its drafts
-  std::vector<int32_t> fed_;         // the tokens of the last trunk step
-  std::vector<int32_t> mtp_next_;    // the tokens after its final rows
   std::unique_ptr<MtpDrafter> mtp_;  // made for the first --spec mtp request
 };
 

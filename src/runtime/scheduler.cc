@@ -9,10 +9,9 @@
 #include <thread>
 
 #include "models/model_stats.h"
-#include "models/workspace.h"
+#include "runtime/decoding_sequence.h"
 #include "runtime/engine.h"
 #include "runtime/mtp_drafter.h"
-#include "runtime/ngram_drafter.h"
 #include "runtime/step_cost.h"
 #include "runtime/token_decoder.h"
 
@@ -35,19 +34,20 @@ double ChunkCost(int64_t at, int64_t n, int64_t unit) {
   return double(n) + (double(n) * double(at) + double(n) * double(n - 1) / 2) / double(unit);
 }
 
-// One request's life inside the scheduler.
+// One request's life inside the scheduler: its decoding (the rules `anymoe
+// run` applies too, runtime/decoding_sequence.h) and its place in the queue,
+// the KV pool and the prefix cache.
 struct Active {
   Active(Request r, std::shared_ptr<RequestHandle> h, const SpeculativeOptions& default_spec,
-         const Tokenizer* tokenizer)
+         const Tokenizer* tokenizer, int64_t context, int64_t step_tokens)
       : request(std::move(r)),
         handle(std::move(h)),
-        decoder(request.options, request.constraint.get(), tokenizer),
-        spec(request.options.spec.kind == SpecKind::kNone ? default_spec : request.options.spec),
-        governor(spec.min_acceptance),
-        submitted(Clock::now()) {
-    history = request.prompt;
-  }
-  int64_t prompt_left() const { return int64_t(request.prompt.size()) - prefilled; }
+        seq(request.prompt, 0, request.options,
+            request.options.spec.kind == SpecKind::kNone ? default_spec : request.options.spec,
+            request.constraint.get(), tokenizer, context, step_tokens),
+        submitted(Clock::now()) {}
+  int64_t prompt_left() const { return seq.prompt_left(); }
+  bool mtp() const { return seq.mtp(); }
   // Tokens of cache this request may need: its prompt and every token it may
   // generate (the last one is never fed back), within the context.
   int64_t budget(int64_t context) const {
@@ -58,23 +58,10 @@ struct Active {
   Request request;
   std::shared_ptr<RequestHandle> handle;
   std::unique_ptr<KvCache> cache;
-  TokenDecoder decoder;  // sampling and stop rules, as `anymoe run` applies them
-  std::vector<int32_t> history;  // prompt + generated
-  SpeculativeOptions spec;
-  DraftGovernor governor;
-  std::vector<int32_t> draft;    // this step's drafts
-  std::vector<int32_t> fed;      // this step's decode tokens: the last one and the drafts
-  bool mtp() const { return spec.kind == SpecKind::kMtp; }
-  // --spec mtp: the MTP layer's own cache, as long as `cache` once a step's
-  // rows are settled (made at the first step), and the drafts it made then.
+  // --spec mtp: the MTP layer's own cache (made before the first step).
   std::unique_ptr<KvCache> mtp_cache;
-  std::vector<int32_t> mtp_draft;
-  std::vector<int32_t> mtp_next;  // the token that follows each settled row
-  int64_t step_first = 0;         // position of this step's first row
-  int64_t drafted = 0, accepted = 0;
-  int64_t prefilled = 0;
+  DecodingSequence seq;
   uint64_t last_fed_step = 0;     // the step its prompt last had a chunk in (admitted: that step)
-  int64_t generated() const { return decoder.generated(); }
   int64_t reused = 0;             // prompt tokens from cached blocks
   std::vector<uint64_t> hashes;   // prefix hash of each full block published or adopted
   Clock::time_point submitted, first_token;
@@ -139,7 +126,8 @@ class Scheduler::Impl {
       return Status::Error("max_tokens must be at least 1", ErrorKind::kInvalidArgument, "",
                            "max_tokens");
     }
-    auto a = std::make_unique<Active>(std::move(request), nullptr, opt_.spec, &engine_.tokenizer());
+    auto a = std::make_unique<Active>(std::move(request), nullptr, opt_.spec, &engine_.tokenizer(),
+                                      opt_.context, model_.max_step_tokens());
     if (a->mtp() && model_.mtp() == nullptr) {  // its own spec, or the server's default
       return Status::Error("speculative decoding with mtp drafts needs the model's MTP layer "
                            "(serve --spec mtp loads it)",
@@ -256,10 +244,11 @@ class Scheduler::Impl {
           break;             // wait for blocks
         }
         a.reused = cache->length();
-        a.prefilled = a.reused;
+        a.seq.set_prefilled(a.reused);
         prefix_queries_ += a.request.prompt.size();
         prefix_hits_ += uint64_t(a.reused);
         a.cache = std::move(cache);
+        a.seq.AttachCaches(a.cache.get(), nullptr);
         a.last_fed_step = step_index_;
       }
       running_.push_back(std::move(waiting_.front()));
@@ -292,7 +281,7 @@ class Scheduler::Impl {
     const int64_t b = pool_->block_tokens();
     const int64_t full = a.cache->length() / b;
     for (int64_t i = int64_t(a.hashes.size()); i < full; ++i) {
-      const auto tokens = std::span(a.history).subspan(size_t(i * b), size_t(b));
+      const auto tokens = std::span(a.seq.history()).subspan(size_t(i * b), size_t(b));
       const uint64_t hash = PrefixBlockHash(a.hashes.empty() ? 0 : a.hashes.back(), tokens);
       pool_->Publish(a.cache->block_ids()[size_t(i)], hash, tokens);
       a.hashes.push_back(hash);
@@ -332,21 +321,18 @@ class Scheduler::Impl {
     for (const auto& chunk : prefill_plan_) planned += chunk.second;
     for (Active* a : decoding_) {
       // What one more row costs against the average row of this step.
-      Propose(*a, room, RowShare(planned + 1));
-      room -= int64_t(a->draft.size());
-      planned += int64_t(a->draft.size());
-      if (a->spec.on_draft && !a->draft.empty()) a->spec.on_draft(a->history, a->draft);
-      a->step_first = a->cache->length();
-      a->fed.assign(1, a->history.back());
-      a->fed.insert(a->fed.end(), a->draft.begin(), a->draft.end());
-      steps_.push_back({a->fed, a->cache.get(), /*all_logits=*/!a->draft.empty()});
+      const auto tokens = a->seq.DecodeTokens(room, RowShare(planned + 1));
+      const int64_t drafts = int64_t(tokens.size()) - 1;
+      room -= drafts;
+      planned += drafts;
+      steps_.push_back({tokens, a->cache.get(), a->seq.all_logits()});
       members_.push_back(a);
     }
     for (const auto& [a, n] : prefill_plan_) {
-      a->step_first = a->prefilled;
-      // The MTP layer reads the trunk's hidden state of every prompt row.
-      steps_.push_back({std::span(a->request.prompt).subspan(size_t(a->prefilled), size_t(n)),
-                        a->cache.get(), /*all_logits=*/a->mtp()});
+      const auto tokens = a->seq.PrefillTokens(n);
+      // With MTP, all_logits: the MTP layer reads the trunk's hidden state
+      // of every prompt row.
+      steps_.push_back({tokens, a->cache.get(), a->seq.all_logits()});
       members_.push_back(a);
     }
     int64_t rows = 0;
@@ -368,58 +354,37 @@ class Scheduler::Impl {
       std::erase(running_, nullptr);
       return;
     }
-    const Tensor hidden = KeepHiddenForMtp(logits->dim(0));
     int64_t row = 0;  // of this member's first logits row
+    settles_.clear();
     for (size_t i = 0; i < members_.size(); ++i) {
       Active& a = *members_[i];
       const Model::SequenceStep& step = steps_[i];
-      const int64_t rows = step.all_logits ? int64_t(step.tokens.size()) : 1;
-      row += rows;
-      const bool was_prefill = a.prompt_left() > 0;
-      if (was_prefill) {
-        a.prefilled += int64_t(step.tokens.size());
-        prompt_tokens_ += step.tokens.size();
-        if (a.prompt_left() > 0) {  // more prompt chunks to go
-          if (a.mtp()) {
-            a.mtp_next.assign(a.request.prompt.begin() + a.step_first + 1,
-                              a.request.prompt.begin() + a.prefilled + 1);
-            SettleMtp(a, hidden, row - rows, 0);
-          }
-          continue;
-        }
+      const bool prompt_step = a.prompt_left() > 0;
+      if (prompt_step) prompt_tokens_ += step.tokens.size();
+      const int64_t drafted = a.seq.drafted(), accepted = a.seq.accepted();
+      EventSink sink(*this, a);
+      // MTP drafts for the next step are made now: priced at this step's rows.
+      if (Status s = a.seq.Consume(model_.backend(), *logits, row, logits_, sink,
+                                   RowShare(last_rows_ + 1));
+          !s.ok()) {
+        failed_[&a] = s;  // this request only; the others go on
+      } else if (a.seq.done()) {
+        done_[&a] = *a.seq.stop();
+      } else if (MtpSettle* settle = a.seq.mtp_settle()) {
+        settles_.push_back(settle);
+        settling_.push_back(&a);
       }
-      // A prompt's token comes from its last row. Row r of a decode step
-      // verifies draft r; the next row only after an accepted draft.
-      int64_t accepted = 0;
-      for (int64_t r = was_prefill ? rows - 1 : 0; r < rows; ++r) {
-        model_.backend().ReadF32(logits->RowSlice(row - rows + r, 1), logits_);
-        const int32_t draft = was_prefill || size_t(r) >= a.draft.size() ? -1 : a.draft[size_t(r)];
-        const bool agreed = Sample(a, draft);
-        accepted += agreed;
-        if (!agreed || done_.count(&a)) break;
+      drafted_tokens_ += uint64_t(a.seq.drafted() - drafted);
+      accepted_tokens_ += uint64_t(a.seq.accepted() - accepted);
+      row += step.all_logits ? int64_t(step.tokens.size()) : 1;
+    }
+    // The MTP layer's steps of all sequences of this step, in one batch.
+    if (!settles_.empty()) {
+      if (Status s = mtp_->Settle(settles_, model_.last_hidden()); !s.ok()) {
+        for (Active* a : settling_) failed_[a] = s;
       }
-      if (!was_prefill && !a.draft.empty()) {
-        // Drops the rejected drafts' rows; the blocks stay reserved for the request.
-        a.cache->set_length(int64_t(a.history.size()) - 1);
-        a.drafted += int64_t(a.draft.size());
-        a.accepted += accepted;
-        drafted_tokens_ += a.draft.size();
-        accepted_tokens_ += uint64_t(accepted);
-        a.governor.Record(int64_t(a.draft.size()), accepted);
-      }
-      if (a.mtp() && !done_.count(&a) && !failed_.count(&a)) {
-        // Settled: the prompt's rows, or the fed token's and the accepted
-        // drafts' rows, each followed by the next token; the last by the
-        // token just sampled.
-        const int64_t settled = was_prefill ? rows : accepted + 1;
-        if (was_prefill) {
-          a.mtp_next.assign(a.request.prompt.begin() + a.step_first + 1, a.request.prompt.end());
-        } else {
-          a.mtp_next.assign(a.fed.begin() + 1, a.fed.begin() + settled);
-        }
-        a.mtp_next.push_back(a.history.back());
-        SettleMtp(a, hidden, row - rows, MtpDraftLength(a));
-      }
+      settles_.clear();
+      settling_.clear();
     }
     // Published only now, after the rejected drafts' rows were dropped: a
     // shared block holds committed tokens only.
@@ -449,15 +414,15 @@ class Scheduler::Impl {
     double spent = 0;               // what the chunks cost
     for (Active* a : prefilling_) {
       if (prefill == 0) break;
-      int64_t n = PrefillChunkTokens(int64_t(cost), a->prefilled,
+      int64_t n = PrefillChunkTokens(int64_t(cost), a->seq.prefilled(),
                                      std::min(a->prompt_left(), prefill), unit);
       if (n == 0 && prefill_plan_.empty()) n = 1;  // every step feeds a prompt token
       if (n == 0) break;
       prefill_plan_.emplace_back(a, n);
       a->last_fed_step = step_index_;
       prefill -= n;
-      cost -= ChunkCost(a->prefilled, n, unit);
-      spent += ChunkCost(a->prefilled, n, unit);
+      cost -= ChunkCost(a->seq.prefilled(), n, unit);
+      spent += ChunkCost(a->seq.prefilled(), n, unit);
     }
     return std::max<int64_t>(0, budget - int64_t(std::ceil(spent)));
   }
@@ -485,40 +450,6 @@ class Scheduler::Impl {
     });
   }
 
-  // This step's drafts of a decoding sequence, at most `room` tokens: within
-  // its KV reservation (its prompt and token budget) and context, and as many
-  // as its governor finds worth a row costing `row_share` of the step's average.
-  void Propose(Active& a, int64_t room, double row_share) {
-    a.draft.clear();
-    if (a.mtp()) {  // drafted when the last step settled (MtpDraftLength)
-      a.draft.assign(a.mtp_draft.begin(),
-                     a.mtp_draft.begin() + std::min<int64_t>(std::max<int64_t>(room, 0),
-                                                             int64_t(a.mtp_draft.size())));
-      return;
-    }
-    if (a.spec.kind != SpecKind::kNgram && a.spec.kind != SpecKind::kCallback) return;
-    const int64_t want = std::min({a.spec.max_draft, room,
-                                   a.request.options.max_new_tokens - a.generated() - 1,
-                                   opt_.context - int64_t(a.history.size())});
-    const int64_t n = a.governor.Allowed(want, row_share);
-    if (n <= 0) return;
-    if (a.spec.kind == SpecKind::kNgram) {
-      ProposeNgramDraft(a.history, n, a.spec.ngram, a.draft);
-    } else if (a.spec.drafter) {
-      a.spec.drafter(a.history, n, a.draft);
-      if (int64_t(a.draft.size()) > n) a.draft.resize(size_t(n));
-    }
-  }
-
-  // Drafts the MTP layer makes for the next step: as `Propose` limits them,
-  // but before the next step's room is known (that cuts them again).
-  int64_t MtpDraftLength(Active& a) {
-    const int64_t want = std::min({a.spec.max_draft, model_.max_step_tokens() - 1,
-                                   a.request.options.max_new_tokens - a.generated() - 1,
-                                   opt_.context - int64_t(a.history.size())});
-    return std::max<int64_t>(a.governor.Allowed(want, RowShare(last_rows_ + 1)), 0);
-  }
-
   // What one more row costs in a step of `rows` rows, against its average row
   // (0: free, when not priced).
   double RowShare(int64_t rows) const {
@@ -536,90 +467,48 @@ class Scheduler::Impl {
         continue;
       }
       a->mtp_cache = std::move(*cache);
+      a->seq.AttachCaches(a->cache.get(), a->mtp_cache.get());
       if (!mtp_) mtp_ = std::make_unique<MtpDrafter>(model_);
     }
     std::erase(running_, nullptr);
     return !running_.empty();
   }
 
-  // The trunk's hidden rows of this step, copied when an MTP request needs
-  // them: each MTP step overwrites Model::last_hidden().
-  Tensor KeepHiddenForMtp(int64_t rows) {
-    const bool any = std::any_of(members_.begin(), members_.end(),
-                                 [](const Active* a) { return a->mtp(); });
-    if (!any) return Tensor();
-    if (mtp_hidden_.bytes() == 0) {
-      const int64_t h = model_.config().hidden_size;
-      if (Status s = mtp_hidden_.Allocate(model_.backend(),
-                                          Workspace::Footprint(model_.max_step_tokens(), h));
-          !s.ok()) {
-        for (Active* a : members_) {
-          if (a->mtp()) failed_[a] = s;
-        }
-        return Tensor();
+  // A served request's tokens: an event each to its caller, with their
+  // log-probabilities when asked.
+  class EventSink : public TokenSink {
+   public:
+    EventSink(Impl& impl, Active& a)
+        : impl_(impl), a_(a), logprobs_(a.request.logprobs || a.request.top_logprobs > 0) {}
+    void OnPrepared(std::span<const float> logits) override {
+      ev_ = RequestEvent();
+      // Of the model's distribution (with logit_bias), before sampling.
+      if (logprobs_) impl_.LogProbs(logits, a_.request.top_logprobs, ev_);
+    }
+    bool OnToken(const DecodedToken& token) override {
+      ev_.kind = RequestEvent::Kind::kToken;
+      ev_.token = token.token;
+      if (logprobs_) {
+        ev_.logprob = float(double(impl_.raw_logits_[size_t(token.token)]) - impl_.log_sum_exp_);
       }
+      ev_.text = token.text;
+      ++impl_.generated_tokens_;
+      if (a_.seq.generated() == 1) a_.first_token = Clock::now();
+      if (a_.request.on_event) a_.request.on_event(ev_);
+      return true;  // cancels come through the handle, between steps
     }
-    mtp_hidden_.Reset();
-    const Tensor copy = mtp_hidden_.Take(rows, model_.config().hidden_size);
-    model_.backend().Copy(model_.last_hidden(), copy);
-    return copy;
-  }
 
-  // Appends the settled rows (those of `hidden` from `first_row` on, each
-  // followed by its token in a.mtp_next) to the MTP cache and drafts up to
-  // `max_draft` tokens for the next step.
-  void SettleMtp(Active& a, const Tensor& hidden, int64_t first_row, int64_t max_draft) {
-    if (failed_.count(&a)) return;  // also when the hidden rows could not be kept
-    const Tensor rows = hidden.RowSlice(first_row, int64_t(a.mtp_next.size()));
-    Status s = mtp_->Step(*a.mtp_cache, a.step_first, rows, a.mtp_next, max_draft, a.mtp_draft);
-    if (!s.ok()) failed_[&a] = s;
-  }
-
-  // Samples one token from logits_ and hands it out; true when it is `draft`.
-  bool Sample(Active& a, int32_t draft) {
-    if (Status s = a.decoder.Prepare(logits_); !s.ok()) {
-      failed_[&a] = s;  // this request only; the others go on
-      return false;
-    }
-    RequestEvent ev;
-    ev.kind = RequestEvent::Kind::kToken;
-    const bool logprobs = a.request.logprobs || a.request.top_logprobs > 0;
-    // Of the model's distribution (with logit_bias), before sampling.
-    if (logprobs) LogProbs(a.request.top_logprobs, ev);
-    // Tokens this step and later may still sample: the budget, or the context
-    // (a full cache still samples one last token). history holds the
-    // committed tokens; the cache's length also counts drafts.
-    const int64_t remaining = std::min(a.request.options.max_new_tokens - a.generated(),
-                                       opt_.context - int64_t(a.history.size()) + 1);
-    auto decoded = a.decoder.Choose(logits_, a.history, draft, remaining);
-    if (!decoded.ok()) {
-      failed_[&a] = decoded.status();
-      return false;
-    }
-    const int32_t id = decoded->token;
-    ev.token = id;
-    if (logprobs) ev.logprob = float(double(raw_logit_of(id)) - log_sum_exp_);
-    ev.text = std::move(decoded->text);
-    a.history.push_back(id);
-    ++generated_tokens_;
-    if (a.generated() == 1) a.first_token = Clock::now();
-    if (a.request.on_event) a.request.on_event(ev);
-    if (decoded->stop) {
-      done_[&a] = *decoded->stop;
-    } else if (int64_t(a.history.size()) > opt_.context) {
-      // The tokens in the cache once this one is fed (the cache's own length
-      // counts drafts still being verified).
-      done_[&a] = StopReason::kContextFull;
-    }
-    return decoded->accepted;
-  }
-
-  float raw_logit_of(int32_t id) const { return raw_logits_[size_t(id)]; }
+   private:
+    Impl& impl_;
+    Active& a_;
+    bool logprobs_;
+    RequestEvent ev_;
+  };
 
   // Keeps the unmodified logits (the sampler edits its copy) and their
   // log-sum-exp; fills the top-n alternatives when asked.
-  void LogProbs(int top_n, RequestEvent& ev) {
-    raw_logits_.assign(logits_.begin(), logits_.end());
+  void LogProbs(std::span<const float> logits, int top_n, RequestEvent& ev) {
+    raw_logits_.assign(logits.begin(), logits.end());
     const float mx = *std::max_element(raw_logits_.begin(), raw_logits_.end());
     double sum = 0;
     for (float l : raw_logits_) sum += std::exp(double(l - mx));
@@ -642,19 +531,19 @@ class Scheduler::Impl {
     RequestEvent ev;
     ev.kind = RequestEvent::Kind::kDone;
     ev.reason = reason;
-    if (reason != StopReason::kStopString) ev.text = a->decoder.Flush();
+    if (reason != StopReason::kStopString) ev.text = a->seq.Flush();
     const auto now = Clock::now();
     GenerateStats& s = ev.stats;
     s.prompt_tokens = int64_t(a->request.prompt.size()) - a->reused;
     s.reused_tokens = a->reused;
-    s.generated_tokens = a->generated();
-    if (a->generated() > 0) {
+    s.generated_tokens = a->seq.generated();
+    if (a->seq.generated() > 0) {
       s.ttft_seconds = Seconds(a->submitted, a->first_token);
       s.prompt_seconds = s.ttft_seconds;
       s.decode_seconds = Seconds(a->first_token, now);
     }
-    s.drafted_tokens = a->drafted;
-    s.accepted_tokens = a->accepted;
+    s.drafted_tokens = a->seq.drafted();
+    s.accepted_tokens = a->seq.accepted();
     if (a->request.on_event) a->request.on_event(ev);
     a.reset();  // frees the KV blocks
   }
@@ -716,7 +605,8 @@ class Scheduler::Impl {
   std::map<Active*, Status> failed_;  // this step (non-finite logits, a constraint)
   std::vector<float> logits_, raw_logits_;
   std::unique_ptr<MtpDrafter> mtp_;  // made for the first --spec mtp request
-  Workspace mtp_hidden_;             // the trunk's hidden rows of a step, for MTP
+  std::vector<MtpSettle*> settles_;  // this step's MTP layer steps
+  std::vector<Active*> settling_;     // whose they are
 
   std::vector<int32_t> order_;
   double log_sum_exp_ = 0;
