@@ -1,11 +1,10 @@
-// One sequence's rules for turning a row of logits into its next token, shared
-// by the generation loop (`anymoe run`, runtime/generator.h) and the serving
-// scheduler (runtime/scheduler.h) so that both apply the same ones in the same
-// order: the logit guard, logit_bias, the JSON constraint's mask, sampling (or
-// judging a speculative draft), the constraint's step, and the stop rules
-// (stop token, stop string, complete document, token budget). What differs
-// stays with the callers: how steps are batched, the context limit (it
-// depends on their caches), cancellation and where the tokens go.
+// One sequence's rules for turning a row of logits into its next token, run by
+// runtime/decoding_sequence.h for the generation loop (`anymoe run`) and the
+// serving scheduler alike, so that both apply the same ones in the same
+// order: the logit guard, logit_bias, the JSON constraint's mask, sampling
+// (or judging a speculative draft), the constraint's step, and the stop rules
+// (stop token, stop string, complete document, token budget). The context
+// limit, cancellation and where the tokens go are DecodingSequence's.
 #pragma once
 
 #include <cstdint>
