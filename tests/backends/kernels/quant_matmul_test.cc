@@ -131,7 +131,9 @@ TEST_P(QuantMatmul, MatchesReferencesOnEveryTarget) {
 // The integer types of the low-bit releases (quant_matmul_x86_blocks-inl.h,
 // quant_matmul_unpack-inl.h), each against its gguf-exact dequantiser.
 constexpr DType kLowBitTypes[] = {DType::kQ5_0,   DType::kQ5_1,   DType::kQ2_K,    DType::kQ3_K,
-                                  DType::kIQ4_NL, DType::kIQ4_XS, DType::kIQ2_XXS, DType::kMXFP4};
+                                  DType::kIQ4_NL, DType::kIQ4_XS, DType::kIQ2_XXS, DType::kMXFP4,
+                                  DType::kIQ2_XS, DType::kIQ2_S,  DType::kIQ3_XXS, DType::kIQ3_S,
+                                  DType::kIQ1_S,  DType::kIQ1_M};
 
 INSTANTIATE_TEST_SUITE_P(
     AllTypes, QuantMatmul,
@@ -210,7 +212,8 @@ TEST(QuantMatmul, ARowsResultDoesNotDependOnTheBatch) {
   for (DType type : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ4_K, DType::kQ6_K,
                      DType::kF16, DType::kBF16, DType::kQ5_0, DType::kQ5_1, DType::kQ2_K,
                      DType::kQ3_K, DType::kIQ4_NL, DType::kIQ4_XS, DType::kIQ2_XXS,
-                     DType::kMXFP4}) {
+                     DType::kMXFP4, DType::kIQ2_XS, DType::kIQ2_S, DType::kIQ3_XXS,
+                     DType::kIQ3_S, DType::kIQ1_S, DType::kIQ1_M}) {
     const int64_t kk = Info(type).block_elems == 256 ? k / 256 * 256 : k;
     const size_t row_bytes = BytesFor(type, uint64_t(kk)).value();
     const auto w = RandomWeights(type, n, kk, 5);
@@ -308,7 +311,8 @@ TEST(QuantMatmul, X86TargetsGiveTheSameBits) {
   for (int64_t i = 0; i < k; ++i) x[size_t(i)] = (rng() & 1) ? 1.5f : -1.5f;
   for (DType type : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ6_K, DType::kQ5_0,
                      DType::kQ5_1, DType::kQ2_K, DType::kQ3_K, DType::kIQ4_NL, DType::kIQ4_XS,
-                     DType::kIQ2_XXS, DType::kMXFP4}) {
+                     DType::kIQ2_XXS, DType::kMXFP4, DType::kIQ2_XS, DType::kIQ2_S,
+                     DType::kIQ3_XXS, DType::kIQ3_S, DType::kIQ1_S, DType::kIQ1_M}) {
     const size_t row_bytes = BytesFor(type, uint64_t(k)).value();
     const auto w = RandomWeights(type, n, k, 9);
     std::vector<uint8_t> panels(w.size());
@@ -466,7 +470,7 @@ TEST(QuantMatmul, SupportsExactlyTheListedTypes) {
     EXPECT_TRUE(IsQuantMatmulSupported(t)) << Name(t);
   }
   for (DType t : kLowBitTypes) EXPECT_TRUE(IsQuantMatmulSupported(t)) << Name(t);
-  for (DType t : {DType::kF32, DType::kQ5_K, DType::kI32, DType::kIQ1_S, DType::kIQ3_S})
+  for (DType t : {DType::kF32, DType::kQ5_K, DType::kI32})
     EXPECT_FALSE(IsQuantMatmulSupported(t)) << Name(t);
 }
 

@@ -39,6 +39,14 @@ inline std::vector<uint8_t> RandomWeights(DType t, int64_t rows, int64_t cols, u
       b[blk * block_bytes] = uint8_t(117 + rng() % 8);
       continue;
     }
+    if (t == DType::kIQ1_M) {  // the f16 d in the top nibbles of the 4 u16 scales
+      const uint16_t h = F32ToF16(sd(rng));
+      for (int i = 0; i < 4; ++i) {
+        uint8_t& top = b[blk * block_bytes + 48 + 2 * size_t(i) + 1];
+        top = uint8_t((top & 0x0f) | ((h >> (4 * i)) & 0x0f) << 4);
+      }
+      continue;
+    }
     for (size_t off : scale_offsets) {
       const uint16_t h = F32ToF16(sd(rng));
       std::memcpy(&b[blk * block_bytes + off], &h, 2);

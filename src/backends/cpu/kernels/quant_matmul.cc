@@ -7,7 +7,9 @@
 // AVX2 (with or without AVX-VNNI) take register-only x86 kernels instead
 // (quant_matmul_x86-inl.h: 8-row panels for q8_0 / q4_0 / q4_1, four weight
 // rows at a time for q6_k and the low-bit types q5_0 / q5_1 / q2_k / q3_k /
-// iq4_nl / iq4_xs / iq2_xxs / mxfp4, quant_matmul_x86_blocks-inl.h; prefill
+// iq4_nl / iq4_xs / mxfp4, quant_matmul_x86_blocks-inl.h, and the codebook
+// i-quants iq2_xxs / iq2_xs / iq2_s / iq3_xxs / iq3_s / iq1_s / iq1_m,
+// quant_matmul_iq2xxs-inl.h and quant_matmul_x86_iquants-inl.h; prefill
 // from stored panels on AVX3_DL in 512-bit registers, quant_matmul_gemm-inl.h). On ARM
 // with dotprod (i8mm) q8_0 / q4_0 / q4_1 / q4_k / q6_k take sdot (smmla)
 // kernels, quant_matmul_arm-inl.h. Elsewhere the low-bit types are unpacked
@@ -470,6 +472,7 @@ void ChunkAllRows(const Source& src, const WeightChunk& c, const QuantizedActiva
 #include "backends/cpu/kernels/quant_matmul_vnni-inl.h"
 #include "backends/cpu/kernels/quant_matmul_x86_blocks-inl.h"
 #include "backends/cpu/kernels/quant_matmul_iq2xxs-inl.h"
+#include "backends/cpu/kernels/quant_matmul_x86_iquants-inl.h"
 #include "backends/cpu/kernels/quant_matmul_packed-inl.h"
 #include "backends/cpu/kernels/quant_matmul_gemm-inl.h"
 #include "backends/cpu/kernels/quant_matmul_x86-inl.h"
@@ -662,6 +665,12 @@ bool IsQuantMatmulSupported(DType weight_type) {
     case DType::kIQ4_NL:
     case DType::kIQ4_XS:
     case DType::kIQ2_XXS:
+    case DType::kIQ2_XS:
+    case DType::kIQ2_S:
+    case DType::kIQ3_XXS:
+    case DType::kIQ3_S:
+    case DType::kIQ1_S:
+    case DType::kIQ1_M:
     case DType::kMXFP4:
     case DType::kF16:
     case DType::kBF16:

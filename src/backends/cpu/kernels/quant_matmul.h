@@ -35,7 +35,8 @@ struct QuantizedActivations {
 };
 
 // True for q8_0, q4_0, q4_1, q4_k, q6_k, f16 and bf16, and the low-bit types
-// q5_0, q5_1, q2_k, q3_k, iq4_nl, iq4_xs, iq2_xxs and mxfp4.
+// q5_0, q5_1, q2_k, q3_k, iq4_nl, iq4_xs, mxfp4 and the codebook i-quants
+// iq1_s, iq1_m, iq2_xxs, iq2_xs, iq2_s, iq3_xxs and iq3_s.
 bool IsQuantMatmulSupported(DType weight_type);
 
 // Up to how many activation rows these kernels beat dequantising W for an f32
