@@ -28,7 +28,8 @@ inline std::vector<uint8_t> RandomWeights(DType t, int64_t rows, int64_t cols, u
   }
   for (auto& x : b) x = uint8_t(rng());
   std::vector<size_t> scale_offsets = {0};
-  if (t == DType::kQ4_1 || t == DType::kQ4_K || t == DType::kQ5_1) scale_offsets = {0, 2};
+  if (t == DType::kQ4_1 || t == DType::kQ4_K || t == DType::kQ5_K || t == DType::kQ5_1)
+    scale_offsets = {0, 2};
   if (t == DType::kQ6_K) scale_offsets = {208};
   if (t == DType::kQ2_K) scale_offsets = {80, 82};
   if (t == DType::kQ3_K) scale_offsets = {108};
