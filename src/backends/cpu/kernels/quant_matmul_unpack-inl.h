@@ -1,5 +1,5 @@
 // The portable kernels' weights of the low-bit GGUF types (q5_0, q5_1, q2_k,
-// q3_k, iq4_nl, iq4_xs, the codebook i-quants iq1_s / iq1_m / iq2_xxs /
+// q3_k, q5_k, iq4_nl, iq4_xs, the codebook i-quants iq1_s / iq1_m / iq2_xxs /
 // iq2_xs / iq2_s / iq3_xxs / iq3_s, mxfp4): a chunk of a weight row unpacked to
 // int16 values with one f32 scale (and, for q5_1, the min as the coefficient
 // of the activation block sum) per block of 32, for the int16 dot of
@@ -280,6 +280,21 @@ void Q2_K(const uint8_t* row, int64_t blk0, int64_t nb, int pass, WeightChunk* c
   c->has_cw = false;
 }
 
+// q5_k: q4_k's scales and mins per 32 (Q4_KScales), 5-bit codes: nibble
+// j % 2 of qs[32 (j / 2) + l] and bit j of qh[l] for value l of block j.
+void Q5_K(const uint8_t* row, int64_t blk0, int64_t nb, WeightChunk* c) {
+  constexpr size_t kBytes = 176;
+  Q4_KScales(row, blk0, nb, c, kBytes);
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* super = SuperOf(row, blk0 + b, kBytes);
+    const int j = int((blk0 + b) % 8);
+    const uint8_t *qh = super + 16, *qs = super + 48 + 32 * (j / 2);
+    for (int l = 0; l < kQ; ++l) {
+      c->q16[kQ * b + l] = int16_t(((qs[l] >> (4 * (j % 2))) & 0x0f) | ((qh[l] >> j) & 1) << 4);
+    }
+  }
+}
+
 // How many int16 passes `type` takes here (0: not one of these types).
 inline int Passes(DType type) {
   switch (type) {
@@ -288,6 +303,7 @@ inline int Passes(DType type) {
     case DType::kQ5_0:
     case DType::kQ5_1:
     case DType::kQ3_K:
+    case DType::kQ5_K:
     case DType::kIQ4_NL:
     case DType::kIQ4_XS:
     case DType::kIQ2_XXS:
@@ -312,6 +328,7 @@ inline void Chunk(DType type, const uint8_t* row, int64_t blk0, int64_t nb, int 
     case DType::kQ5_1: return Q5<true>(row, blk0, nb, c);
     case DType::kQ2_K: return Q2_K(row, blk0, nb, pass, c);
     case DType::kQ3_K: return Q3_K(row, blk0, nb, c);
+    case DType::kQ5_K: return Q5_K(row, blk0, nb, c);
     case DType::kIQ4_NL: return Levels<false>(row, blk0, nb, c);
     case DType::kIQ4_XS: return Iq4Xs(row, blk0, nb, c);
     case DType::kIQ2_XXS: return Iq2Xxs(row, blk0, nb, c);
