@@ -620,6 +620,8 @@ void QuantMatmulRowsImpl(DType type, const uint8_t* w, size_t w_row_bytes, const
   }
 }
 
+int UnpackPassesImpl(DType type) { return unpack::Passes(type); }
+
 bool HasPanelKernelsImpl(DType type) {
 #if HWY_TARGET == HWY_AVX3_DL || HWY_TARGET == HWY_AVX2
   const x86::TypeKernels* kernels = x86::KernelsFor(type);
@@ -683,27 +685,12 @@ bool IsQuantMatmulSupported(DType weight_type) {
     case DType::kQ4_0:
     case DType::kQ4_1:
     case DType::kQ4_K:
-    case DType::kQ5_K:
     case DType::kQ6_K:
-    case DType::kQ5_0:
-    case DType::kQ5_1:
-    case DType::kQ2_K:
-    case DType::kQ3_K:
-    case DType::kIQ4_NL:
-    case DType::kIQ4_XS:
-    case DType::kIQ2_XXS:
-    case DType::kIQ2_XS:
-    case DType::kIQ2_S:
-    case DType::kIQ3_XXS:
-    case DType::kIQ3_S:
-    case DType::kIQ1_S:
-    case DType::kIQ1_M:
-    case DType::kMXFP4:
     case DType::kF16:
     case DType::kBF16:
       return true;
-    default:
-      return false;
+    default:  // the low-bit types: those the portable kernels unpack
+      return HWY_STATIC_DISPATCH(UnpackPassesImpl)(weight_type) > 0;
   }
 }
 

@@ -60,80 +60,82 @@ struct Iq2SubBlockScales {
   }
 };
 
-// Unsigned magnitudes u against x with the weights' signs, scaled per lane.
-template <class Dot>
-HWY_INLINE __m256 MagnitudeStep(__m256i u, __m256i signs, __m256 scale, __m256i x, __m256 dx,
-                                __m256 acc) {
-  return ScaleInto(DotLanes(u, _mm256_sign_epi8(x, signs), Dot()), dx, scale, acc);
-}
+// What every block type here shares: super-blocks of 8 blocks, no lane sums
+// of x, and the dot of its 32 weights prepared by the constructor.
+template <class DotForm>
+struct CodebookBlockBase {
+  using Dot = DotForm;
+  static constexpr int kBlocksPerSuper = 8;
+  static constexpr bool kXSum = false;
+  __m256 scale;  // per int32 lane
+};
+
+// iq2 / iq3: unsigned magnitudes u against x with the weights' signs.
+template <class DotForm>
+struct MagnitudeBlock : CodebookBlockBase<DotForm> {
+  __m256i u, signs;
+  HWY_INLINE __m256 Accumulate(__m256i x, __m256i, __m256 dx, __m256 acc) const {
+    return ScaleInto(DotLanes(u, _mm256_sign_epi8(x, signs), DotForm()), dx, this->scale, acc);
+  }
+};
+
+// iq1: the signed integers w = 8 g + sigma.
+template <class DotForm>
+struct Iq1Block : CodebookBlockBase<DotForm> {
+  __m256i w;
+  HWY_INLINE __m256 Accumulate(__m256i x, __m256i, __m256 dx, __m256 acc) const {
+    return ScaleInto(SignedDot(w, x, DotForm()), dx, this->scale, acc);
+  }
+};
 
 // iq2_xs super-block: f16 d, 32 u16 (9-bit codebook index, 7-bit sign
 // pattern), 8 bytes of 4-bit scales per 16 values.
 template <class DotForm>
-struct Iq2XsBlock {
-  using Dot = DotForm;
+struct Iq2XsBlock : MagnitudeBlock<DotForm> {
   static constexpr size_t kSuperBytes = 74;
-  static constexpr int kBlocksPerSuper = 8;
-  static constexpr bool kXSum = false;
   struct Super : Iq2SubBlockScales {
     HWY_INLINE void Load(const uint8_t* row, int64_t b) {
       Iq2SubBlockScales::Load(row + size_t(b / 8) * kSuperBytes, 66);
     }
   };
-  __m256i u, signs;
-  __m256 scale;
   HWY_INLINE Iq2XsBlock(const uint8_t* row, int64_t b, const Super& super) {
     const int j = int(b % 8);
     const uint8_t* q = row + size_t(b / 8) * kSuperBytes + 2 + 8 * j;
     uint16_t g[4];
     std::memcpy(g, q, 8);
-    u = Rows64(kIq2xsGrid, g[0] & 511u, g[1] & 511u, g[2] & 511u, g[3] & 511u);
-    signs = EvenSignBytes(g[0] >> 9, g[1] >> 9, g[2] >> 9, g[3] >> 9);
-    scale = SubBlockLanes(super.low, super.high, j);
-  }
-  HWY_INLINE __m256 Accumulate(__m256i x, __m256i, __m256 dx, __m256 acc) const {
-    return MagnitudeStep<Dot>(u, signs, scale, x, dx, acc);
+    this->u = Rows64(kIq2xsGrid, g[0] & 511u, g[1] & 511u, g[2] & 511u, g[3] & 511u);
+    this->signs = EvenSignBytes(g[0] >> 9, g[1] >> 9, g[2] >> 9, g[3] >> 9);
+    this->scale = SubBlockLanes(super.low, super.high, j);
   }
 };
 
 // iq2_s super-block: f16 d, 32 low index bytes, 32 sign bytes, 8 bytes of 2
 // high index bits per group, 8 bytes of 4-bit scales per 16 values.
 template <class DotForm>
-struct Iq2SBlock {
-  using Dot = DotForm;
+struct Iq2SBlock : MagnitudeBlock<DotForm> {
   static constexpr size_t kSuperBytes = 82;
-  static constexpr int kBlocksPerSuper = 8;
-  static constexpr bool kXSum = false;
   struct Super : Iq2SubBlockScales {
     HWY_INLINE void Load(const uint8_t* row, int64_t b) {
       Iq2SubBlockScales::Load(row + size_t(b / 8) * kSuperBytes, 74);
     }
   };
-  __m256i u, signs;
-  __m256 scale;
   HWY_INLINE Iq2SBlock(const uint8_t* row, int64_t b, const Super& super) {
     const int j = int(b % 8);
     const uint8_t* s = row + size_t(b / 8) * kSuperBytes;
     const uint8_t* qs = s + 2 + 4 * j;
     const uint32_t qh = s[66 + j];
-    u = Rows64(kIq2sGrid, qs[0] | (qh & 3) << 8, qs[1] | (qh << 6 & 0x300),
-               qs[2] | (qh << 4 & 0x300), qs[3] | (qh << 2 & 0x300));
-    signs = SignBytesOf(LoadU32(s + 34 + 4 * j));
-    scale = SubBlockLanes(super.low, super.high, j);
-  }
-  HWY_INLINE __m256 Accumulate(__m256i x, __m256i, __m256 dx, __m256 acc) const {
-    return MagnitudeStep<Dot>(u, signs, scale, x, dx, acc);
+    this->u = Rows64(kIq2sGrid, qs[0] | (qh & 3) << 8, qs[1] | (qh << 6 & 0x300),
+                     qs[2] | (qh << 4 & 0x300), qs[3] | (qh << 2 & 0x300));
+    this->signs = SignBytesOf(LoadU32(s + 34 + 4 * j));
+    this->scale = SubBlockLanes(super.low, super.high, j);
   }
 };
 
 // iq3_xxs super-block: f16 d, 64 codebook bytes (4 values each), 8 u32 of
 // four 7-bit sign patterns and a 4-bit scale, (d (0.5 + s)) / 2 per block.
 template <class DotForm>
-struct Iq3XxsBlock {
-  using Dot = DotForm;
+struct Iq3XxsBlock : MagnitudeBlock<DotForm> {
   static constexpr size_t kSuperBytes = 98;
-  static constexpr int kBlocksPerSuper = 8;
-  static constexpr bool kXSum = false;
   struct Super {
     __m256 scales;  // lane j: block j
     HWY_INLINE void Load(const uint8_t* row, int64_t b) {
@@ -145,21 +147,16 @@ struct Iq3XxsBlock {
                              _mm256_set1_ps(0.5f));
     }
   };
-  __m256i u, signs;
-  __m256 scale;
   HWY_INLINE Iq3XxsBlock(const uint8_t* row, int64_t b, const Super& super) {
     const int j = int(b % 8);
     const uint8_t* s = row + size_t(b / 8) * kSuperBytes;
     const uint8_t* q = s + 2 + 8 * j;
     const uint32_t aux = LoadU32(s + 66 + 4 * j);
     const uint32_t* g = kIq3xxsGrid;
-    u = _mm256_setr_epi32(int(g[q[0]]), int(g[q[1]]), int(g[q[2]]), int(g[q[3]]), int(g[q[4]]),
-                          int(g[q[5]]), int(g[q[6]]), int(g[q[7]]));
-    signs = EvenSignBytes(aux & 127, (aux >> 7) & 127, (aux >> 14) & 127, (aux >> 21) & 127);
-    scale = LaneOf(super.scales, j);
-  }
-  HWY_INLINE __m256 Accumulate(__m256i x, __m256i, __m256 dx, __m256 acc) const {
-    return MagnitudeStep<Dot>(u, signs, scale, x, dx, acc);
+    this->u = _mm256_setr_epi32(int(g[q[0]]), int(g[q[1]]), int(g[q[2]]), int(g[q[3]]),
+                                int(g[q[4]]), int(g[q[5]]), int(g[q[6]]), int(g[q[7]]));
+    this->signs = EvenSignBytes(aux & 127, (aux >> 7) & 127, (aux >> 14) & 127, (aux >> 21) & 127);
+    this->scale = LaneOf(super.scales, j);
   }
 };
 
@@ -167,25 +164,20 @@ struct Iq3XxsBlock {
 // (bit m of byte j: index 8 j + m), 32 sign bytes, 4-bit scales per block
 // (d (1 + 2 s)).
 template <class DotForm>
-struct Iq3SBlock {
-  using Dot = DotForm;
+struct Iq3SBlock : MagnitudeBlock<DotForm> {
   static constexpr size_t kSuperBytes = 110;
-  static constexpr int kBlocksPerSuper = 8;
-  static constexpr bool kXSum = false;
   struct Super {
     __m256 scales;  // lane j: block j
     HWY_INLINE void Load(const uint8_t* row, int64_t b) {
       const uint8_t* super = row + size_t(b / 8) * kSuperBytes;
-      const __m256i s = _mm256_and_si256(
-          _mm256_srlv_epi32(_mm256_set1_epi32(int(LoadU32(super + 106))),
-                            _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)),
-          _mm256_set1_epi32(0x0f));
+      const __m256i s =
+          _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(int(LoadU32(super + 106))),
+                                             _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)),
+                           _mm256_set1_epi32(0x0f));
       const __m256i odd = _mm256_add_epi32(_mm256_slli_epi32(s, 1), _mm256_set1_epi32(1));
       scales = _mm256_mul_ps(_mm256_set1_ps(F16ToF32(LoadU16(super))), _mm256_cvtepi32_ps(odd));
     }
   };
-  __m256i u, signs;
-  __m256 scale;
   HWY_INLINE Iq3SBlock(const uint8_t* row, int64_t b, const Super& super) {
     const int j = int(b % 8);
     const uint8_t* s = row + size_t(b / 8) * kSuperBytes;
@@ -193,12 +185,9 @@ struct Iq3SBlock {
     const uint32_t qh = s[66 + j];
     const uint32_t* g = kIq3sGrid;
     const auto at = [&](int m) { return int(g[q[m] | (qh << (8 - m) & 0x100)]); };
-    u = _mm256_setr_epi32(at(0), at(1), at(2), at(3), at(4), at(5), at(6), at(7));
-    signs = SignBytesOf(LoadU32(s + 74 + 4 * j));
-    scale = LaneOf(super.scales, j);
-  }
-  HWY_INLINE __m256 Accumulate(__m256i x, __m256i, __m256 dx, __m256 acc) const {
-    return MagnitudeStep<Dot>(u, signs, scale, x, dx, acc);
+    this->u = _mm256_setr_epi32(at(0), at(1), at(2), at(3), at(4), at(5), at(6), at(7));
+    this->signs = SignBytesOf(LoadU32(s + 74 + 4 * j));
+    this->scale = LaneOf(super.scales, j);
   }
 };
 
@@ -206,19 +195,14 @@ struct Iq3SBlock {
 // index bits, a 3-bit scale s, the delta's sign on top); per block the scale
 // d (2 s + 1) / 8 of the integers 8 g +- 1.
 template <class DotForm>
-struct Iq1SBlock {
-  using Dot = DotForm;
+struct Iq1SBlock : Iq1Block<DotForm> {
   static constexpr size_t kSuperBytes = 50;
-  static constexpr int kBlocksPerSuper = 8;
-  static constexpr bool kXSum = false;
   struct Super {
     float d;
     HWY_INLINE void Load(const uint8_t* row, int64_t b) {
       d = F16ToF32(LoadU16(row + size_t(b / 8) * kSuperBytes));
     }
   };
-  __m256i w;
-  __m256 scale;
   HWY_INLINE Iq1SBlock(const uint8_t* row, int64_t b, const Super& super) {
     const int j = int(b % 8);
     const uint8_t* s = row + size_t(b / 8) * kSuperBytes;
@@ -226,11 +210,8 @@ struct Iq1SBlock {
     const uint32_t h = LoadU16(s + 34 + 2 * j);
     const __m256i g = Rows64(kIq1sGrid, qs[0] | (h & 7) << 8, qs[1] | (h << 5 & 0x700),
                              qs[2] | (h << 2 & 0x700), qs[3] | (h >> 1 & 0x700));
-    w = Iq1Integers(g, _mm256_set1_epi8(h & 0x8000 ? -1 : 1));
-    scale = _mm256_set1_ps(super.d * float(2 * ((h >> 12) & 7) + 1) * 0.125f);
-  }
-  HWY_INLINE __m256 Accumulate(__m256i x, __m256i, __m256 dx, __m256 acc) const {
-    return ScaleInto(SignedDot(w, x, Dot()), dx, scale, acc);
+    this->w = Iq1Integers(g, _mm256_set1_epi8(h & 0x8000 ? -1 : 1));
+    this->scale = _mm256_set1_ps(super.d * float(2 * ((h >> 12) & 7) + 1) * 0.125f);
   }
 };
 
@@ -238,11 +219,8 @@ struct Iq1SBlock {
 // bits and the delta's sign per group of 8), 4 u16 of 3-bit scales per 16
 // values (d (2 s + 1)) with the f16 d in their top nibbles.
 template <class DotForm>
-struct Iq1MBlock {
-  using Dot = DotForm;
+struct Iq1MBlock : Iq1Block<DotForm> {
   static constexpr size_t kSuperBytes = 56;
-  static constexpr int kBlocksPerSuper = 8;
-  static constexpr bool kXSum = false;
   struct Super {
     __m256 low, high;  // d (2 s + 1) / 8 of sub-blocks 0-7, 8-15
     HWY_INLINE void Load(const uint8_t* row, int64_t b) {
@@ -257,15 +235,13 @@ struct Iq1MBlock {
       const auto odd = [&](uint16_t a, uint16_t c) HWY_ATTR {
         const __m256i v = _mm256_setr_epi32(a, a, a, a, c, c, c, c);
         const __m256i s = _mm256_and_si256(_mm256_srlv_epi32(v, shifts), _mm256_set1_epi32(7));
-        return _mm256_mul_ps(
-            d8, _mm256_cvtepi32_ps(_mm256_add_epi32(_mm256_slli_epi32(s, 1), _mm256_set1_epi32(1))));
+        return _mm256_mul_ps(d8, _mm256_cvtepi32_ps(_mm256_add_epi32(_mm256_slli_epi32(s, 1),
+                                                                     _mm256_set1_epi32(1))));
       };
       low = odd(sc[0], sc[1]);
       high = odd(sc[2], sc[3]);
     }
   };
-  __m256i w;
-  __m256 scale;
   HWY_INLINE Iq1MBlock(const uint8_t* row, int64_t b, const Super& super) {
     const int j = int(b % 8);
     const uint8_t* s = row + size_t(b / 8) * kSuperBytes;
@@ -278,11 +254,8 @@ struct Iq1MBlock {
       return h >> (4 * l + 3) & 1 ? int64_t(-1) : int64_t(0x0101010101010101);
     };
     const __m256i sigmas = _mm256_setr_epi64x(sigma(0), sigma(1), sigma(2), sigma(3));
-    w = Iq1Integers(g, sigmas);
-    scale = SubBlockLanes(super.low, super.high, j);
-  }
-  HWY_INLINE __m256 Accumulate(__m256i x, __m256i, __m256 dx, __m256 acc) const {
-    return ScaleInto(SignedDot(w, x, Dot()), dx, scale, acc);
+    this->w = Iq1Integers(g, sigmas);
+    this->scale = SubBlockLanes(super.low, super.high, j);
   }
 };
 
