@@ -136,7 +136,9 @@ void RegisterAll() {
   const DType types[] = {DType::kQ8_0,  DType::kQ4_0,   DType::kQ4_1,  DType::kQ4_K,
                          DType::kQ6_K,  DType::kF16,    DType::kBF16,  DType::kQ5_0,
                          DType::kQ5_1,  DType::kQ2_K,   DType::kQ3_K,  DType::kIQ4_NL,
-                         DType::kIQ4_XS, DType::kIQ2_XXS, DType::kMXFP4};
+                         DType::kIQ4_XS, DType::kIQ2_XXS, DType::kMXFP4, DType::kQ5_K,
+                         DType::kIQ2_XS, DType::kIQ2_S,  DType::kIQ3_XXS, DType::kIQ3_S,
+                         DType::kIQ1_S,  DType::kIQ1_M};
   for (DType type : types) {
     for (const Shape& s : shapes) {
       // q4_k / q6_k need k % 256 == 0: SmolLM2's 576 is not, so use 512 there

@@ -20,6 +20,7 @@
 #include "bench/roofline.h"
 #include "cli/commands.h"
 #include "cli/common_options.h"
+#include "cli/matmul_kernels.h"
 
 namespace anymoe::cli {
 namespace {
@@ -206,6 +207,10 @@ int Bench(BenchFlags f) {
         return ReportError(Status::Error("tests need " + std::to_string(max_tokens) +
                                          " tokens of context but " + path + " allows " +
                                          std::to_string(engine->context())));
+      }
+      if (engine->is_root() && engine->backend().kind() == BackendKind::kCpu) {
+        std::fprintf(stderr, "bench: %s: %s", path.c_str(),
+                     CpuMatmulKernelLine(engine->file().tensors()).c_str());
       }
       const ModelDescription model = DescribeModel(*engine);
       std::optional<DecodeBytes> decode_bytes;

@@ -1,13 +1,15 @@
 // `anymoe doctor -m FILE --backend X`: the operator check before a port. Loads
 // the model on the backend, runs a short prefill and one decode step, and lists
 // every op x dtype the model called with where it ran (native, or the CPU
-// fallback), plus the device and the memory planned and reserved for it.
+// fallback), plus the device, the memory planned and reserved for it and, on
+// the CPU, which matmul kernel each weight type runs.
 #include <algorithm>
 #include <cstdio>
 
 #include "backends/fallback_backend.h"
 #include "cli/commands.h"
 #include "cli/common_options.h"
+#include "cli/matmul_kernels.h"
 #include "models/memory_plan.h"
 
 namespace anymoe::cli {
@@ -132,6 +134,10 @@ int RunDoctor(EngineOptions options) {
                   "on the device\n",
                   static_cast<long long>(layers - 1), Mib(plan->cpu_weights).c_str());
     }
+  }
+  // The CPU's matmul kernels, where matmuls run on it.
+  if (engine->backend().kind() == BackendKind::kCpu || load.cpu_moe_layers > 0) {
+    std::printf("%s", CpuMatmulKernelLine(engine->file().tensors()).c_str());
   }
   PrintOps(*recorder, nullptr);
   return 0;

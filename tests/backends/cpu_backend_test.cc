@@ -16,6 +16,7 @@
 #include "backends/cpu/kernels/attention.h"
 #include "backends/cpu/kernels/quant_matmul.h"
 #include "backends/cpu/row_ops.h"
+#include "backends/kernels/random_weights.h"
 #include "core/half.h"
 #include "formats/tensor_source.h"
 #include "testing/cpu_targets.h"
@@ -31,32 +32,18 @@ std::vector<float> RandomFloats(size_t n, uint32_t seed, float scale = 1.0f) {
   return v;
 }
 
-// Random bytes for `rows` rows of `cols` elements of `t`, with every block's
-// scale fields set to small finite halves so values stay sane.
+// Random bytes for `rows` rows of `cols` elements of `t`: normal floats for
+// f32 / f16 / bf16, and for the quantised types the kernel tests' valid random
+// blocks (small finite scales).
 std::vector<uint8_t> RandomWeightBytes(DType t, int64_t rows, int64_t cols, uint32_t seed) {
-  std::mt19937 rng(seed);
-  const DTypeInfo& info = Info(t);
+  if (Info(t).quantized) return kernels::RandomWeights(t, rows, cols, seed);
   const uint64_t bytes = BytesFor(t, uint64_t(rows * cols)).value();
   std::vector<uint8_t> b(bytes);
-  if (t == DType::kF32 || t == DType::kF16 || t == DType::kBF16) {
-    const auto f = RandomFloats(size_t(rows * cols), seed);
-    for (size_t i = 0; i < f.size(); ++i) {
-      if (t == DType::kF32) std::memcpy(&b[i * 4], &f[i], 4);
-      uint16_t h = t == DType::kF16 ? F32ToF16(f[i]) : F32ToBF16(f[i]);
-      if (t != DType::kF32) std::memcpy(&b[i * 2], &h, 2);
-    }
-    return b;
-  }
-  for (auto& x : b) x = uint8_t(rng());
-  std::vector<size_t> scale_offsets = {0};
-  if (t == DType::kQ4_1 || t == DType::kQ4_K || t == DType::kQ5_K) scale_offsets = {0, 2};
-  if (t == DType::kQ6_K) scale_offsets = {208};
-  std::uniform_real_distribution<float> sd(0.001f, 0.02f);
-  for (size_t blk = 0; blk < bytes / size_t(info.block_bytes); ++blk) {
-    for (size_t off : scale_offsets) {
-      const uint16_t h = F32ToF16(sd(rng));
-      std::memcpy(&b[blk * size_t(info.block_bytes) + off], &h, 2);
-    }
+  const auto f = RandomFloats(size_t(rows * cols), seed);
+  for (size_t i = 0; i < f.size(); ++i) {
+    if (t == DType::kF32) std::memcpy(&b[i * 4], &f[i], 4);
+    uint16_t h = t == DType::kF16 ? F32ToF16(f[i]) : F32ToBF16(f[i]);
+    if (t != DType::kF32) std::memcpy(&b[i * 2], &h, 2);
   }
   return b;
 }
@@ -120,7 +107,9 @@ INSTANTIATE_TEST_SUITE_P(
     AllDTypes, CpuMatmul,
     ::testing::Combine(::testing::Values(DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0,
                                          DType::kQ4_0, DType::kQ4_1, DType::kQ4_K, DType::kQ5_K,
-                                         DType::kQ6_K),
+                                         DType::kQ6_K, DType::kIQ2_XS, DType::kIQ2_S,
+                                         DType::kIQ3_XXS, DType::kIQ3_S, DType::kIQ1_S,
+                                         DType::kIQ1_M),
                        ::testing::Values(int64_t(1), int64_t(3), int64_t(70))),
     [](const auto& info) {
       return std::string(Name(std::get<0>(info.param))) + "_t" +
@@ -174,7 +163,8 @@ INSTANTIATE_TEST_SUITE_P(Rows, CpuMultiMatmul, ::testing::Values(int64_t(24), in
                          [](const auto& info) { return "rows" + std::to_string(info.param); });
 
 // A row's matmul result does not depend on how many rows share the step (a
-// sequence's prefill chunk, a serving batch), on every CPU target, for every
+// sequence's prefill chunk, a serving batch) or on the thread count, on
+// every CPU target, for every
 // quantised type at every row count its integer kernels serve
 // (IntegerMatmulMaxRows: every count for q8_0 / q4_0 / q4_1 on x86 AVX2 and
 // AVX-512 VNNI, so no switch to the f32 kernels at 32 rows breaks it there),
@@ -183,16 +173,23 @@ class CpuBatchInvariance : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(CpuBatchInvariance, ARowGetsTheSameBitsInEveryBatch) {
   const testing::ScopedCpuTarget target(GetParam());
+  // 2 threads (repacked at load or in place) and 1: the same bits from each.
   CpuBackend repacked{2}, in_place{2, /*exact_matmul=*/false, /*repack_weights=*/false};
+  CpuBackend one_thread{1};
   const int64_t in = 256, out = 24, rows = 64;
   auto x = RandomFloats(size_t(rows * in), 40);
   int64_t most_rows_checked = 0;
-  for (DType dtype : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ4_K, DType::kQ6_K}) {
+  for (DType dtype : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ4_K, DType::kQ6_K,
+                      DType::kQ2_K, DType::kQ3_K, DType::kIQ2_XXS, DType::kIQ2_XS, DType::kIQ2_S,
+                      DType::kIQ3_XXS, DType::kIQ3_S, DType::kIQ1_S, DType::kIQ1_M}) {
     const int64_t max_rows = kernels::IntegerMatmulMaxRows(dtype);
     const auto bytes = RandomWeightBytes(dtype, out, in, 41);
     const TensorInfo info{"blk.0.ffn_up.weight", dtype, {out, in}, bytes.data(), bytes.size()};
-    for (CpuBackend* backend : {&repacked, &in_place}) {
-      SCOPED_TRACE(std::string(Name(dtype)) + (backend == &repacked ? " repacked" : " in place"));
+    std::vector<float> first_alone;
+    for (CpuBackend* backend : {&repacked, &in_place, &one_thread}) {
+      SCOPED_TRACE(std::string(Name(dtype)) + (backend == &repacked   ? " repacked"
+                                               : backend == &in_place ? " in place"
+                                                                      : " one thread"));
       auto w = backend->PrepareWeight(info);
       ASSERT_TRUE(w.ok());
       std::vector<float> alone(size_t(rows * out));
@@ -200,6 +197,8 @@ TEST_P(CpuBatchInvariance, ARowGetsTheSameBitsInEveryBatch) {
         backend->Matmul(Tensor::Of(x.data() + r * in, DType::kF32, {1, in}), *w, nullptr,
                         Tensor::Of(alone.data() + r * out, DType::kF32, {1, out}));
       }
+      if (first_alone.empty()) first_alone = alone;
+      ASSERT_EQ(alone, first_alone) << "one row at a time: 2 threads against 1, panels against not";
       for (int64_t t : {3, 9, 31, 32, 33, 40, 64}) {
         if (t > max_rows) continue;  // the f32 kernels: other (not int8) activations
         most_rows_checked = std::max(most_rows_checked, t);

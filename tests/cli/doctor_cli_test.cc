@@ -64,6 +64,31 @@ TEST(Doctor, CpuListsEveryOpOfTheModelAsNative) {
   EXPECT_NE(r.out.find("0 on the CPU fallback"), std::string::npos) << r.out;
 }
 
+// The CPU's matmul kernel per weight type: SmolLM2 Q4_1 (q4_1 layers, a q8_0
+// embedding) names one for each type, on the best target and on the portable
+// scalar one, and none is the per-row dequantise + f32 path.
+TEST(Doctor, NamesTheCpuMatmulKernelOfEveryWeightType) {
+  const std::string path = std::string(ANYMOE_MODELS_DIR) + "/SmolLM2-135M-Instruct.Q4_1.gguf";
+  if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " not present (make model)";
+  for (const std::string target : {"best", "scalar"}) {
+    const Result r = RunAnymoe("doctor -m " + path + " --cpu-target " + target);
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    const size_t at = r.out.find("\ncpu matmul (");
+    ASSERT_NE(at, std::string::npos) << r.out;
+    const std::string line = r.out.substr(at + 1, r.out.find('\n', at + 1) - at - 1);
+    EXPECT_NE(line.find(" q4_1 int"), std::string::npos) << line;
+    EXPECT_NE(line.find(" q8_0 int"), std::string::npos) << line;
+    // dequant-f32 only for large steps ("int16 to 32 rows, dequant-f32 above").
+    for (size_t d = line.find("dequant-f32"); d != std::string::npos;
+         d = line.find("dequant-f32", d + 1)) {
+      EXPECT_EQ(line.compare(d, 17, "dequant-f32 above"), 0) << line;
+    }
+    if (target == "scalar") {
+      EXPECT_NE(line.find("(scalar): "), std::string::npos) << line;
+    }
+  }
+}
+
 TEST(Doctor, OpenClShowsTheDeviceAndForcedFallbacks) {
   if (!HasOpenCl()) GTEST_SKIP() << "built without OpenCL";
   const Result native = RunAnymoe("doctor -m " + kModel + " --backend opencl");

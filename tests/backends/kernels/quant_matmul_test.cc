@@ -131,7 +131,9 @@ TEST_P(QuantMatmul, MatchesReferencesOnEveryTarget) {
 // The integer types of the low-bit releases (quant_matmul_x86_blocks-inl.h,
 // quant_matmul_unpack-inl.h), each against its gguf-exact dequantiser.
 constexpr DType kLowBitTypes[] = {DType::kQ5_0,   DType::kQ5_1,   DType::kQ2_K,    DType::kQ3_K,
-                                  DType::kIQ4_NL, DType::kIQ4_XS, DType::kIQ2_XXS, DType::kMXFP4};
+                                  DType::kIQ4_NL, DType::kIQ4_XS, DType::kIQ2_XXS, DType::kMXFP4,
+                                  DType::kIQ2_XS, DType::kIQ2_S,  DType::kIQ3_XXS, DType::kIQ3_S,
+                                  DType::kIQ1_S,  DType::kIQ1_M,  DType::kQ5_K};
 
 INSTANTIATE_TEST_SUITE_P(
     AllTypes, QuantMatmul,
@@ -210,7 +212,8 @@ TEST(QuantMatmul, ARowsResultDoesNotDependOnTheBatch) {
   for (DType type : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ4_K, DType::kQ6_K,
                      DType::kF16, DType::kBF16, DType::kQ5_0, DType::kQ5_1, DType::kQ2_K,
                      DType::kQ3_K, DType::kIQ4_NL, DType::kIQ4_XS, DType::kIQ2_XXS,
-                     DType::kMXFP4}) {
+                     DType::kMXFP4, DType::kIQ2_XS, DType::kIQ2_S, DType::kIQ3_XXS,
+                     DType::kIQ3_S, DType::kIQ1_S, DType::kIQ1_M, DType::kQ5_K}) {
     const int64_t kk = Info(type).block_elems == 256 ? k / 256 * 256 : k;
     const size_t row_bytes = BytesFor(type, uint64_t(kk)).value();
     const auto w = RandomWeights(type, n, kk, 5);
@@ -308,7 +311,8 @@ TEST(QuantMatmul, X86TargetsGiveTheSameBits) {
   for (int64_t i = 0; i < k; ++i) x[size_t(i)] = (rng() & 1) ? 1.5f : -1.5f;
   for (DType type : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ6_K, DType::kQ5_0,
                      DType::kQ5_1, DType::kQ2_K, DType::kQ3_K, DType::kIQ4_NL, DType::kIQ4_XS,
-                     DType::kIQ2_XXS, DType::kMXFP4}) {
+                     DType::kIQ2_XXS, DType::kMXFP4, DType::kIQ2_XS, DType::kIQ2_S,
+                     DType::kIQ3_XXS, DType::kIQ3_S, DType::kIQ1_S, DType::kIQ1_M}) {
     const size_t row_bytes = BytesFor(type, uint64_t(k)).value();
     const auto w = RandomWeights(type, n, k, 9);
     std::vector<uint8_t> panels(w.size());
@@ -466,8 +470,36 @@ TEST(QuantMatmul, SupportsExactlyTheListedTypes) {
     EXPECT_TRUE(IsQuantMatmulSupported(t)) << Name(t);
   }
   for (DType t : kLowBitTypes) EXPECT_TRUE(IsQuantMatmulSupported(t)) << Name(t);
-  for (DType t : {DType::kF32, DType::kQ5_K, DType::kI32, DType::kIQ1_S, DType::kIQ3_S})
+  for (DType t : {DType::kF32, DType::kI32, DType::kF8_E4M3})
     EXPECT_FALSE(IsQuantMatmulSupported(t)) << Name(t);
+}
+
+// The GGUF weight types of the released files (llama.cpp's quantisation
+// mixes: Q*_K_M, IQ*_M, the "dynamic" IQ1 / IQ2 releases, MXFP4), each with
+// an integer kernel for decode wherever q8_0 has one (every target), never
+// the per-row dequantise + f32 path; and where q8_0 takes the register-
+// blocked x86 int8 kernels (AVX2, AVX-VNNI, AVX-512 VNNI), every type but
+// q4_k / q5_k (Highway's per-chunk kernels there) takes them too.
+TEST(QuantMatmul, EveryReleasedWeightTypeHasAnIntegerKernel) {
+  const DType released[] = {DType::kQ8_0,   DType::kQ4_0,   DType::kQ4_1,  DType::kQ5_0,
+                            DType::kQ5_1,   DType::kQ2_K,   DType::kQ3_K,  DType::kQ4_K,
+                            DType::kQ5_K,   DType::kQ6_K,   DType::kIQ1_S, DType::kIQ1_M,
+                            DType::kIQ2_XXS, DType::kIQ2_XS, DType::kIQ2_S, DType::kIQ3_XXS,
+                            DType::kIQ3_S,  DType::kIQ4_NL, DType::kIQ4_XS, DType::kMXFP4};
+  testing::ForEachTarget([&] {
+    const std::string q8 = DecodeMatmulKernel(DType::kQ8_0);
+    ASSERT_NE(q8, "dequant-f32");
+    for (DType type : released) {
+      const std::string kernel = DecodeMatmulKernel(type);
+      EXPECT_TRUE(IsQuantMatmulSupported(type)) << Name(type);
+      EXPECT_NE(kernel, "dequant-f32") << Name(type);
+      if (q8 == "int8-x86" && type != DType::kQ4_K && type != DType::kQ5_K) {
+        EXPECT_EQ(kernel, "int8-x86") << Name(type);
+      }
+    }
+  });
+  EXPECT_STREQ(DecodeMatmulKernel(DType::kF16), "f32-widened");
+  EXPECT_STREQ(DecodeMatmulKernel(DType::kF8_E4M3), "dequant-f32");
 }
 
 TEST(QuantMatmul, EmptyRangeWritesNothing) {

@@ -28,7 +28,8 @@ inline std::vector<uint8_t> RandomWeights(DType t, int64_t rows, int64_t cols, u
   }
   for (auto& x : b) x = uint8_t(rng());
   std::vector<size_t> scale_offsets = {0};
-  if (t == DType::kQ4_1 || t == DType::kQ4_K || t == DType::kQ5_1) scale_offsets = {0, 2};
+  if (t == DType::kQ4_1 || t == DType::kQ4_K || t == DType::kQ5_K || t == DType::kQ5_1)
+    scale_offsets = {0, 2};
   if (t == DType::kQ6_K) scale_offsets = {208};
   if (t == DType::kQ2_K) scale_offsets = {80, 82};
   if (t == DType::kQ3_K) scale_offsets = {108};
@@ -37,6 +38,14 @@ inline std::vector<uint8_t> RandomWeights(DType t, int64_t rows, int64_t cols, u
   for (size_t blk = 0; blk < bytes / block_bytes; ++blk) {
     if (t == DType::kMXFP4) {  // an e8m0 exponent byte: scales 2^-10 .. 2^-3
       b[blk * block_bytes] = uint8_t(117 + rng() % 8);
+      continue;
+    }
+    if (t == DType::kIQ1_M) {  // the f16 d in the top nibbles of the 4 u16 scales
+      const uint16_t h = F32ToF16(sd(rng));
+      for (int i = 0; i < 4; ++i) {
+        uint8_t& top = b[blk * block_bytes + 48 + 2 * size_t(i) + 1];
+        top = uint8_t((top & 0x0f) | ((h >> (4 * i)) & 0x0f) << 4);
+      }
       continue;
     }
     for (size_t off : scale_offsets) {

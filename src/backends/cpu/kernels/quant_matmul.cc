@@ -7,7 +7,9 @@
 // AVX2 (with or without AVX-VNNI) take register-only x86 kernels instead
 // (quant_matmul_x86-inl.h: 8-row panels for q8_0 / q4_0 / q4_1, four weight
 // rows at a time for q6_k and the low-bit types q5_0 / q5_1 / q2_k / q3_k /
-// iq4_nl / iq4_xs / iq2_xxs / mxfp4, quant_matmul_x86_blocks-inl.h; prefill
+// iq4_nl / iq4_xs / mxfp4, quant_matmul_x86_blocks-inl.h, and the codebook
+// i-quants iq2_xxs / iq2_xs / iq2_s / iq3_xxs / iq3_s / iq1_s / iq1_m,
+// quant_matmul_iq2xxs-inl.h and quant_matmul_x86_iquants-inl.h; prefill
 // from stored panels on AVX3_DL in 512-bit registers, quant_matmul_gemm-inl.h). On ARM
 // with dotprod (i8mm) q8_0 / q4_0 / q4_1 / q4_k / q6_k take sdot (smmla)
 // kernels, quant_matmul_arm-inl.h. Elsewhere the low-bit types are unpacked
@@ -135,14 +137,16 @@ inline void UnpackKScales(const uint8_t* s, uint8_t out[16]) {
   std::memcpy(out, w, 16);
 }
 
-void Q4_KScales(const uint8_t* row, int64_t blk0, int64_t nb, WeightChunk* c) {
+// dw and cw of q4_k (or q5_k: the same head in super-blocks of `super_bytes`).
+void Q4_KScales(const uint8_t* row, int64_t blk0, int64_t nb, WeightChunk* c,
+                size_t super_bytes = kQ4_KBytes) {
   const int64_t nsb = nb / 8;
-  const uint8_t* first = row + (blk0 / 8) * kQ4_KBytes;
+  const uint8_t* first = row + (blk0 / 8) * super_bytes;
   alignas(64) uint8_t sm[kChunkBlocks / 8][16];
   for (int64_t sb = 0; sb < nsb; ++sb) {
-    c->h[sb] = LoadU16(first + sb * kQ4_KBytes);
-    c->h2[sb] = LoadU16(first + sb * kQ4_KBytes + 2);
-    UnpackKScales(first + sb * kQ4_KBytes + 4, sm[sb]);
+    c->h[sb] = LoadU16(first + sb * super_bytes);
+    c->h2[sb] = LoadU16(first + sb * super_bytes + 2);
+    UnpackKScales(first + sb * super_bytes + 4, sm[sb]);
   }
   alignas(64) float d[kChunkBlocks / 8 + 16], dmin[kChunkBlocks / 8 + 16];
   F16ToF32Array(c->h, d, nsb);
@@ -470,6 +474,7 @@ void ChunkAllRows(const Source& src, const WeightChunk& c, const QuantizedActiva
 #include "backends/cpu/kernels/quant_matmul_vnni-inl.h"
 #include "backends/cpu/kernels/quant_matmul_x86_blocks-inl.h"
 #include "backends/cpu/kernels/quant_matmul_iq2xxs-inl.h"
+#include "backends/cpu/kernels/quant_matmul_x86_iquants-inl.h"
 #include "backends/cpu/kernels/quant_matmul_packed-inl.h"
 #include "backends/cpu/kernels/quant_matmul_gemm-inl.h"
 #include "backends/cpu/kernels/quant_matmul_x86-inl.h"
@@ -518,6 +523,16 @@ void QuantizeActivationsImpl(DType type, const float* x, int64_t t, int64_t k, i
   }
 }
 
+#if ANYMOE_ARM_DOT_KERNELS
+// The types with sdot / smmla kernels (quant_matmul_arm-inl.h), where the
+// selected target allows dotprod.
+bool HasArmDotKernels(DType type) {
+  const bool arm_type = type == DType::kQ8_0 || type == DType::kQ4_0 || type == DType::kQ4_1 ||
+                        type == DType::kQ4_K || type == DType::kQ6_K;
+  return arm_type && CpuExtensionActive(CpuExtension::kDotProd);
+}
+#endif
+
 int64_t IntegerMatmulMaxRowsImpl(DType type) {
   constexpr int64_t kSmallSteps = 32;  // decode and small batches
   // f16 / bf16 run the f32 kernels of float_matmul.h at every size.
@@ -525,12 +540,25 @@ int64_t IntegerMatmulMaxRowsImpl(DType type) {
 #if HWY_TARGET == HWY_AVX3_DL || HWY_TARGET == HWY_AVX2
   if (const x86::TypeKernels* k = x86::KernelsFor(type); k && k->any_row_count) return INT64_MAX;
 #elif ANYMOE_ARM_DOT_KERNELS
-  // sdot / smmla kernels for these types (quant_matmul_arm-inl.h).
-  const bool arm_type = type == DType::kQ8_0 || type == DType::kQ4_0 || type == DType::kQ4_1 ||
-                        type == DType::kQ4_K || type == DType::kQ6_K;
-  if (arm_type && CpuExtensionActive(CpuExtension::kDotProd)) return INT64_MAX;
+  if (HasArmDotKernels(type)) return INT64_MAX;
 #endif
   return kSmallSteps;
+}
+
+// What QuantMatmulRowsImpl runs for `type` (see DecodeMatmulKernel), in its order.
+const char* DecodeMatmulKernelImpl(DType type) {
+  if (type == DType::kF16 || type == DType::kBF16) return "f32-widened";
+  if (!IsQuantMatmulSupported(type)) return "dequant-f32";
+#if ANYMOE_ARM_DOT_KERNELS
+  if (HasArmDotKernels(type)) return "int8-arm-dot";
+#endif
+#if HWY_TARGET == HWY_AVX3_DL || HWY_TARGET == HWY_AVX2
+  if (x86::KernelsFor(type) != nullptr) return "int8-x86";
+#endif
+  // The chunk kernels: int8 sources take vpdpbusd on AVX3_DL (BlockStepVnni).
+  const bool int8_source = type == DType::kQ8_0 || type == DType::kQ4_0 ||
+                           type == DType::kQ4_1 || type == DType::kQ4_K;
+  return kVnni && int8_source ? "int8-vnni" : "int16";
 }
 
 void QuantMatmulRowsImpl(DType type, const uint8_t* w, size_t w_row_bytes, const void* qx,
@@ -592,6 +620,8 @@ void QuantMatmulRowsImpl(DType type, const uint8_t* w, size_t w_row_bytes, const
   }
 }
 
+int UnpackPassesImpl(DType type) { return unpack::Passes(type); }
+
 bool HasPanelKernelsImpl(DType type) {
 #if HWY_TARGET == HWY_AVX3_DL || HWY_TARGET == HWY_AVX2
   const x86::TypeKernels* kernels = x86::KernelsFor(type);
@@ -643,6 +673,7 @@ void CheckShape(DType type, int64_t t, int64_t k) {
 }  // namespace
 
 HWY_EXPORT(IntegerMatmulMaxRowsImpl);
+HWY_EXPORT(DecodeMatmulKernelImpl);
 HWY_EXPORT(QuantizeActivationsImpl);
 HWY_EXPORT(QuantMatmulRowsImpl);
 HWY_EXPORT(HasPanelKernelsImpl);
@@ -655,24 +686,20 @@ bool IsQuantMatmulSupported(DType weight_type) {
     case DType::kQ4_1:
     case DType::kQ4_K:
     case DType::kQ6_K:
-    case DType::kQ5_0:
-    case DType::kQ5_1:
-    case DType::kQ2_K:
-    case DType::kQ3_K:
-    case DType::kIQ4_NL:
-    case DType::kIQ4_XS:
-    case DType::kIQ2_XXS:
-    case DType::kMXFP4:
     case DType::kF16:
     case DType::kBF16:
       return true;
-    default:
-      return false;
+    default:  // the low-bit types: those the portable kernels unpack
+      return HWY_STATIC_DISPATCH(UnpackPassesImpl)(weight_type) > 0;
   }
 }
 
 int64_t IntegerMatmulMaxRows(DType weight_type) {
   return HWY_DYNAMIC_DISPATCH(IntegerMatmulMaxRowsImpl)(weight_type);
+}
+
+const char* DecodeMatmulKernel(DType weight_type) {
+  return HWY_DYNAMIC_DISPATCH(DecodeMatmulKernelImpl)(weight_type);
 }
 
 size_t QuantizedActivationBytes(DType weight_type, int64_t t, int64_t k) {

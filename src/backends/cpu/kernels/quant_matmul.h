@@ -35,7 +35,8 @@ struct QuantizedActivations {
 };
 
 // True for q8_0, q4_0, q4_1, q4_k, q6_k, f16 and bf16, and the low-bit types
-// q5_0, q5_1, q2_k, q3_k, iq4_nl, iq4_xs, iq2_xxs and mxfp4.
+// q5_0, q5_1, q2_k, q3_k, q5_k, iq4_nl, iq4_xs, mxfp4 and the codebook i-quants
+// iq1_s, iq1_m, iq2_xxs, iq2_xs, iq2_s, iq3_xxs and iq3_s.
 bool IsQuantMatmulSupported(DType weight_type);
 
 // Up to how many activation rows these kernels beat dequantising W for an f32
@@ -45,6 +46,15 @@ bool IsQuantMatmulSupported(DType weight_type);
 // x86 AVX-512 VNNI and AVX2, with or without AVX-VNNI; q8_0 / q4_0 / q4_1 /
 // q4_k / q6_k on ARM with dotprod), else 32.
 int64_t IntegerMatmulMaxRows(DType weight_type);
+
+// Which kernel the active CPU target runs for `weight_type`'s matmul steps of
+// up to IntegerMatmulMaxRows rows (decode): "int8-x86" (the register-blocked
+// AVX2 / AVX-VNNI / AVX-512 VNNI kernels), "int8-arm-dot" (sdot / smmla),
+// "int8-vnni" (per-chunk vpdpbusd), "int16" (the portable integer kernels:
+// weights unpacked to int16 per chunk), "f32-widened" (f16 / bf16) or
+// "dequant-f32" (no integer kernel: rows dequantised, then f32). Larger steps
+// run "dequant-f32" where IntegerMatmulMaxRows is finite.
+const char* DecodeMatmulKernel(DType weight_type);
 
 // Bytes of the activation buffer for `t` rows of `k` values; the caller allocates
 // it once (the hot path allocates nothing). k must be a whole number of weight

@@ -71,6 +71,12 @@ const TypeKernels* Lookup(DType type) {
       {DType::kQ3_K, &vnni::MatmulRows<vnni::Q3_KBlock<Dot>>, nullptr, false},
       {DType::kIQ4_XS, &vnni::MatmulRows<vnni::Iq4XsBlock<Dot>>, nullptr, false},
       {DType::kIQ2_XXS, &vnni::MatmulRows<iq2xxs::Block<Dot>>, nullptr, false},
+      {DType::kIQ2_XS, &vnni::MatmulRows<vnni::Iq2XsBlock<Dot>>, nullptr, false},
+      {DType::kIQ2_S, &vnni::MatmulRows<vnni::Iq2SBlock<Dot>>, nullptr, false},
+      {DType::kIQ3_XXS, &vnni::MatmulRows<vnni::Iq3XxsBlock<Dot>>, nullptr, false},
+      {DType::kIQ3_S, &vnni::MatmulRows<vnni::Iq3SBlock<Dot>>, nullptr, false},
+      {DType::kIQ1_S, &vnni::MatmulRows<vnni::Iq1SBlock<Dot>>, nullptr, false},
+      {DType::kIQ1_M, &vnni::MatmulRows<vnni::Iq1MBlock<Dot>>, nullptr, false},
       {DType::kMXFP4, &vnni::MatmulRows<vnni::Mxfp4Block<Dot>>, nullptr, false},
   };
   for (const TypeKernels& k : kTable) {
