@@ -45,7 +45,8 @@ def main():
     if args.limit:
         schemas = schemas[: args.limit]
     runs = [(i, schemas[i], k) for i in range(0, len(schemas), args.stride) for k in range(args.seeds)]
-    checker = jsonschema.FormatChecker()
+    # The 2020-12 checker: a bare FormatChecker() mixes drafts (its "time" is draft 3's hh:mm:ss).
+    checker = jsonschema.Draft202012Validator.FORMAT_CHECKER
     passed = 0
     failures = []
     with tempfile.TemporaryDirectory() as tmp:
