@@ -199,7 +199,8 @@ TEST(JsonSchemaKeywords, HostileSchemasAreBounded) {
   EXPECT_NE(Refusal(R"({"type": "string", "pattern": "(a|b)*a(a|b){40}"})").find("automaton states"),
             std::string::npos);
   EXPECT_EQ(Refusal(R"({"type": "string", "pattern": "^((a+)+)+$"})"), "(compiled)");
-  EXPECT_NE(Refusal(R"({"type": "integer", "minimum": -1e308, "maximum": 1e308})"), "");
+  // Bounds past 15 digits clamp to the generated integers.
+  EXPECT_EQ(Refusal(R"({"type": "integer", "minimum": -1e308, "maximum": 1e308})"), "(compiled)");
   // Many properties of a wide enum each: compile time grows linearly.
   const auto wide = [](int scale) {
     Json s = {{"type", "object"}, {"properties", Json::object()}};
