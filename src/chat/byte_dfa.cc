@@ -243,22 +243,30 @@ Expected<ByteDfa> Intersect(const ByteDfa& a, const ByteDfa& b, size_t max_state
   return Trim(next, accepting, 0);
 }
 
-ByteDfa AtLeastCodePoints(int64_t min_chars) {
-  const size_t n = size_t(min_chars) + 1;
+Expected<ByteDfa> CodePointRange(int64_t min_chars, int64_t max_chars, size_t max_states) {
+  // State s: s code points read; the last state absorbs when unbounded.
+  const int64_t top = max_chars < 0 ? min_chars : max_chars;
+  if (top + 1 > int64_t(max_states)) {
+    return Status::Error("needs more than " + std::to_string(max_states) + " automaton states");
+  }
+  const size_t n = size_t(top) + 1;
   ByteDfa d;
   d.next.assign(n * 256, ByteDfa::kNone);
   d.accepting.assign(n, 0);
   d.distance.resize(n);
-  d.has_next.assign(n, 1);
+  d.has_next.assign(n, 0);
   for (size_t s = 0; s < n; ++s) {
-    d.accepting[s] = s + 1 == n;
-    d.distance[s] = int32_t(n - 1 - s);
+    d.accepting[s] = int64_t(s) >= min_chars;
+    d.distance[s] = int32_t(std::max<int64_t>(0, min_chars - int64_t(s)));
     for (int b = 0; b < 256; ++b) {
       const bool continuation = (b & 0xC0) == 0x80;
-      d.next[s * 256 + size_t(b)] = int32_t(continuation || s + 1 == n ? s : s + 1);
+      size_t t = s + 1;
+      if (continuation) t = s;
+      else if (s + 1 == n) t = max_chars < 0 ? s : n;  // n: past maxLength
+      if (t < n) d.next[s * 256 + size_t(b)] = int32_t(t), d.has_next[s] = 1;
     }
   }
-  d.shortest.assign(n - 1, 'a');
+  d.shortest.assign(size_t(min_chars), 'a');
   return d;
 }
 

@@ -61,8 +61,9 @@ struct ByteDfa {
 Expected<ByteDfa> Determinize(const ByteNfa& nfa, int32_t start, int32_t accept, size_t max_states);
 // The texts both accept; fails past `max_states` or when empty.
 Expected<ByteDfa> Intersect(const ByteDfa& a, const ByteDfa& b, size_t max_states);
-// Texts of at least `min_chars` code points (counting every byte that is not
-// a UTF-8 continuation byte); meant to be intersected with a UTF-8 DFA.
-ByteDfa AtLeastCodePoints(int64_t min_chars);
+// Texts of `min_chars` to `max_chars` code points (-1: unbounded), counting
+// every byte that is not a UTF-8 continuation byte; meant to be intersected
+// with a UTF-8 DFA. Fails when it needs more than `max_states` states.
+Expected<ByteDfa> CodePointRange(int64_t min_chars, int64_t max_chars, size_t max_states);
 
 }  // namespace anymoe

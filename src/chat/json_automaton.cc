@@ -22,6 +22,8 @@ enum Phase : uint8_t {
   kNumMinus, kNumZero, kNumInt, kNumDot, kNumFrac, kNumE, kNumESign, kNumExp,
   // literals
   kLit,
+  // text driven by a DFA (pattern / format / range): frame.a is the DFA state
+  kStrDfa, kNumDfa,
 };
 
 constexpr int kMaxIntDigits = 15;
@@ -33,6 +35,11 @@ bool IsDigit(uint8_t c) { return c >= '0' && c <= '9'; }
 bool IsHex(uint8_t c) { return IsDigit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
 
 JsonFrame& Top(JsonStack& st) { return st.frames[size_t(st.depth - 1)]; }
+
+// The element at index `i` of an array node (-1: none may come).
+int32_t ItemNode(const SchemaNode& n, int64_t i) {
+  return i < int64_t(n.prefix.size()) ? n.prefix[size_t(i)] : n.items;
+}
 
 }  // namespace
 
@@ -62,6 +69,7 @@ JsonState JsonAutomaton::Start() const {
       roots.insert(roots.end(), n.alternatives.begin(), n.alternatives.end());
       continue;
     }
+    if (n.min_frames > JsonStack::kMaxFrames) continue;
     JsonStack s = st;
     s.depth = 1;
     s.frames[0] = JsonFrame{roots[i], kStart, 0, 0, 0, 0};
@@ -106,7 +114,9 @@ void JsonAutomaton::Push(JsonStack st, int32_t n, bool space, uint8_t byte, Json
     for (int32_t alt : sn.alternatives) Push(st, alt, space, byte, out);
     return;
   }
-  if (st.depth >= JsonStack::kMaxFrames) return;
+  // Open it only if its shortest value still fits the stack, so that every
+  // open frame can always be closed (recursive schemas reach the limit).
+  if (!Fits(st, n)) return;
   st.frames[size_t(st.depth++)] = JsonFrame{n, kStart, uint8_t(space ? 1 : 0), 0, 0, 0};
   Step(st, byte, out);
 }
@@ -126,7 +136,9 @@ void JsonAutomaton::ChildDone(JsonStack st, JsonState* out, const uint8_t* refee
     case kAnyKey: p.phase = kObjColon; break;
     case kArrValue: {
       const SchemaNode& pn = node(p.node);
-      const int64_t cap = pn.kind == SchemaKind::kArray ? std::max(pn.min_items, pn.max_items) : 0;
+      const int64_t cap = pn.kind == SchemaKind::kArray
+                              ? std::max({pn.min_items, pn.max_items, int64_t(pn.prefix.size())})
+                              : 0;
       p.a = int32_t(std::min<int64_t>(p.a + 1, cap));
       p.phase = kArrAfter;
       break;
@@ -140,11 +152,14 @@ void JsonAutomaton::ChildDone(JsonStack st, JsonState* out, const uint8_t* refee
   }
 }
 
-uint64_t JsonAutomaton::AllowedKeys(const SchemaNode& n, int32_t next) const {
+uint64_t JsonAutomaton::AllowedKeys(const SchemaNode& n, int32_t next, int32_t depth) const {
   uint64_t mask = 0;
   for (size_t i = size_t(next); i < n.properties.size(); ++i) {
-    mask |= uint64_t(1) << i;
-    if (n.properties[i].required) break;
+    const SchemaProperty& p = n.properties[i];
+    // An optional value too deep for the stack is never started (required
+    // ones always fit: the object was opened only if its shortest value did).
+    if (p.required || depth + node(p.node).min_frames <= JsonStack::kMaxFrames) mask |= uint64_t(1) << i;
+    if (p.required) break;
   }
   return mask;
 }
@@ -165,6 +180,7 @@ void JsonAutomaton::Step(JsonStack st, uint8_t c, JsonState* out) const {
     switch (n.kind) {
       case SchemaKind::kObject:
       case SchemaKind::kAnyObject:
+      case SchemaKind::kMap:
         if (c != '{') return;
         f.phase = kObjOpen;
         return emit();
@@ -175,10 +191,19 @@ void JsonAutomaton::Step(JsonStack st, uint8_t c, JsonState* out) const {
         return emit();
       case SchemaKind::kString:
         if (c != '"') return;
-        f.phase = kStrBody;
+        f.phase = n.dfa >= 0 ? kStrDfa : kStrBody;
+        if (n.dfa >= 0) f.a = schema_.dfas[size_t(n.dfa)].start;
         return emit();
       case SchemaKind::kNumber:
       case SchemaKind::kInteger:
+        if (n.dfa >= 0) {
+          const ByteDfa& d = schema_.dfas[size_t(n.dfa)];
+          const int32_t next = d.Next(d.start, c);
+          if (next < 0) return;
+          f.phase = kNumDfa;
+          f.a = next;
+          return emit();
+        }
         if (c == '-') f.phase = kNumMinus;
         else if (c == '0') f.phase = kNumZero;
         else if (IsDigit(c)) f.phase = kNumInt, f.aux = 1;
@@ -211,8 +236,9 @@ void JsonAutomaton::Step(JsonStack st, uint8_t c, JsonState* out) const {
     return;
   }
 
+  // Maps walk like unconstrained objects, with their own key and value nodes.
   const bool unconstrained = n.kind == SchemaKind::kAnyObject || n.kind == SchemaKind::kAnyArray ||
-                             (n.kind == SchemaKind::kAnyValue && (f.flags & 2));
+                             n.kind == SchemaKind::kMap || (n.kind == SchemaKind::kAnyValue && (f.flags & 2));
   switch (f.phase) {
     // ---- objects
     case kObjOpen:
@@ -222,7 +248,7 @@ void JsonAutomaton::Step(JsonStack st, uint8_t c, JsonState* out) const {
         return emit();
       }
       if (c == '}' && f.phase == kObjOpen) {
-        if (!unconstrained && (AllowedKeys(n, f.a) & ~uint64_t(0)) != 0) {
+        if (!unconstrained && (AllowedKeys(n, f.a, st.depth) & ~uint64_t(0)) != 0) {
           // '}' only when no required property is left.
           for (size_t i = size_t(f.a); i < n.properties.size(); ++i) {
             if (n.properties[i].required) return;
@@ -234,10 +260,10 @@ void JsonAutomaton::Step(JsonStack st, uint8_t c, JsonState* out) const {
       if (unconstrained) {
         f.phase = kAnyKey;
         f.flags &= 2;
-        return Push(st, any_string_, false, c, out);
+        return Push(st, n.kind == SchemaKind::kMap ? n.key : any_string_, false, c, out);
       }
       const int32_t child = n.literals.Child(0, c);
-      const uint64_t allowed = AllowedKeys(n, f.a);
+      const uint64_t allowed = AllowedKeys(n, f.a, st.depth);
       if (child < 0 || (n.literals.nodes[size_t(child)].leaves & allowed) == 0) return;
       f.phase = kObjKey;
       f.b = child;
@@ -248,7 +274,7 @@ void JsonAutomaton::Step(JsonStack st, uint8_t c, JsonState* out) const {
       const int32_t child = n.literals.Child(f.b, c);
       if (child < 0) return;
       const auto& tn = n.literals.nodes[size_t(child)];
-      const uint64_t allowed = AllowedKeys(n, f.a);
+      const uint64_t allowed = AllowedKeys(n, f.a, st.depth);
       if ((tn.leaves & allowed) == 0) return;
       if (tn.terminal >= 0) {  // keys end with '"', so a terminal has no children
         f.b = tn.terminal;
@@ -264,9 +290,11 @@ void JsonAutomaton::Step(JsonStack st, uint8_t c, JsonState* out) const {
       JsonStack next = st;
       JsonFrame& p = Top(next);
       p.phase = kObjValue;
-      const int32_t value_node = unconstrained ? any_value_ : n.properties[size_t(p.b)].node;
+      const int32_t value_node = n.kind == SchemaKind::kMap ? n.items
+                                 : unconstrained          ? any_value_
+                                                          : n.properties[size_t(p.b)].node;
       // The value's first byte comes next; open it lazily with room for one space.
-      if (next.depth >= JsonStack::kMaxFrames) return;
+      if (!Fits(next, value_node)) return;
       next.frames[size_t(next.depth++)] = JsonFrame{value_node, kStart, 1, 0, 0, 0};
       if (node(value_node).kind == SchemaKind::kAnyOf) {
         // Expand alternatives now so that every stack's top is a concrete value.
@@ -278,6 +306,7 @@ void JsonAutomaton::Step(JsonStack st, uint8_t c, JsonState* out) const {
             alts.insert(alts.end(), an.alternatives.begin(), an.alternatives.end());
             continue;
           }
+          if (!Fits(next, alts[i])) continue;
           JsonStack s = next;
           s.frames[size_t(s.depth++)] = JsonFrame{alts[i], kStart, 1, 0, 0, 0};
           out->push_back(s);
@@ -297,7 +326,7 @@ void JsonAutomaton::Step(JsonStack st, uint8_t c, JsonState* out) const {
         return ChildDone(st, out, nullptr);
       }
       if (c != ',') return;
-      if (!unconstrained && AllowedKeys(n, f.a) == 0) return;
+      if (!unconstrained && AllowedKeys(n, f.a, st.depth) == 0) return;
       f.phase = kObjComma;
       f.flags |= 1;
       return emit();
@@ -316,9 +345,11 @@ void JsonAutomaton::Step(JsonStack st, uint8_t c, JsonState* out) const {
         return ChildDone(st, out, nullptr);
       }
       if (max_items >= 0 && f.a >= max_items) return;
+      const int32_t item = unconstrained ? any_value_ : ItemNode(n, f.a);
+      if (item < 0) return;
       f.phase = kArrValue;
       f.flags &= 2;
-      return Push(st, unconstrained ? any_value_ : n.items, false, c, out);
+      return Push(st, item, false, c, out);
     }
     case kArrAfter: {
       const int64_t min_items = unconstrained ? 0 : n.min_items;
@@ -328,6 +359,9 @@ void JsonAutomaton::Step(JsonStack st, uint8_t c, JsonState* out) const {
         return ChildDone(st, out, nullptr);
       }
       if (c != ',' || (max_items >= 0 && f.a >= max_items)) return;
+      // A comma only where another item can follow (prefixItems with items false, depth).
+      const int32_t item = unconstrained ? any_value_ : ItemNode(n, f.a);
+      if (item < 0 || !Fits(st, item)) return;
       f.phase = kArrComma;
       f.flags |= 1;
       return emit();
@@ -464,6 +498,30 @@ void JsonAutomaton::Step(JsonStack st, uint8_t c, JsonState* out) const {
         return emit();
       }
       return complete_and_pass();
+    // ---- DFA-driven text
+    case kStrDfa: {
+      const ByteDfa& d = schema_.dfas[size_t(n.dfa)];
+      if (c == '"') {
+        if (!d.accepting[size_t(f.a)]) return;
+        return ChildDone(st, out, nullptr);
+      }
+      const int32_t next = d.Next(f.a, c);
+      if (next < 0) return;
+      f.a = next;
+      return emit();
+    }
+    case kNumDfa: {
+      // Number bytes never follow a number in JSON, so a byte the DFA takes
+      // continues it and any other byte ends it.
+      const ByteDfa& d = schema_.dfas[size_t(n.dfa)];
+      const int32_t next = d.Next(f.a, c);
+      if (next >= 0) {
+        f.a = next;
+        return emit();
+      }
+      if (!d.accepting[size_t(f.a)]) return;
+      return complete_and_pass();
+    }
     // ---- literals
     case kLit: {
       const int32_t child = n.literals.Child(f.a, c);
@@ -489,9 +547,9 @@ int64_t JsonAutomaton::RestAfter(const SchemaNode& n, int32_t prop) const {
 
 // Cheapest way to finish an object whose next key may be any allowed property
 // under key-trie node `trie_node` (`depth` bytes of the key typed).
-int64_t JsonAutomaton::ObjectKeyCost(const SchemaNode& n, int32_t next, int32_t trie_node,
-                                     int32_t depth) const {
-  const uint64_t allowed = AllowedKeys(n, next) & n.literals.nodes[size_t(trie_node)].leaves;
+int64_t JsonAutomaton::ObjectKeyCost(const SchemaNode& n, int32_t next, int32_t trie_node, int32_t depth,
+                                     int32_t frame_depth) const {
+  const uint64_t allowed = AllowedKeys(n, next, frame_depth) & n.literals.nodes[size_t(trie_node)].leaves;
   int64_t best = INT64_MAX;
   for (size_t q = 0; q < n.properties.size(); ++q) {
     if (!(allowed >> q & 1)) continue;
@@ -502,33 +560,52 @@ int64_t JsonAutomaton::ObjectKeyCost(const SchemaNode& n, int32_t next, int32_t 
   return best;
 }
 
+// Bytes that finish an array after `done` items: the missing ones with their
+// commas, then ']'.
+int64_t JsonAutomaton::ArrayRest(const SchemaNode& n, int64_t done) const {
+  int64_t cost = 1;
+  const int64_t direct = std::min<int64_t>(n.min_items, int64_t(n.prefix.size()));
+  for (int64_t i = done; i < direct; ++i) cost += 1 + node(n.prefix[size_t(i)]).min_bytes;
+  const int64_t rest = n.min_items - std::max(done, direct);
+  if (rest > 0) cost += rest * (1 + node(n.items).min_bytes);
+  return cost;
+}
+
 int64_t JsonAutomaton::Closer(const JsonStack& st, int i) const {
   const JsonFrame& f = st.frames[size_t(i)];
   const SchemaNode& n = node(f.node);
-  const bool unconstrained = n.kind == SchemaKind::kAnyObject || n.kind == SchemaKind::kAnyArray ||
+  const bool map = n.kind == SchemaKind::kMap;
+  const bool unconstrained = n.kind == SchemaKind::kAnyObject || n.kind == SchemaKind::kAnyArray || map ||
                              (n.kind == SchemaKind::kAnyValue && (f.flags & 2));
-  const int64_t item_bytes = unconstrained || n.kind != SchemaKind::kArray ? 1 : node(n.items).min_bytes;
-  const int64_t min_items = unconstrained || n.kind != SchemaKind::kArray ? 0 : n.min_items;
+  const bool array = !unconstrained && n.kind == SchemaKind::kArray;
+  // Map entries (unconstrained: "":0) after the key: ':' value '}'.
+  const int64_t entry_value = 1 + (map ? node(n.items).min_bytes : 1) + 1;
   const int64_t rest_chars = std::max<int64_t>(0, n.min_length - f.a - 1);
   switch (f.phase) {
     case kStart: return n.kind == SchemaKind::kAnyValue ? 1 : n.min_bytes;
     case kObjOpen:
       if (unconstrained) return 1;
       for (size_t j = size_t(f.a); j < n.properties.size(); ++j) {
-        if (n.properties[j].required) return ObjectKeyCost(n, f.a, 0, 0);
+        if (n.properties[j].required) return ObjectKeyCost(n, f.a, 0, 0, i + 1);
       }
       return 1;
-    case kObjComma: return unconstrained ? 5 : ObjectKeyCost(n, f.a, 0, 0);
-    case kObjKey: return ObjectKeyCost(n, f.a, f.b, n.literals.nodes[size_t(f.b)].depth);
-    case kAnyKey: return 3;  // ':' '0' '}' after the key string
+    case kObjComma:
+      return unconstrained ? (map ? node(n.key).min_bytes : 2) + entry_value : ObjectKeyCost(n, f.a, 0, 0, i + 1);
+    case kObjKey: return ObjectKeyCost(n, f.a, f.b, n.literals.nodes[size_t(f.b)].depth, i + 1);
+    case kAnyKey: return entry_value;
     case kObjColon:
-      return unconstrained ? 3 : 1 + node(n.properties[size_t(f.b)].node).min_bytes + RestAfter(n, f.b);
+      return unconstrained ? entry_value : 1 + node(n.properties[size_t(f.b)].node).min_bytes + RestAfter(n, f.b);
     case kObjValue:
     case kObjAfter: return unconstrained ? 1 : RestAfter(n, f.a - 1);
-    case kArrOpen: return min_items == 0 ? 1 : item_bytes + (min_items - 1) * (1 + item_bytes) + 1;
-    case kArrValue: return std::max<int64_t>(0, min_items - (f.a + 1)) * (1 + item_bytes) + 1;
-    case kArrAfter: return std::max<int64_t>(0, min_items - f.a) * (1 + item_bytes) + 1;
-    case kArrComma: return item_bytes + std::max<int64_t>(0, min_items - f.a - 1) * (1 + item_bytes) + 1;
+    case kArrOpen:
+      if (!array) return 1;
+      return n.min_items == 0 ? 1 : ArrayRest(n, 0) - 1;  // no comma before the first
+    case kArrValue: return array ? ArrayRest(n, f.a + 1) : 1;
+    case kArrAfter: return array ? ArrayRest(n, f.a) : 1;
+    case kArrComma:
+      return array ? node(ItemNode(n, f.a)).min_bytes + ArrayRest(n, f.a + 1) : 2;
+    case kStrDfa: return schema_.dfas[size_t(n.dfa)].distance[size_t(f.a)] + 1;
+    case kNumDfa: return schema_.dfas[size_t(n.dfa)].distance[size_t(f.a)];
     case kStrBody: return 1 + std::max<int64_t>(0, n.min_length - f.a);
     case kStrEscape: return 2 + rest_chars;
     case kStrHex: return (4 - f.aux) + 1 + rest_chars;

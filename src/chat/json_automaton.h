@@ -1,6 +1,7 @@
 // A byte-level pushdown automaton for the JSON documents a compiled schema
 // accepts (json_schema.h): compact JSON with at most one space after ':' and
-// ','; strings of valid UTF-8; integers of at most 15 digits. A state is a set
+// ','; strings of valid UTF-8 (no escapes where a DFA drives the text);
+// integers of at most 15 digits. A state is a set
 // of stacks (anyOf keeps its alternatives until a byte rules them out), each a
 // fixed array of frames, one per open value. ShortestCompletion gives the
 // exact number of bytes that still close the document, which lets decoding
@@ -26,7 +27,7 @@ struct JsonFrame {
 };
 
 struct JsonStack {
-  static constexpr int kMaxFrames = 32;
+  static constexpr int kMaxFrames = kMaxJsonNesting;
   std::array<JsonFrame, kMaxFrames> frames;
   int32_t depth = 0;
   bool done = false;  // the document is complete and nothing may follow
@@ -60,9 +61,13 @@ class JsonAutomaton {
   void Step(JsonStack st, uint8_t byte, JsonState* out) const;
   void ChildDone(JsonStack st, JsonState* out, const uint8_t* refeed) const;
   int64_t Closer(const JsonStack& st, int i) const;
-  int64_t ObjectKeyCost(const SchemaNode& n, int32_t next, int32_t trie_node, int32_t depth) const;
+  int64_t ObjectKeyCost(const SchemaNode& n, int32_t next, int32_t trie_node, int32_t depth,
+                        int32_t frame_depth) const;
   int64_t RestAfter(const SchemaNode& n, int32_t prop) const;
-  uint64_t AllowedKeys(const SchemaNode& n, int32_t next) const;
+  int64_t ArrayRest(const SchemaNode& n, int64_t done) const;
+  uint64_t AllowedKeys(const SchemaNode& n, int32_t next, int32_t depth) const;
+  // Whether a value of `n` opened on top of `st` can still be closed.
+  bool Fits(const JsonStack& st, int32_t n) const { return st.depth + node(n).min_frames <= JsonStack::kMaxFrames; }
   const SchemaNode& node(int32_t i) const { return schema_.nodes[size_t(i)]; }
 
   CompiledSchema schema_;

@@ -126,7 +126,10 @@ std::string FractionText(Cmp cmp, const std::string& d, int m, bool* none) {
   const std::vector<std::string> alts = Fraction(cmp, d, m);
   *none = alts.empty();
   if (alts.empty()) return "";
-  const bool empty_ok = std::find(alts.begin(), alts.end(), "") != alts.end();
+  // The empty fraction: "" itself, or an alternative of up to m digits ("[0-9]{0,m}", "0{0,m}").
+  const bool empty_ok = std::any_of(alts.begin(), alts.end(), [](const std::string& a) {
+    return a.empty() || (a.find('{') == a.rfind('{') && (a.rfind("[0-9]{0,", 0) == 0 || a.rfind("0{0,", 0) == 0));
+  });
   return "(?:\\." + Group(alts) + ")" + (empty_ok ? "?" : "");
 }
 

@@ -18,6 +18,7 @@
 #include "bench/machine.h"
 #include "bench/membw.h"
 #include "bench/roofline.h"
+#include "cli/bench_json_schema.h"
 #include "cli/commands.h"
 #include "cli/common_options.h"
 #include "cli/matmul_kernels.h"
@@ -52,6 +53,7 @@ struct BenchFlags {
   std::string spec_prompt;  // text file
   ExpertParallelOptions expert_parallel;
   std::vector<int64_t> index_topks;  // DSA: each test once per value, interleaved
+  std::string json_schema;           // file: also report the mask cost of this schema
 };
 
 Status Validate(const BenchFlags& f) {
@@ -212,6 +214,14 @@ int Bench(BenchFlags f) {
         std::fprintf(stderr, "bench: %s: %s", path.c_str(),
                      CpuMatmulKernelLine(engine->file().tensors()).c_str());
       }
+      if (!f.json_schema.empty() && engine->is_root()) {
+        // Printed before the table rows of this model: the mask cost per step
+        // next to the tg tests' time per token.
+        const int64_t steps = f.gens.empty() ? 64 : std::max<int64_t>(f.gens[0], 1);
+        const Status st = ReportJsonSchemaMaskCost(*engine, f.json_schema, steps, 2);
+        if (!st.ok()) return ReportError(st);
+        if (markdown) std::printf("\n%s", MarkdownHeader().c_str());
+      }
       const ModelDescription model = DescribeModel(*engine);
       std::optional<DecodeBytes> decode_bytes;
       if (f.membw) {
@@ -359,6 +369,9 @@ CommandFn RegisterBench(CLI::App& cmd) {
                "time every backend op of the timed runs and print, per test, each op's calls, "
                "time, device launches and host<->device copies per run (device backends wait "
                "for each op: the runs are slower)");
+  cmd.add_option("--json-schema", f->json_schema,
+                 "also report the structured-output mask cost per decode step of this JSON schema "
+                 "(walk 1 computes masks, walk 2 finds them cached) and the automaton's size");
   cmd.add_option("--membw-mib", f->membw_mib, "bandwidth buffer size in MiB")
       ->check(CLI::Range(int64_t(1), int64_t(1) << 20))
       ->capture_default_str();

@@ -222,7 +222,16 @@ std::optional<ApiError> ReadTemplateKwargs(const ojson& body, ChatParams* out) {
 
 std::optional<ApiError> ReadResponseFormat(const ojson& body, ChatParams* out) {
   const ojson* f = Field(body, "response_format");
-  if (f == nullptr) return std::nullopt;
+  if (f == nullptr) {
+    // llama-server's extension: the schema itself as a top-level field.
+    const ojson* top = Field(body, "json_schema");
+    if (top == nullptr || top->is_null()) return std::nullopt;
+    if (!top->is_object()) return InvalidField("json_schema", "json_schema must be an object", "invalid_type");
+    out->response_format = ResponseFormat::kJsonSchema;
+    out->response_schema = *top;
+    out->response_schema_param = "json_schema";
+    return std::nullopt;
+  }
   const ojson* type = f->is_object() ? Field(*f, "type") : nullptr;
   if (type == nullptr || !type->is_string()) {
     return InvalidField("response_format", "response_format.type must be a string", "invalid_type");
@@ -273,16 +282,63 @@ std::optional<ApiError> ParseChatParams(const ojson& body, const ChatParamLimits
   return std::nullopt;
 }
 
+namespace {
+
+// Local references of a tool's parameters ("#", "#/$defs/X",
+// "#/definitions/X") renamed into the combined schema's $defs as
+// `prefix` + "X" (`prefix` itself names the parameters' root).
+void RenameRefs(ojson* s, const std::string& prefix) {
+  if (s->is_array()) {
+    for (ojson& x : *s) RenameRefs(&x, prefix);
+    return;
+  }
+  if (!s->is_object()) return;
+  for (auto it = s->begin(); it != s->end(); ++it) {
+    const std::string& k = it.key();
+    if (k == "enum" || k == "const" || k == "default" || k == "examples") continue;  // values, not schemas
+    if (k == "$ref" && it.value().is_string()) {
+      const std::string r = it.value().get<std::string>();
+      if (r == "#") it.value() = "#/$defs/" + prefix;
+      for (const char* table : {"#/$defs/", "#/definitions/"}) {
+        const std::string t = table;
+        if (r.compare(0, t.size(), t) == 0) it.value() = "#/$defs/" + prefix + r.substr(t.size());
+      }
+      continue;
+    }
+    RenameRefs(&it.value(), prefix);
+  }
+}
+
+}  // namespace
+
 ojson ForcedToolCallSchema(const ChatParams& params) {
-  auto parameters = [](const ojson& tool) {
+  ojson defs = ojson::object();
+  size_t index = 0;
+  // A tool's parameters, with their $defs moved to the root of the combined
+  // schema, where their references resolve.
+  auto parameters = [&](const ojson& tool) {
     const ojson& f = tool["function"];
-    return f.contains("parameters") && f["parameters"].is_object()
-               ? f["parameters"]
-               : ojson{{"type", "object"}, {"properties", ojson::object()}};
+    ojson p = f.contains("parameters") && f["parameters"].is_object()
+                  ? f["parameters"]
+                  : ojson{{"type", "object"}, {"properties", ojson::object()}};
+    const std::string prefix = "tool" + std::to_string(index++) + "_";
+    RenameRefs(&p, prefix);
+    for (const char* table : {"$defs", "definitions"}) {
+      if (!p.contains(table)) continue;
+      if (p[table].is_object()) {
+        for (auto it = p[table].begin(); it != p[table].end(); ++it) defs[prefix + it.key()] = it.value();
+      }
+      p.erase(table);
+    }
+    defs[prefix] = p;
+    return p;
   };
   if (params.tool_choice == ToolChoice::kFunction) {
     for (const ojson& t : params.tools) {
-      if (t["function"]["name"] == params.tool_name) return parameters(t);
+      if (t["function"]["name"] != params.tool_name) continue;
+      ojson p = parameters(t);
+      p["$defs"] = defs;
+      return p;
     }
     return nullptr;
   }
@@ -301,6 +357,7 @@ ojson ForcedToolCallSchema(const ChatParams& params) {
   schema["items"] = any_of.size() == 1 ? any_of[0] : ojson{{"anyOf", any_of}};
   schema["minItems"] = 1;
   if (!params.parallel_tool_calls) schema["maxItems"] = 1;
+  schema["$defs"] = defs;
   return schema;
 }
 

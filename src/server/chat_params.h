@@ -36,6 +36,9 @@ struct ChatParams {
   nlohmann::ordered_json template_kwargs = nlohmann::ordered_json::object();
   ResponseFormat response_format = ResponseFormat::kText;
   nlohmann::ordered_json response_schema;  // kJsonSchema
+  // The request field that held it (errors name it): response_format's, or
+  // llama-server's top-level json_schema.
+  std::string response_schema_param = "response_format.json_schema.schema";
 
   // The output is forced into JSON by constrained decoding.
   bool constrained() const {

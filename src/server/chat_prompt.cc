@@ -107,7 +107,7 @@ std::optional<ApiError> PlanChat(const Engine& engine, VocabularyCache& vocabula
     param = "tools";
   } else {
     schema = p.response_format == ResponseFormat::kJsonSchema ? p.response_schema : ojson(nullptr);
-    param = "response_format.json_schema.schema";
+    param = p.response_schema_param;
   }
   auto vocab = vocabularies.Get(engine);
   if (!vocab.ok()) {
