@@ -222,7 +222,17 @@ std::optional<ApiError> ReadTemplateKwargs(const ojson& body, ChatParams* out) {
 
 std::optional<ApiError> ReadResponseFormat(const ojson& body, ChatParams* out) {
   const ojson* f = Field(body, "response_format");
-  if (f == nullptr) return std::nullopt;
+  if (f == nullptr) {
+    // llama-server's top-level json_schema, where no response_format is given.
+    const ojson* schema = Field(body, "json_schema");
+    if (schema == nullptr) return std::nullopt;
+    if (!schema->is_object()) {
+      return InvalidField("json_schema", "json_schema must be an object", "invalid_type");
+    }
+    out->response_format = ResponseFormat::kJsonSchema;
+    out->response_schema = *schema;
+    return std::nullopt;
+  }
   const ojson* type = f->is_object() ? Field(*f, "type") : nullptr;
   if (type == nullptr || !type->is_string()) {
     return InvalidField("response_format", "response_format.type must be a string", "invalid_type");
@@ -230,6 +240,16 @@ std::optional<ApiError> ReadResponseFormat(const ojson& body, ChatParams* out) {
   const std::string t = type->get<std::string>();
   if (t == "text") return std::nullopt;
   if (t == "json_object") {
+    // llama-server's extension: a json_object with a schema is constrained by it.
+    if (const ojson* schema = Field(*f, "schema")) {
+      if (!schema->is_object()) {
+        return InvalidField("response_format.schema", "response_format.schema must be an object",
+                            "invalid_type");
+      }
+      out->response_format = ResponseFormat::kJsonSchema;
+      out->response_schema = *schema;
+      return std::nullopt;
+    }
     out->response_format = ResponseFormat::kJsonObject;
     return std::nullopt;
   }
