@@ -52,6 +52,7 @@ nlohmann::json ApiErrorValue(const ApiError& error) {
   nlohmann::json body = {{"message", error.message}, {"type", error.type}};
   body["param"] = error.param.empty() ? nlohmann::json(nullptr) : nlohmann::json(error.param);
   body["code"] = error.code.empty() ? nlohmann::json(nullptr) : nlohmann::json(error.code);
+  for (const auto& [key, value] : error.extra.items()) body[key] = value;
   return nlohmann::json{{"error", std::move(body)}};
 }
 

@@ -16,6 +16,9 @@ struct ApiError {
   std::string type = "invalid_request_error";
   std::string param;  // the request field at fault; "" when none
   std::string code;   // machine-readable reason; "" when none
+  // More fields of the error object (a context overflow's n_prompt_tokens
+  // and n_ctx, as llama-server reports them).
+  nlohmann::json extra = nlohmann::json::object();
 };
 
 // 400 naming `param`.

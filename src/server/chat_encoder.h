@@ -70,8 +70,9 @@ class OutputParts {
   std::string pending_blank_;
 };
 
-// Which front end a request came through; picks the error shape as well.
-enum class ChatApi { kOpenAi, kAnthropic, kResponses };
+// Which front end a request came through; picks the error shape as well
+// (kNative: llama-server's /completion and /infill, in the OpenAI shape).
+enum class ChatApi { kOpenAi, kAnthropic, kResponses, kNative };
 
 // The error body in the API's own shape (OpenAI's for kOpenAi and kResponses,
 // Anthropic's {"type": "error", "error": {"type", "message"}} for kAnthropic).

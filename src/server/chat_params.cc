@@ -226,7 +226,9 @@ std::optional<ApiError> ReadResponseFormat(const ojson& body, ChatParams* out) {
     // llama-server's extension: the schema itself as a top-level field.
     const ojson* top = Field(body, "json_schema");
     if (top == nullptr || top->is_null()) return std::nullopt;
-    if (!top->is_object()) return InvalidField("json_schema", "json_schema must be an object", "invalid_type");
+    if (!top->is_object()) {
+      return InvalidField("json_schema", "json_schema must be an object", "invalid_type");
+    }
     out->response_format = ResponseFormat::kJsonSchema;
     out->response_schema = *top;
     out->response_schema_param = "json_schema";
@@ -239,6 +241,16 @@ std::optional<ApiError> ReadResponseFormat(const ojson& body, ChatParams* out) {
   const std::string t = type->get<std::string>();
   if (t == "text") return std::nullopt;
   if (t == "json_object") {
+    // llama-server's extension: a json_object with a schema is constrained by it.
+    if (const ojson* schema = Field(*f, "schema")) {
+      if (!schema->is_object()) {
+        return InvalidField("response_format.schema", "response_format.schema must be an object",
+                            "invalid_type");
+      }
+      out->response_format = ResponseFormat::kJsonSchema;
+      out->response_schema = *schema;
+      return std::nullopt;
+    }
     out->response_format = ResponseFormat::kJsonObject;
     return std::nullopt;
   }

@@ -109,6 +109,12 @@ std::optional<ApiError> PlanChat(const Engine& engine, VocabularyCache& vocabula
     schema = p.response_format == ResponseFormat::kJsonSchema ? p.response_schema : ojson(nullptr);
     param = p.response_schema_param;
   }
+  return CompileJsonConstraint(engine, vocabularies, schema, param, plan);
+}
+
+std::optional<ApiError> CompileJsonConstraint(const Engine& engine, VocabularyCache& vocabularies,
+                                              const nlohmann::ordered_json& schema,
+                                              const std::string& param, ChatPlan* plan) {
   auto vocab = vocabularies.Get(engine);
   if (!vocab.ok()) {
     return InvalidField(param,

@@ -40,4 +40,10 @@ struct ChatPlan {
 std::optional<ApiError> PlanChat(const Engine& engine, VocabularyCache& vocabularies,
                                  const CompletionRequest& request, ChatPlan* plan);
 
+// plan->constraint for `schema` (null: any JSON object) over the model's
+// vocabulary; errors name `param`.
+std::optional<ApiError> CompileJsonConstraint(const Engine& engine, VocabularyCache& vocabularies,
+                                              const nlohmann::ordered_json& schema,
+                                              const std::string& param, ChatPlan* plan);
+
 }  // namespace anymoe

@@ -15,6 +15,7 @@
 #include "server/chat_output.h"
 #include "server/completion_service.h"
 #include "server/event_channel.h"
+#include "server/native_format.h"
 #include "server/openai_format.h"
 #include "server/request_params.h"
 #include "server/responses_format.h"
@@ -88,6 +89,8 @@ struct Choice {
   size_t tokens_sent = 0;            // streaming: logprob entries sent
   bool echo_sent = false;            // streaming completions with echo
   int64_t cached_tokens = 0;         // prompt tokens from the prefix cache
+  GenerateStats stats;               // kDone: prefill and decode times
+  size_t ids_sent = 0;               // streaming kNative: token ids sent
 };
 
 // One request from submission to the last byte of its response; shared by the
@@ -108,6 +111,10 @@ struct Generation {
   // events it made that are not yet written, and how the choice ended.
   ChatApi api = ChatApi::kOpenAi;
   std::unique_ptr<ChatEncoder> encoder;
+  // llama-server's /completion and /infill (one choice): their wire format
+  // and the prompt's text as tokenized (the body's "prompt").
+  std::unique_ptr<NativeFormatter> native;
+  std::string native_prompt;
   std::string encoded;
   ChatFinish ending;
   CompletionRequest params;
@@ -145,6 +152,7 @@ struct Generation {
         c.ended = true;
         c.reason = ev.reason;
         c.cached_tokens = ev.stats.reused_tokens;
+        c.stats = ev.stats;
         break;
       case RequestEvent::Kind::kError:
         c.ended = true;
@@ -263,6 +271,43 @@ void Record(Generation& g, ServerMetrics& metrics) {
   metrics.RecordRequest(r);
 }
 
+NativeResult NativeResultOf(const Generation& g, const Choice& c) {
+  NativeResult r;
+  r.content = c.text;
+  r.tokens = c.ids;
+  r.probs = c.tokens;
+  r.reason = c.reason;
+  if (c.reason == StopReason::kStopString) r.stopping_word = g.MatchedStop(c);
+  r.prompt = g.native_prompt;
+  r.prompt_tokens = g.prompt_tokens;
+  r.cached_tokens = c.cached_tokens;
+  r.prompt_ms = 1e3 * c.stats.prompt_seconds;
+  r.predicted_ms = 1e3 * c.stats.decode_seconds;
+  return r;
+}
+
+// kNative: a data: line per piece of text with the ids it came from; the
+// last one (stop: true) carries the held-back text and the whole body's fields.
+std::string NativeStreamEvent(Generation& g, Choice& c, const RequestEvent& ev) {
+  const std::span<const int32_t> ids(c.ids.data() + c.ids_sent, c.ids.size() - c.ids_sent);
+  const std::span<const TokenLogprob> probs(c.tokens.data() + c.tokens_sent,
+                                            c.tokens.size() - c.tokens_sent);
+  if (ev.kind == RequestEvent::Kind::kDone) {
+    if (c.reason == StopReason::kCancelled) return "";
+    NativeResult r = NativeResultOf(g, c);
+    std::string out;
+    if (!ev.text.empty() || !ids.empty()) {
+      out = SseData(g.native->Chunk(ev.text, ids, probs, c.generated, g.prompt_tokens));
+    }
+    r.content.clear();
+    return out + SseData(g.native->Final(r, /*streamed=*/true));
+  }
+  if (ev.text.empty()) return "";  // its ids ride with the next piece of text
+  c.ids_sent = c.ids.size();
+  c.tokens_sent = c.tokens.size();
+  return SseData(g.native->Chunk(ev.text, ids, probs, c.generated, g.prompt_tokens));
+}
+
 // The SSE bytes for `te` (possibly none).
 std::string StreamEvent(Generation& g, const TimedEvent& te) {
   g.Consume(te);
@@ -270,6 +315,7 @@ std::string StreamEvent(Generation& g, const TimedEvent& te) {
   const RequestEvent& ev = te.event;
   Choice& c = g.choices[te.choice];
   if (ev.kind == RequestEvent::Kind::kError) return "";  // the request's end reports it
+  if (g.native) return NativeStreamEvent(g, c, ev);
   std::optional<std::string_view> finish;
   json payload;
   if (g.params.chat) {
@@ -304,6 +350,8 @@ std::string StreamEvent(Generation& g, const TimedEvent& te) {
 // The end of a stream, once every choice ended.
 std::string StreamEnd(Generation& g) {
   if (g.encoder) return g.failed_or_cancelled() ? g.encoder->StreamError(GenerationError(g)) : "";
+  // llama-server ends its native streams with the stop: true chunk, no [DONE].
+  if (g.native) return g.failed_or_cancelled() ? SseData(ApiErrorValue(GenerationError(g))) : "";
   std::string out;
   if (g.failed_or_cancelled()) {
     out = SseData(ApiErrorValue(GenerationError(g)));
@@ -315,6 +363,7 @@ std::string StreamEnd(Generation& g) {
 
 std::string ResponseBody(Generation& g) {
   if (g.encoder) return DumpJson(g.encoder->Body(g.ending));
+  if (g.native) return DumpJson(g.native->Final(NativeResultOf(g, g.choices[0]), false));
   json choices = json::array();
   for (size_t i = 0; i < g.choices.size(); ++i) {
     Choice& c = g.choices[i];
@@ -455,6 +504,7 @@ std::optional<ApiError> CompletionEndpoint::Translate(ChatApi api, bool count_to
     case ChatApi::kResponses:
       return TranslateResponsesRequest(body, count_tokens, chat);
     case ChatApi::kOpenAi:
+    case ChatApi::kNative:
       break;
   }
   *chat = body;
@@ -463,7 +513,8 @@ std::optional<ApiError> CompletionEndpoint::Translate(ChatApi api, bool count_to
 
 std::optional<ApiError> CompletionEndpoint::Prepare(Engine& engine, ChatApi api, bool chat,
                                                     bool count_tokens, std::string_view body_text,
-                                                    CompletionRequest* params, ChatPlan* plan) {
+                                                    CompletionRequest* params, ChatPlan* plan,
+                                                    NativeRequest* native) {
   // A large body's JSON tree can take ~20x its bytes (a 1 MiB array of small
   // numbers: ~20 MB): such bodies are prepared a few at a time, and what they
   // used is given back to the system after (issue 20: every HTTP thread kept
@@ -483,7 +534,7 @@ std::optional<ApiError> CompletionEndpoint::Prepare(Engine& engine, ChatApi api,
       // the strict parse above already bounded depth and refused duplicates.
       nlohmann::ordered_json ordered;
       if (chat) ordered = nlohmann::ordered_json::parse(body_text, nullptr, false);
-      if (api != ChatApi::kOpenAi) {
+      if (api == ChatApi::kAnthropic || api == ChatApi::kResponses) {
         // Anthropic Messages and Responses bodies become chat bodies.
         nlohmann::ordered_json translated;
         error = Translate(api, count_tokens, ordered, &translated);
@@ -492,12 +543,24 @@ std::optional<ApiError> CompletionEndpoint::Prepare(Engine& engine, ChatApi api,
           *body = json::parse(ordered.dump());
         }
       }
-      if (!error) {
+      if (native != nullptr) {
+        NativeLimits native_limits;
+        native_limits.base = request_limits;
+        error = ParseNativeRequest(*body, native->infill, native_limits, native);
+        if (!error) {
+          *params = native->request;
+          error = NativePromptTokens(*native, engine.tokenizer(), &plan->prompt);
+        }
+        if (!error && native->json_schema) {
+          error = CompileJsonConstraint(engine, vocabularies_, *native->json_schema, "json_schema",
+                                        plan);
+        }
+      } else if (!error) {
         error = ParseCompletionRequest(*body, chat, request_limits, params,
                                        chat && !ordered.is_discarded() ? &ordered : nullptr);
       }
       if (!error && chat) error = PlanChat(engine, vocabularies_, *params, plan);
-      if (!error && !chat) {
+      if (!error && !chat && native == nullptr) {
         plan->prompt = params->prompt_is_ids ? params->prompt_ids : engine.Encode(params->prompt_text);
       }
     }
@@ -565,12 +628,20 @@ void CompletionEndpoint::HandleChatApi(const ServingModel& model, ChatApi api,
   Run(model, api, true, req, out);
 }
 
+void CompletionEndpoint::HandleNative(const ServingModel& model, bool infill,
+                                      const HttpRequest& req, ResponseStream& out) {
+  Run(model, ChatApi::kNative, false, req, out, infill);
+}
+
 void CompletionEndpoint::Run(const ServingModel& model, ChatApi api, bool chat,
-                             const HttpRequest& req, ResponseStream& out) {
+                             const HttpRequest& req, ResponseStream& out, bool infill) {
   Engine& engine = *model.engine;
   CompletionRequest params;
   ChatPlan plan;
-  if (auto e = Prepare(engine, api, chat, false, req.body, &params, &plan)) {
+  NativeRequest native;
+  native.infill = infill;
+  if (auto e = Prepare(engine, api, chat, false, req.body, &params, &plan,
+                       api == ChatApi::kNative ? &native : nullptr)) {
     return SendError(out, *e, api);
   }
   std::vector<int32_t>& prompt = plan.prompt;
@@ -581,7 +652,9 @@ void CompletionEndpoint::Run(const ServingModel& model, ChatApi api, bool chat,
   // completions, the rest of the context for chat. A budget past the context
   // is cut to fit and ends with finish_reason "length".
   const int64_t room = model.context - n_prompt;
-  const int64_t budget = std::min(params.max_tokens.value_or(chat ? room : 16), room);
+  // llama-server's n_predict -1 (its default): the rest of the context.
+  const int64_t budget =
+      std::min(params.max_tokens.value_or(chat || api == ChatApi::kNative ? room : 16), room);
   const size_t n = size_t(params.n);
 
   const char* id_prefix = api == ChatApi::kAnthropic   ? "msg_"
@@ -601,6 +674,10 @@ void CompletionEndpoint::Run(const ServingModel& model, ChatApi api, bool chat,
     const nlohmann::ordered_json request =
         nlohmann::ordered_json::parse(req.body, nullptr, /*allow_exceptions=*/false);
     g->encoder = std::make_unique<ResponsesEncoder>(id, options_.model_name, request);
+  } else if (api == ChatApi::kNative) {
+    g->native = std::make_unique<NativeFormatter>(engine.tokenizer(), native, options_.model_name,
+                                                  model.context, budget);
+    g->native_prompt = engine.tokenizer().Decode(prompt);
   }
   if (params.echo) {
     g->echo = params.prompt_is_ids ? engine.tokenizer().Decode(prompt) : params.prompt_text;
@@ -642,7 +719,12 @@ void CompletionEndpoint::Run(const ServingModel& model, ChatApi api, bool chat,
     if (!handle.ok()) {
       for (size_t j = 0; j < i; ++j) g->choices[j].handle->Cancel();
       g->channel->Close();
-      return SendError(out, SubmitError(handle.status(), chat), api);
+      ApiError e = SubmitError(handle.status(), chat);
+      if (e.code == "context_length_exceeded") {
+        // llama-server's fields, for clients that read them.
+        e.extra = {{"n_prompt_tokens", n_prompt}, {"n_ctx", model.context}};
+      }
+      return SendError(out, e, api);
     }
     g->choices[i].handle = *handle;
   }

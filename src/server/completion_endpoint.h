@@ -19,6 +19,7 @@
 #include "server/chat_prompt.h"
 #include "server/http_message.h"
 #include "server/metrics.h"
+#include "server/native_request.h"
 #include "server/request_params.h"
 #include "server/request_tracker.h"
 #include "server/response_stream.h"
@@ -50,6 +51,10 @@ class CompletionEndpoint {
   // {"input_tokens": N}: the prompt the request would run, counted.
   void CountTokens(const ServingModel& model, ChatApi api, const HttpRequest& req,
                    ResponseStream& out);
+  // llama-server's POST /completion (`infill` false) and POST /infill: its
+  // request fields (native_request.h) and answer shapes (native_format.h).
+  void HandleNative(const ServingModel& model, bool infill, const HttpRequest& req,
+                    ResponseStream& out);
   // POST /apply-template (llama-server's): a chat completions body ->
   // {"prompt": the text the model's template renders for it}.
   void ApplyTemplate(const ServingModel& model, const HttpRequest& req, ResponseStream& out);
@@ -59,15 +64,16 @@ class CompletionEndpoint {
   static constexpr size_t kLargeBody = 256 << 10;
   static constexpr int kLargeBodiesAtOnce = 2;
 
+  // `infill`: a kNative request came to /infill.
   void Run(const ServingModel& model, ChatApi api, bool chat, const HttpRequest& req,
-           ResponseStream& out);
+           ResponseStream& out, bool infill = false);
   // Parses and validates the body (translated into a chat body first for
   // kAnthropic and kResponses), renders and tokenizes the prompt, compiles a
   // constraint (chat_prompt.h). `count_tokens`: the body of a count_tokens
-  // request (no generation fields).
+  // request (no generation fields). `native`: a kNative request's own fields.
   std::optional<ApiError> Prepare(Engine& engine, ChatApi api, bool chat, bool count_tokens,
                                   std::string_view body, CompletionRequest* params,
-                                  ChatPlan* plan);
+                                  ChatPlan* plan, NativeRequest* native = nullptr);
   std::optional<ApiError> Translate(ChatApi api, bool count_tokens,
                                     const nlohmann::ordered_json& body,
                                     nlohmann::ordered_json* chat) const;

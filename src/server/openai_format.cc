@@ -1,5 +1,7 @@
 #include "server/openai_format.h"
 
+#include <cstdio>
+
 #include "tokenizer/tokenizer.h"
 
 namespace anymoe {
@@ -18,6 +20,17 @@ std::string_view FinishReason(StopReason reason) {
       return "cancelled";
   }
   return "stop";
+}
+
+std::string SystemFingerprint(std::string_view model) {
+  // FNV-1a of the served name: stable for one deployment, different across models.
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : std::string("anymoe/") + std::string(model)) {
+    h = (h ^ c) * 1099511628211ull;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "fp_%012llx", static_cast<unsigned long long>(h >> 16));
+  return buf;
 }
 
 json UsageJson(const Usage& u) {
@@ -43,7 +56,11 @@ std::string OpenAiFormatter::Piece(int32_t token) const {
 }
 
 json OpenAiFormatter::Envelope(const char* object) const {
-  return {{"id", id_}, {"object", object}, {"created", created_}, {"model", model_}};
+  return {{"id", id_},
+          {"object", object},
+          {"created", created_},
+          {"model", model_},
+          {"system_fingerprint", SystemFingerprint(model_)}};
 }
 
 json OpenAiFormatter::Logprobs(std::span<const TokenLogprob> tokens) const {

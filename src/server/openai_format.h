@@ -81,4 +81,8 @@ class OpenAiFormatter {
 
 nlohmann::json UsageJson(const Usage& usage);
 
+// OpenAI's system_fingerprint, sent on every completion and chunk: names the
+// serving configuration (here: this engine serving `model`).
+std::string SystemFingerprint(std::string_view model);
+
 }  // namespace anymoe

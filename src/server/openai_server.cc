@@ -142,8 +142,13 @@ void OpenAiServer::RegisterRoutes() {
   using std::placeholders::_1;
   using std::placeholders::_2;
   AddRoute("GET", "/health", true, std::bind(&OpenAiServer::HandleHealth, this, _1, _2));
+  AddRoute("GET", "/v1/health", true, std::bind(&OpenAiServer::HandleHealth, this, _1, _2));
   AddRoute("GET", "/", true, std::bind(&OpenAiServer::HandlePage, this, _1, _2));
-  AddRoute("GET", "/v1/models", false, std::bind(&OpenAiServer::HandleModels, this, _1, _2));
+  // The OpenAI routes answer without the /v1 prefix too (as llama-server's
+  // do), except /completions: there llama-server serves its native API.
+  for (const char* path : {"/v1/models", "/models"}) {
+    AddRoute("GET", path, false, std::bind(&OpenAiServer::HandleModels, this, _1, _2));
+  }
   AddRoute("GET", "/metrics", false, std::bind(&OpenAiServer::HandleMetrics, this, _1, _2));
   AddRoute("GET", "/routing", false, std::bind(&OpenAiServer::HandleRouting, this, _1, _2));
   AddRoute("GET", "/static/marked.js", true,
@@ -178,13 +183,22 @@ void OpenAiServer::RegisterRoutes() {
     }
   });
   AddRoute("GET", "/props", false, std::bind(&OpenAiServer::HandleProps, this, _1, _2));
-  for (bool chat : {false, true}) {
-    AddRoute("POST", chat ? "/v1/chat/completions" : "/v1/completions", false,
-             [this, chat](const HttpRequest& req, ResponseStream& out) {
-               const ServingModel* model = Serving(out);
-               if (model == nullptr) return;
-               completions_->Handle(*model, chat, req, out);
-             });
+  for (const char* path : {"/v1/completions", "/v1/chat/completions", "/chat/completions"}) {
+    const bool chat = std::string_view(path).ends_with("chat/completions");
+    AddRoute("POST", path, false, [this, chat](const HttpRequest& req, ResponseStream& out) {
+      const ServingModel* model = Serving(out);
+      if (model == nullptr) return;
+      completions_->Handle(*model, chat, req, out);
+    });
+  }
+  // llama-server's native generation API.
+  for (const char* path : {"/completion", "/completions", "/infill"}) {
+    const bool infill = std::string_view(path) == "/infill";
+    AddRoute("POST", path, false, [this, infill](const HttpRequest& req, ResponseStream& out) {
+      if (const ServingModel* model = Serving(out)) {
+        completions_->HandleNative(*model, infill, req, out);
+      }
+    });
   }
 }
 

@@ -46,8 +46,6 @@ std::optional<ApiError> ReadBool(const json& body, const char* name, bool* out) 
   return std::nullopt;
 }
 
-namespace {
-
 std::optional<ApiError> ReadInt(const json& body, const char* name, int64_t lo, int64_t hi,
                                 std::optional<int64_t>* out) {
   const json* v = Field(body, name);
@@ -66,7 +64,6 @@ std::optional<ApiError> ReadInt(const json& body, const char* name, int64_t lo, 
   return std::nullopt;
 }
 
-// A number in [lo, hi], or (lo, hi] when `open_low`.
 std::optional<ApiError> ReadNumber(const json& body, const char* name, double lo, double hi,
                                    bool open_low, float* out) {
   const json* v = Field(body, name);
@@ -82,8 +79,6 @@ std::optional<ApiError> ReadNumber(const json& body, const char* name, double lo
   *out = float(x);
   return std::nullopt;
 }
-
-}  // namespace
 
 std::optional<ApiError> ReadTokenIds(const json& array, const char* name, int64_t vocab_size,
                                      std::vector<int32_t>* out) {

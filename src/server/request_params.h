@@ -58,6 +58,12 @@ struct CompletionRequest {
 
 // A boolean field into `out` (left as is when absent or null).
 std::optional<ApiError> ReadBool(const nlohmann::json& body, const char* name, bool* out);
+// An integer field in [lo, hi] into `out` (left as is when absent or null).
+std::optional<ApiError> ReadInt(const nlohmann::json& body, const char* name, int64_t lo,
+                                int64_t hi, std::optional<int64_t>* out);
+// A number field in [lo, hi], or (lo, hi] when `open_low`, into `out`.
+std::optional<ApiError> ReadNumber(const nlohmann::json& body, const char* name, double lo,
+                                   double hi, bool open_low, float* out);
 // Every element of `array` a token id in [0, vocab_size), into `out`; errors name `name`.
 std::optional<ApiError> ReadTokenIds(const nlohmann::json& array, const char* name,
                                      int64_t vocab_size, std::vector<int32_t>* out);
