@@ -42,7 +42,8 @@ int64_t DecodingSequence::DraftLength(int64_t room, double row_share) {
 std::span<const int32_t> DecodingSequence::DecodeTokens(int64_t room, double row_share) {
   draft_.clear();
   switch (spec_.kind) {
-    case SpecKind::kNone: break;
+    case SpecKind::kNone:
+      break;
     case SpecKind::kMtp:  // drafted when the last step settled (Consume)
       draft_.assign(mtp_draft_.begin(),
                     mtp_draft_.begin() +
@@ -90,7 +91,7 @@ void DecodingSequence::AskMtpSettle(int64_t judged, int32_t next, int64_t max_dr
 
 Status DecodingSequence::Consume(Backend& backend, const Tensor& logits, int64_t row,
                                  std::span<float> scratch, TokenSink& sink, double row_share) {
-  clear_mtp_settle();
+  settle_.cache = nullptr;  // none asked for yet
   const int64_t n = int64_t(fed_.size());
   if (step_is_prompt_) {
     prefilled_ += n;

@@ -56,8 +56,8 @@ class TokenSink {
 // into `draft`.
 struct MtpSettle {
   KvCache* cache = nullptr;
-  int64_t first = 0;       // position of the first settled row (== cache->length())
-  int64_t hidden_row = 0;  // its row in the step's hidden states
+  int64_t first = 0;          // position of the first settled row (== cache->length())
+  int64_t hidden_row = 0;     // its row in the step's hidden states
   std::vector<int32_t> next;  // the token after each settled row
   int64_t max_draft = 0;
   std::vector<int32_t>* draft = nullptr;
@@ -84,16 +84,12 @@ class DecodingSequence {
   // Prompt tokens found in the cache after construction (a prefix cache).
   void set_prefilled(int64_t n) { prefilled_ = n; }
 
-  const SpeculativeOptions& spec() const { return spec_; }
   bool mtp() const { return spec_.kind == SpecKind::kMtp; }
-  int64_t prompt_size() const { return prompt_size_; }
   int64_t prefilled() const { return prefilled_; }
   int64_t prompt_left() const { return prompt_size_ - prefilled_; }
   // Prompt and generated tokens; all but the last are in the cache between
   // steps (the last too when it was an accepted draft that ended the sequence).
   const std::vector<int32_t>& history() const { return history_; }
-  // Tokens of history_ whose keys and values the trunk's cache keeps.
-  int64_t cached_tokens() const { return int64_t(history_.size()) - (last_cached_ ? 0 : 1); }
   int64_t generated() const { return decoder_.generated(); }
   std::optional<StopReason> stop() const { return stop_; }
   bool done() const { return stop_.has_value(); }
@@ -109,11 +105,10 @@ class DecodingSequence {
   std::span<const int32_t> PrefillTokens(int64_t n);
   // This step's tokens past the prompt: the last token and at most `room`
   // drafts, as many as the governor finds worth a row that costs `row_share`
-  // of the step's average (0: free). Calls spec().on_draft.
+  // of the step's average (0: free). Calls the spec's on_draft.
   std::span<const int32_t> DecodeTokens(int64_t room, double row_share);
   // Whether the forward pass must return logits for every row of the step.
   bool all_logits() const { return !draft_.empty() || (mtp() && step_is_prompt_); }
-  std::span<const int32_t> step_tokens() const { return fed_; }
 
   // The step's rows: `logits` rows from `row` on (one per token of the step
   // with all_logits(), else one) read through `scratch` (vocab floats).
@@ -124,9 +119,10 @@ class DecodingSequence {
   // The MTP layer step the last Consume asks for (rows of the same hidden
   // states as its logits, from the same `row`), or null.
   MtpSettle* mtp_settle() { return settle_.cache != nullptr ? &settle_ : nullptr; }
-  void clear_mtp_settle() { settle_.cache = nullptr; }
 
  private:
+  // Tokens of history_ whose keys and values the trunk's cache keeps.
+  int64_t cached_tokens() const { return int64_t(history_.size()) - (last_cached_ ? 0 : 1); }
   // Drafts the sequence may make now: within its token budget, its context,
   // `room` and what the governor allows.
   int64_t DraftLength(int64_t room, double row_share);

@@ -152,7 +152,8 @@ Expected<GenerateResult> Generator::Generate(Sequence& seq, std::span<const int3
     const bool last_chunk = prompt_step && s.prompt_left() <= step_tokens;
     // A lone sequence's drafts cost nearly nothing: its rows share the
     // weights' reads (row share 0).
-    const auto tokens = prompt_step ? s.PrefillTokens(step_tokens) : s.DecodeTokens(step_tokens - 1, 0);
+    const auto tokens =
+        prompt_step ? s.PrefillTokens(step_tokens) : s.DecodeTokens(step_tokens - 1, 0);
     auto logits = model_.Forward(tokens, *seq.cache, s.all_logits());
     if (!logits.ok()) {
       keep_cached();

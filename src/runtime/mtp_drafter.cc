@@ -30,7 +30,8 @@ Status MtpDrafter::Settle(std::span<MtpSettle* const> settles, const Tensor& hid
       return Status::Error("MTP cache out of step: " + std::to_string(s->cache->length()) +
                            " rows, the trunk's step starts at " + std::to_string(s->first));
     }
-    for (size_t i = 0; i < s->next.size(); ++i) rows_.push_back(int32_t(s->hidden_row + int64_t(i)));
+    for (size_t i = 0; i < s->next.size(); ++i)
+      rows_.push_back(int32_t(s->hidden_row + int64_t(i)));
     steps_.push_back({s->next, s->cache, /*all_logits=*/false});
   }
   ASSIGN_OR_RETURN(const Tensor input, Gather(hidden, rows_));
@@ -51,8 +52,7 @@ Status MtpDrafter::Settle(std::span<MtpSettle* const> settles, const Tensor& hid
       model_.backend().ReadF32(logits.RowSlice(int64_t(i), 1), logits_);
       s->draft->push_back(Sampler::Argmax(logits_));
       // Another guess only while it is wanted and its row fits the cache.
-      if (int64_t(s->draft->size()) == s->max_draft ||
-          s->cache->length() >= s->cache->capacity()) {
+      if (int64_t(s->draft->size()) == s->max_draft || s->cache->length() >= s->cache->capacity()) {
         continue;
       }
       drafting_[kept++] = s;

@@ -518,8 +518,8 @@ class Scheduler::Impl {
     for (size_t i = 0; i < order_.size(); ++i) order_[i] = int32_t(i);
     const size_t n = std::min(order_.size(), size_t(top_n));
     std::partial_sort(order_.begin(), order_.begin() + n, order_.end(), [&](int32_t x, int32_t y) {
-      return raw_logits_[size_t(x)] != raw_logits_[size_t(y)] ? raw_logits_[size_t(x)] > raw_logits_[size_t(y)]
-                                                              : x < y;
+      const float lx = raw_logits_[size_t(x)], ly = raw_logits_[size_t(y)];
+      return lx != ly ? lx > ly : x < y;
     });
     for (size_t i = 0; i < n; ++i) {
       ev.top_logprobs.emplace_back(order_[i],

@@ -4,11 +4,19 @@ namespace anymoe {
 
 using ojson = nlohmann::ordered_json;
 
-const ojson* Field(const ojson& object, const char* name) {
+namespace {
+template <typename Json>
+const Json* FieldOf(const Json& object, const char* name) {
   if (!object.is_object()) return nullptr;
   auto it = object.find(name);
   if (it == object.end() || it->is_null()) return nullptr;
   return &*it;
+}
+}  // namespace
+
+const ojson* Field(const ojson& object, const char* name) { return FieldOf(object, name); }
+const nlohmann::json* Field(const nlohmann::json& object, const char* name) {
+  return FieldOf(object, name);
 }
 
 std::optional<ApiError> ReadArray(const ojson& object, const char* key, size_t max_items,

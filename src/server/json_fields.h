@@ -18,8 +18,10 @@ namespace anymoe {
     if (std::optional<ApiError> _e = (expr)) return _e; \
   } while (0)
 
-// A field that is absent or null counts as not given: null.
+// A field that is absent or null counts as not given: null (also when
+// `object` is not an object).
 const nlohmann::ordered_json* Field(const nlohmann::ordered_json& object, const char* name);
+const nlohmann::json* Field(const nlohmann::json& object, const char* name);
 
 // An array field (`messages`, `tools`) of at most `max_items` items into
 // `*out` (null when absent and not `required`). A required one must be there

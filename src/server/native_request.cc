@@ -4,6 +4,7 @@
 #include <array>
 #include <string_view>
 
+#include "server/json_fields.h"
 #include "tokenizer/fim_tokens.h"
 #include "tokenizer/tokenizer.h"
 
@@ -11,17 +12,6 @@ namespace anymoe {
 namespace {
 
 using json = nlohmann::json;
-
-#define RETURN_IF_API_ERROR(expr)                       \
-  do {                                                  \
-    if (std::optional<ApiError> _e = (expr)) return _e; \
-  } while (0)
-
-const json* Field(const json& body, const char* name) {
-  auto it = body.find(name);
-  if (it == body.end() || it->is_null()) return nullptr;
-  return &*it;
-}
 
 // The sampler names llama-server's `samplers` takes.
 constexpr std::array<std::string_view, 10> kSamplerNames = {

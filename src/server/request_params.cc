@@ -3,22 +3,12 @@
 #include <cmath>
 #include <limits>
 
+#include "server/json_fields.h"
+
 namespace anymoe {
 namespace {
 
 using json = nlohmann::json;
-
-#define RETURN_IF_API_ERROR(expr)                       \
-  do {                                                  \
-    if (std::optional<ApiError> _e = (expr)) return _e; \
-  } while (0)
-
-// A field that is absent or null counts as not given.
-const json* Field(const json& body, const char* name) {
-  auto it = body.find(name);
-  if (it == body.end() || it->is_null()) return nullptr;
-  return &*it;
-}
 
 std::string Range(double lo, double hi) {
   auto fmt = [](double v) {
