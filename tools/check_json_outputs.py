@@ -49,6 +49,10 @@ def main():
     checker = jsonschema.Draft202012Validator.FORMAT_CHECKER
     passed = 0
     failures = []
+    # Schemas whose shortest document is longer than the tokens the model's
+    # context leaves (the tiny goldens have 128 positions): anymoe refuses
+    # them by name (json_schema_no_room); listed, never counted as passes.
+    no_room = []
     with tempfile.TemporaryDirectory() as tmp:
         for i, schema, k in runs:
             path = os.path.join(tmp, f"s{i}.json")
@@ -61,20 +65,27 @@ def main():
                    "-n", str(args.max_tokens), "--temp", args.temp, "--seed", str(i * 100 + k), "-t", args.threads]
             r = subprocess.run(cmd, capture_output=True)
             text = r.stdout.decode("utf-8", errors="replace").rstrip("\n")
+            err = r.stderr.decode(errors="replace")
+            if r.returncode != 0 and "tokens remain (max_tokens or the context)" in err:
+                no_room.append(i)
+                continue
             try:
                 r.stdout.decode("utf-8", errors="strict")
                 if r.returncode != 0:
-                    raise RuntimeError(r.stderr.decode(errors="replace").strip())
+                    raise RuntimeError(err.strip())
                 value = json.loads(text)
                 jsonschema.Draft202012Validator(schema, format_checker=checker).validate(value)
                 passed += 1
             except Exception as e:  # noqa: BLE001 - every failure is reported
                 failures.append((i, type(e).__name__, str(e)[:200], text[:200]))
-    print(f"{args.model} --temp {args.temp}: {passed}/{len(runs)} outputs parse and validate "
+    print(f"{args.model} --temp {args.temp}: {passed}/{len(runs) - len(no_room)} outputs parse and validate "
           f"({len(runs) // args.seeds} schemas x {args.seeds} seeds)")
+    if no_room:
+        print(f"  {len(no_room)} runs not made: the schema's shortest document does not fit the context "
+              f"(schemas {sorted(set(no_room))})")
     for f in failures[:10]:
         print("  FAIL", f)
-    return 0 if passed == len(runs) else 1
+    return 0 if passed == len(runs) - len(no_room) else 1
 
 
 if __name__ == "__main__":

@@ -236,9 +236,28 @@ std::shared_ptr<const JsonConstraint::Mask> JsonConstraintState::Allowed(int64_t
   return constraint_->MaskFor(state_, std::max<int64_t>(0, remaining - 1));
 }
 
-void JsonConstraintState::ApplyMask(std::span<float> logits, int64_t remaining) {
+Status JsonConstraintState::ApplyMask(std::span<float> logits, int64_t remaining) {
   const std::shared_ptr<const JsonConstraint::Mask> mask = Allowed(remaining);
   const size_t known = std::min(logits.size(), mask->bits.size() * 64);
+  // Without this check an empty mask would leave every logit at -inf and the
+  // sampler would pick some token the constraint then rejects.
+  bool any = false;
+  for (size_t w = 0; w * 64 < known && !any; ++w) {
+    const size_t bits_here = std::min<size_t>(64, known - w * 64);
+    const uint64_t valid = bits_here == 64 ? ~uint64_t(0) : (uint64_t(1) << bits_here) - 1;
+    any = (mask->bits[w] & valid) != 0;
+  }
+  if (!any) {
+    const int64_t needed = ShortestCompletion();
+    if (needed > std::max<int64_t>(0, remaining - 1)) {
+      return Status::Error("the JSON document needs at least " + std::to_string(needed) +
+                               " more bytes but only " + std::to_string(remaining) +
+                               " tokens remain (max_tokens or the context)",
+                           ErrorKind::kInvalidArgument, "json_schema_no_room", "max_tokens");
+    }
+    return Status::Error("no token of the vocabulary continues the JSON document",
+                         ErrorKind::kInvalidArgument, "json_schema_no_token");
+  }
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
   for (size_t w = 0; w * 64 < known; ++w) {
     const uint64_t bits = mask->bits[w];
@@ -253,6 +272,7 @@ void JsonConstraintState::ApplyMask(std::span<float> logits, int64_t remaining) 
     }
   }
   for (size_t i = known; i < logits.size(); ++i) logits[i] = kNegInf;
+  return Status::Ok();
 }
 
 Status JsonConstraintState::Accept(int32_t token) {

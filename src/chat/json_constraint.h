@@ -105,8 +105,11 @@ class JsonConstraintState {
   explicit JsonConstraintState(std::shared_ptr<const JsonConstraint> constraint);
 
   // Sets the logits of disallowed tokens to -inf. `remaining`: tokens the
-  // budget still allows, this step included (>= 1).
-  void ApplyMask(std::span<float> logits, int64_t remaining);
+  // budget still allows, this step included (>= 1). Fails, leaving nothing
+  // to sample, when no token is allowed: the document cannot be closed in
+  // the tokens left (code json_schema_no_room), or the vocabulary has no
+  // token that continues it.
+  Status ApplyMask(std::span<float> logits, int64_t remaining);
   // The allowed tokens as a bitset (for tests and other samplers).
   std::shared_ptr<const JsonConstraint::Mask> Allowed(int64_t remaining);
   // Advances by a sampled token; an end token is accepted only when complete.

@@ -46,7 +46,9 @@ Status ReportJsonSchemaMaskCost(const Engine& engine, const std::string& schema_
     std::vector<float> logits(size_t(constraint->vocab().vocab_size()));
     for (int64_t step = 0; step < steps && !state.IsComplete(); ++step) {
       std::fill(logits.begin(), logits.end(), 0.0f);
-      time([&] { state.ApplyMask(logits, steps - step); });
+      Status masked;
+      time([&] { masked = state.ApplyMask(logits, steps - step); });
+      if (!masked.ok()) break;
       std::vector<int32_t> allowed;
       for (size_t i = 0; i < logits.size(); ++i) {
         if (logits[i] == 0.0f) allowed.push_back(int32_t(i));

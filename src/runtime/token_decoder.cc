@@ -28,7 +28,7 @@ Status TokenDecoder::Prepare(std::span<float> logits) const {
 Expected<DecodedToken> TokenDecoder::Choose(std::span<float> logits,
                                             std::span<const int32_t> history, int32_t draft,
                                             int64_t remaining) {
-  if (constraint_ != nullptr) constraint_->ApplyMask(logits, remaining);
+  if (constraint_ != nullptr) RETURN_IF_ERROR(constraint_->ApplyMask(logits, remaining));
   // A draft is judged against the distribution the constraint leaves, so an
   // accepted draft is a token the constraint allows.
   const DraftVerdict verdict = VerifyDraftRow(sampler_, logits, history, draft);

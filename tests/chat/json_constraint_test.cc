@@ -129,6 +129,35 @@ TEST(JsonConstraint, RandomWalksOnSmolLm2) {
   CheckTokenizer(**tok, (*tok)->eos_id(), 64, 1);
 }
 
+// A budget (max_tokens or the context) too small for the shortest document:
+// the step fails with a named error instead of sampling from an empty mask
+// (which picked an arbitrary token the constraint then refused).
+TEST(JsonConstraint, NoRoomForTheDocumentIsANamedError) {
+  const std::string dir = std::string(ANYMOE_GOLDEN_DIR) + "/moe/glm_moe_dsa/";
+  auto tok = Tokenizer::FromHfJson(dir + "tokenizer.json", dir + "tokenizer_config.json");
+  ASSERT_TRUE(tok.ok()) << tok.status().message();
+  auto vocab = VocabularyIndex::Build(**tok);
+  ASSERT_TRUE(vocab.ok());
+  const Json schema = Json::parse(
+      R"({"type": "object", "properties": {"a_long_property_name": {"type": "string", "minLength": 20}},
+          "required": ["a_long_property_name"]})");
+  auto c = JsonConstraint::Create(schema, *vocab, {(*tok)->eos_id()});
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  const int64_t shortest = (*c)->automaton().ShortestCompletion((*c)->automaton().Start());
+  ASSERT_GT(shortest, 40);
+  std::vector<float> logits(size_t((*tok)->vocab_size()), 0.0f);
+  JsonConstraintState tight(*c);
+  const Status st = tight.ApplyMask(logits, 10);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.code(), "json_schema_no_room");
+  EXPECT_EQ(st.kind(), ErrorKind::kInvalidArgument);
+  EXPECT_NE(st.message().find(std::to_string(shortest)), std::string::npos) << st.message();
+  JsonConstraintState roomy(*c);
+  std::fill(logits.begin(), logits.end(), 0.0f);
+  EXPECT_TRUE(roomy.ApplyMask(logits, shortest + 1).ok());
+  EXPECT_GT(std::count(logits.begin(), logits.end(), 0.0f), 0);
+}
+
 TEST(JsonConstraint, UnsupportedKeywordsAreRefusedByName) {
   for (const char* kw : {"not", "if", "contains", "dependentSchemas", "unevaluatedProperties"}) {
     Json schema = Json::parse(R"({"type": "object", "properties": {"a": {"type": "string"}}})");
@@ -210,8 +239,8 @@ TEST(JsonConstraintBench, DISABLED_MaskCostPerStepOnSmolLm2) {
       auto ids = (*tok)->Encode(w.text, false, false);
       for (size_t k = 0; k < ids.size(); ++k) {
         const auto start = std::chrono::steady_clock::now();
-        state.ApplyMask(logits, int64_t(64 - k));
-        const Status st = state.Accept(ids[k]);
+        Status st = state.ApplyMask(logits, int64_t(64 - k));
+        if (st.ok()) st = state.Accept(ids[k]);
         const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         if (!st.ok()) break;  // a retokenised walk may take another path; stop there
         seconds += dt;
