@@ -17,8 +17,8 @@ constexpr int64_t kMaxLayers = 4096;
 constexpr int64_t kMaxExperts = int64_t(1) << 16;
 
 Status Malformed(const std::string& name, const std::string& what) {
-  return Status::Error(name + ": not an expert profile: " + what, ErrorKind::kInvalidArgument,
-                       "profile_malformed");
+  return Status::Error(name + ": profile_malformed: not an expert profile: " + what,
+                       ErrorKind::kInvalidArgument, "profile_malformed");
 }
 
 // `j[key]` as a vector of `n` finite non-negative numbers.
@@ -173,8 +173,11 @@ Expected<ExpertProfile> ExpertProfile::Load(const std::string& path) {
 Status ExpertProfile::CheckModel(const std::string& model_fingerprint,
                                  const ModelConfig& config) const {
   const auto mismatch = [&](const std::string& what) {
-    return Status::Error("the expert profile was measured on another model (" + what + ")",
-                         ErrorKind::kInvalidArgument, "profile_model_mismatch");
+    return Status::Error(
+        "profile_model_mismatch: the expert profile was measured on another "
+        "model (" +
+            what + ")",
+        ErrorKind::kInvalidArgument, "profile_model_mismatch");
   };
   if (fingerprint != model_fingerprint) {
     return mismatch("fingerprint " + fingerprint + " of " +
@@ -200,10 +203,10 @@ Status ExpertProfile::CheckModel(const std::string& model_fingerprint,
   return Status::Ok();
 }
 
-std::vector<RankedExpert> ExpertProfile::Ranked(ExpertRanking ranking) const {
+std::vector<ExpertRef> ExpertProfile::Ranked(ExpertRanking ranking) const {
   struct Entry {
     double key, mass;
-    RankedExpert e;
+    ExpertRef e;
   };
   std::vector<Entry> all;
   for (const LayerProfile& l : layers) {
@@ -217,7 +220,7 @@ std::vector<RankedExpert> ExpertProfile::Ranked(ExpertRanking ranking) const {
     if (a.key != b.key) return a.key > b.key;
     return a.mass > b.mass;  // stable: layer, then expert, ascending
   });
-  std::vector<RankedExpert> out;
+  std::vector<ExpertRef> out;
   out.reserve(all.size());
   for (const Entry& e : all) out.push_back(e.e);
   return out;

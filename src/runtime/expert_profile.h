@@ -20,6 +20,7 @@
 
 #include "core/status.h"
 #include "models/blocks/step_context.h"
+#include "models/experts/expert_cache.h"
 #include "models/model_config.h"
 
 namespace anymoe {
@@ -33,11 +34,6 @@ struct LayerProfile {
 
 // How experts are ranked: by tokens routed (frequency) or by saliency.
 enum class ExpertRanking { kFrequency, kSaliency };
-
-struct RankedExpert {
-  int64_t layer = 0;
-  int32_t expert = 0;
-};
 
 struct ExpertProfile {
   std::string model_name;   // the file it was measured on (informative)
@@ -63,7 +59,7 @@ struct ExpertProfile {
 
   // Every (layer, expert), most used first by `ranking` (ties: probability
   // mass, then layer and expert ascending, so the order is deterministic).
-  std::vector<RankedExpert> Ranked(ExpertRanking ranking) const;
+  std::vector<ExpertRef> Ranked(ExpertRanking ranking) const;
 };
 
 // Accumulates a profile from a model's forward steps. Install with

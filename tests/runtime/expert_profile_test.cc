@@ -153,7 +153,7 @@ TEST_F(ExpertProfileTest, RoundTripsAndRefusesAnotherModel) {
   // Ranked: every (layer, expert) once, counts not increasing.
   const auto ranked = p.Ranked(ExpertRanking::kFrequency);
   ASSERT_EQ(int64_t(ranked.size()), int64_t(p.layers.size()) * p.num_experts);
-  const auto count = [&](const RankedExpert& r) {
+  const auto count = [&](const ExpertRef& r) {
     for (const LayerProfile& lp : p.layers) {
       if (lp.layer == r.layer) return lp.tokens_routed[size_t(r.expert)];
     }
