@@ -17,6 +17,7 @@
 #include "models/model_file.h"
 #include "models/model_fingerprint.h"
 #include "runtime/routing_trace.h"
+#include "testing/loaded_model.h"
 #include "testing/test_files.h"
 
 namespace anymoe {
@@ -24,20 +25,12 @@ namespace {
 
 const std::string kGolden = std::string(ANYMOE_GOLDEN_DIR) + "/";
 
-struct Loaded {
-  ModelFile file;
-  std::unique_ptr<Backend> backend;
-  std::unique_ptr<Model> model;
-};
+using Loaded = testing::LoadedModel;
 
 Loaded Load(const std::string& path) {
-  Loaded l;
-  l.file = std::move(OpenModelFile(path)).value();
   BackendOptions options{.num_threads = 2};
   options.exact_matmul = true;
-  l.backend = std::move(CreateBackend("cpu", options)).value();
-  l.model = std::move(LoadModel(l.file, *l.backend, LoadOptions{.max_step_tokens = 64})).value();
-  return l;
+  return testing::LoadCpuModel(path, options, LoadOptions{.max_step_tokens = 64});
 }
 
 // A prefill of 24 tokens, 6 decode steps, and a batched step of two sequences.

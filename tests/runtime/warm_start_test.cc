@@ -10,6 +10,7 @@
 
 #include "models/model_fingerprint.h"
 #include "runtime/expert_profile.h"
+#include "testing/loaded_model.h"
 #include "testing/test_files.h"
 
 namespace anymoe {
@@ -17,20 +18,12 @@ namespace {
 
 const std::string kGolden = std::string(ANYMOE_GOLDEN_DIR) + "/";
 
-struct Loaded {
-  ModelFile file;
-  std::unique_ptr<Backend> backend;
-  std::unique_ptr<Model> model;
-};
+using Loaded = testing::LoadedModel;
 
 Loaded Load(const std::string& path, int64_t slots) {
-  Loaded l;
-  l.file = std::move(OpenModelFile(path)).value();
-  l.backend = std::move(CreateBackend("cpu", BackendOptions{.num_threads = 2})).value();
   LoadOptions options{.max_step_tokens = 64};
   options.expert_cache = ExpertCacheOptions{.enabled = slots > 0, .slots = slots};
-  l.model = std::move(LoadModel(l.file, *l.backend, options)).value();
-  return l;
+  return testing::LoadCpuModel(path, BackendOptions{.num_threads = 2}, options);
 }
 
 // A prefill of 20 tokens and 12 decode steps; every logit in order. `after`
