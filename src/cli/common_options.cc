@@ -25,7 +25,8 @@ void AddEngineOptions(CLI::App& cmd, EngineOptions& o) {
   cmd.add_option("--mem-budget", o.mem_budget,
                  "device memory to reserve in bytes (0: exactly what the model plans to need)");
   cmd.add_option("--chat-template", o.chat_template,
-                 "use a built-in chat renderer (chatml, glm, llama3) instead of the model's own Jinja template");
+                 "use a built-in chat renderer (chatml, glm, llama3) instead of the model's own "
+                 "Jinja template");
   cmd.add_option("--batch", o.max_step_tokens, "prompt tokens per forward step")
       ->check(CLI::Range(1, 4096));
   cmd.add_flag("--exact", o.exact_matmul,
@@ -40,6 +41,13 @@ void AddEngineOptions(CLI::App& cmd, EngineOptions& o) {
   cmd.add_option("--mtp-file", o.mtp_path,
                  "load the MTP layer from this MTP-only GGUF (beside a trunk-only -m file)");
   AddExpertOptions(cmd, o.experts);
+  cmd.add_option("--expert-profile", o.warm_start.profile,
+                 "warm start: read the experts this profile (anymoe profile) used most into the "
+                 "expert cache at start, in the background");
+  cmd.add_option("--pin-experts", o.warm_start.pin_percent,
+                 "with --expert-profile: pin the profile's hottest PCT % of the expert cache's "
+                 "slots against eviction (at most 50)")
+      ->check(CLI::Range(0.0, 50.0));
   AddNumaOption(cmd, o.numa);
 }
 
@@ -122,7 +130,8 @@ void AddExpertParallelOptions(CLI::App& cmd, ExpertParallelOptions& ep) {
 
 Status SingleProcessOnly(const char* command) {
   if (MpiLaunchSize() < 2) return Status::Ok();
-  return Status::Error(std::string("anymoe ") + command + " runs as one process: under mpirun, "
+  return Status::Error(std::string("anymoe ") + command +
+                       " runs as one process: under mpirun, "
                        "expert parallelism is supported by run, bench and serve");
 }
 

@@ -26,6 +26,8 @@ int main(int argc, char** argv) {
       anymoe::cli::RegisterBenchServe);
   add("cache-sim", "replay routing traces through the expert cache's eviction policies",
       anymoe::cli::RegisterCacheSim);
+  add("profile", "measure which experts a corpus uses (expert profile for warm start)",
+      anymoe::cli::RegisterProfile);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -3,6 +3,8 @@
 // model, starts the continuous-batching scheduler, and on SIGTERM/SIGINT
 // drains: new requests get 503, running ones finish or are cancelled by
 // --shutdown-timeout, and the process exits 0. A second signal exits at once.
+// With --profile-out, SIGHUP writes the expert profile of the traffic so far
+// (and shutdown writes the final one).
 // Under mpirun (--ep) rank 0 does all that and the other ranks follow its
 // steps (runtime/step_broadcast.h).
 #include <malloc.h>
@@ -22,6 +24,8 @@
 #include "cli/common_options.h"
 #include "core/system_memory.h"
 #include "models/memory_plan.h"
+#include "models/model_fingerprint.h"
+#include "runtime/expert_profile.h"
 #include "runtime/scheduler.h"
 #include "runtime/step_broadcast.h"
 #include "server/completion_service.h"
@@ -46,6 +50,7 @@ struct ServeFlags {
   int64_t prefill_depth_unit = -1;  // not given: DefaultPrefillDepthUnit of the model
   int debug_token_delay_ms = 0;
   double request_timeout = 10;
+  std::string profile_out;  // expert profile of the live traffic (SIGHUP, shutdown)
 };
 
 // glibc gives each thread that allocates its own arena (up to 8 per core),
@@ -102,6 +107,19 @@ class SignalWatcher {
     std::unique_lock<std::mutex> lock(mu_);
     cv_.wait(lock, [&] { return signals_ > 0; });
   }
+  // From now on SIGHUP calls `on_hangup` (on the watcher's thread) instead of
+  // ending the process.
+  void OnHangup(std::function<void()> on_hangup) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      on_hangup_ = std::move(on_hangup);
+    }
+    struct sigaction sa {};
+    sa.sa_handler = OnShutdownSignal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    sigaction(SIGHUP, &sa, nullptr);
+  }
   // Before the model is loaded there is nothing to drain: exit at the first signal.
   void SetDraining() {
     std::lock_guard<std::mutex> lock(mu_);
@@ -118,6 +136,12 @@ class SignalWatcher {
         return;
       }
       std::unique_lock<std::mutex> lock(mu_);
+      if (sig == SIGHUP) {
+        const std::function<void()> on_hangup = on_hangup_;
+        lock.unlock();
+        if (on_hangup) on_hangup();
+        continue;
+      }
       ++signals_;
       if (!draining_possible_) {
         std::fprintf(stderr, "anymoe: signal %d while loading; exiting\n", int(sig));
@@ -138,6 +162,7 @@ class SignalWatcher {
   std::condition_variable cv_;
   int signals_ = 0;
   bool draining_possible_ = false;
+  std::function<void()> on_hangup_;
 };
 
 // Under expert parallelism every rank but 0 runs rank 0's steps with its own
@@ -253,6 +278,27 @@ int Serve(ServeFlags& f) {
     sched.idle_interval = std::chrono::milliseconds(
         int64_t(std::min(1000.0, comm->timeout_s() * 1000 / 4)));
   }
+  // The profiler sees the scheduler thread's steps; SIGHUP and shutdown
+  // snapshot it from theirs.
+  std::unique_ptr<ExpertProfiler> profiler;
+  const auto write_profile = [&f, &profiler] {
+    Status st = profiler->Snapshot().Write(f.profile_out);
+    if (st.ok()) {
+      std::fprintf(stderr, "anymoe: wrote the expert profile to %s\n", f.profile_out.c_str());
+    } else {
+      std::fprintf(stderr, "anymoe: error: expert profile: %s\n", st.message().c_str());
+    }
+  };
+  if (!f.profile_out.empty()) {
+    if (!engine->model().config().is_moe()) {
+      return ReportError(Status::Error("--profile-out: " + f.engine.model_path +
+                                       " has no routed experts to profile"));
+    }
+    profiler = std::make_unique<ExpertProfiler>(engine->model().config(), f.engine.model_path,
+                                                ModelFingerprint(engine->file()), "serve");
+    engine->model().SetObserver(&profiler->observer());
+    signals.OnHangup(write_profile);
+  }
   auto scheduler = Scheduler::Create(*engine, sched);
   if (!scheduler.ok()) return ReportError(scheduler.status());
   std::unique_ptr<CompletionService> service = SchedulerService(std::move(scheduler).value());
@@ -285,6 +331,10 @@ int Serve(ServeFlags& f) {
   const auto timeout = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
       std::chrono::duration<double>(f.shutdown_timeout));
   server.Drain(std::chrono::steady_clock::now() + timeout);
+  if (profiler) {  // the scheduler thread is gone: the final counts
+    signals.OnHangup(nullptr);
+    write_profile();
+  }
   if (sender) {  // the scheduler thread is gone: the other ranks may stop too
     if (Status st = sender->Stop(); !st.ok()) EndJob(*engine->communicator(), st);
   }
@@ -357,6 +407,9 @@ CommandFn RegisterServe(CLI::App& cmd) {
   cmd.add_option("--request-timeout", f->request_timeout,
                  "seconds from a request's first byte to the end of its body (408 past it)")
       ->check(FiniteNumber(0.1, 3600.0));
+  cmd.add_option("--profile-out", f->profile_out,
+                 "write the expert profile of the traffic served (anymoe profile's format) "
+                 "to FILE.json on SIGHUP and at shutdown");
   cmd.add_flag("--no-request-log", f->no_request_log, "do not log one line per request");
   cmd.add_flag("--no-prefix-cache", f->no_prefix_cache,
                "do not share the KV blocks of identical prompt prefixes across requests");

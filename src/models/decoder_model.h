@@ -34,6 +34,7 @@ class DecoderModel final : public Model {
   RoutingStats routing_stats() const override;
   void ResetRoutingStats() override;
   void SetObserver(const ForwardObserver* observer) override { observer_ = observer; }
+  ExpertCache* expert_cache() override { return expert_cache_.get(); }
   Status SetIndexTopK(int64_t topk) override;
 
  private:

@@ -149,6 +149,8 @@ class Model {
   }
 
   virtual RoutingStats routing_stats() const = 0;
+  // The routed-expert cache when experts stream (LoadOptions::expert_cache), else null.
+  virtual ExpertCache* expert_cache() { return nullptr; }
   virtual void ResetRoutingStats() = 0;
   // Taps for tests and tools (null to remove); not owned.
   virtual void SetObserver(const ForwardObserver* observer) = 0;

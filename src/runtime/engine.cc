@@ -181,6 +181,14 @@ Expected<std::unique_ptr<Engine>> Engine::Load(const EngineOptions& options) {
     RETURN_IF_ERROR(e->comm_->Barrier(std::max(c.timeout_s(), 600.0)));
     RETURN_IF_ERROR(e->JoinDeviceExchange());
   }
+  if (!options.warm_start.profile.empty()) {
+    WarmStartOptions warm = options.warm_start;
+    warm.progress = warm.progress && e->is_root();
+    ASSIGN_OR_RETURN(e->warm_start_, WarmStart::Start(*e->model_, e->file_, warm));
+  } else if (options.warm_start.pin_percent > 0) {
+    return Status::Error("--pin-experts needs --expert-profile FILE (which experts to pin)",
+                         ErrorKind::kInvalidArgument, "pin_without_profile");
+  }
   if (e->model_->config().vocab_size < int64_t(e->tokenizer_->vocab_size())) {
     return Status::Error(options.model_path + ": tokenizer has " +
                          std::to_string(e->tokenizer_->vocab_size()) +

@@ -17,6 +17,7 @@
 #include "models/model.h"
 #include "models/model_file.h"
 #include "runtime/expert_streaming.h"
+#include "runtime/warm_start.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
@@ -60,6 +61,8 @@ struct EngineOptions {
   std::string mtp_path;
   // Routed experts streamed from disk through a RAM cache (--expert-cache ...).
   ExpertStreamingOptions experts;
+  // --expert-profile FILE, --pin-experts PCT (runtime/warm_start.h).
+  WarmStartOptions warm_start;
   ExpertParallelOptions expert_parallel;
 };
 
@@ -80,6 +83,8 @@ class Engine {
   // The process's resident memory before any weight was loaded (code,
   // libraries, the tokenizer): what its RSS holds beyond the memory plan.
   uint64_t resident_before_weights() const { return resident_before_weights_; }
+  // The warm start of --expert-profile, or null.
+  WarmStart* warm_start() { return warm_start_.get(); }
   // The MPI job under expert parallelism, else null.
   Communicator* communicator() { return comm_.get(); }
   // Rank 0 prints; the others stay silent.
@@ -127,6 +132,7 @@ class Engine {
   std::optional<ModelFile> mtp_file_;
   std::unique_ptr<Backend> backend_;
   std::unique_ptr<Model> model_;
+  std::unique_ptr<WarmStart> warm_start_;  // after model_: stops before it
   std::unique_ptr<Tokenizer> tokenizer_;
   Expected<ChatTemplateKind> chat_kind_ = Status::Error("no chat template");
   std::optional<ModelChatTemplate> model_template_;

@@ -30,6 +30,8 @@ nlohmann::ordered_json ExpertCacheJson(const ExpertCacheStats& c) {
           {"prediction_precision", c.prediction_precision()},
           {"prediction_recall", c.prediction_recall()},
           {"sticky_routings", c.sticky_tokens},
+          {"warm_loads", c.warm_loads},
+          {"pinned", c.pinned},
           {"read_errors", c.read_errors}};
 }
 

@@ -57,6 +57,10 @@ void RenderExpertCache(const ExpertCacheStats& c, std::string* out) {
   Counter("anymoe_expert_cache_read_bytes_total", "bytes of experts read from the model file",
           c.bytes_read, out);
   Counter("anymoe_expert_cache_read_errors_total", "expert reads that failed", c.read_errors, out);
+  Counter("anymoe_expert_cache_warm_loads_total",
+          "experts read by the warm start (--expert-profile)", c.warm_loads, out);
+  Gauge("anymoe_expert_cache_pinned", "slots pinned against eviction (--pin-experts)",
+        uint64_t(c.pinned), out);
   Counter("anymoe_expert_cache_tokens_total", "token rows that went through the model", c.tokens,
           out);
   Header("anymoe_expert_cache_stall_seconds_total", "counter",

@@ -475,5 +475,40 @@ TEST_F(ServeBinary, ChatPageStreamsAReplyInHeadlessChromium) {
   }));
 }
 
+// --profile-out: SIGHUP writes the expert profile of what was served so far
+// (the server keeps serving), and shutdown writes the final one, which holds
+// more tokens. The per-layer counts add up to tokens x experts per token.
+TEST_F(ServeBinary, ProfileOutWrittenOnSighupAndAtShutdown) {
+  const std::string profile = Path("live.json");
+  StartServe({"--profile-out", profile}, GoldenPath("moe_gguf/glm4_moe.gguf"));
+  const json request = {{"prompt", "Hello"}, {"max_tokens", 8}, {"temperature", 0},
+                        {"ignore_eos", true}};
+  auto res = Http()->Post("/v1/completions", request.dump(), "application/json");
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200) << res->body;
+  ASSERT_FALSE(std::filesystem::exists(profile));
+  serve_->Signal(SIGHUP);
+  ASSERT_TRUE(Eventually([&] { return std::filesystem::exists(profile); }, std::chrono::seconds(10)))
+      << serve_->err();
+  const json first = json::parse(ReadFile(profile));
+  const int64_t k = first["experts_per_token"];
+  ASSERT_GT(first["tokens"].get<int64_t>(), 0);
+  for (const json& layer : first["layers"]) {
+    int64_t routed = 0;
+    for (int64_t c : layer["tokens_routed"]) routed += c;
+    EXPECT_EQ(routed, first["tokens"].get<int64_t>() * k);
+  }
+  // Still serving after SIGHUP.
+  res = Http()->Post("/v1/completions", request.dump(), "application/json");
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200) << res->body;
+  serve_->Signal(SIGTERM);
+  ASSERT_EQ(serve_->Wait(std::chrono::seconds(20)), 0) << serve_->err();
+  const json last = json::parse(ReadFile(profile));
+  EXPECT_GT(last["tokens"].get<int64_t>(), first["tokens"].get<int64_t>());
+  EXPECT_EQ(last["model"]["fingerprint"], first["model"]["fingerprint"]);
+  EXPECT_EQ(last["source"], "serve");
+}
+
 }  // namespace
 }  // namespace anymoe::testing

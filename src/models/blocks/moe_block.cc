@@ -228,6 +228,11 @@ void MoeBlock::Forward(StepContext& ctx, const Tensor& x, const Tensor& out) {
     be.SwiGlu(g, u, g);
     be.GroupedMatmul(g, experts_.down, offsets_, ye);  // [M, H]
   }
+  if (ctx.observer && ctx.observer->on_expert_outputs) {
+    ctx.observer->on_expert_outputs(RoutedExpertOutputs{
+        be, ctx.layer, t, logits, spec_.scoring, offsets_, rows,
+        std::span<const float>(scales_).first(size_t(m)), ye});
+  }
   be.Zero(out);
   // Per token, contributions add in ascending expert order, as the reference does.
   be.ScatterAddRows(ye, rows, std::span<const float>(scales_).first(size_t(m)), out);

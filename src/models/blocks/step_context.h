@@ -16,11 +16,29 @@
 
 namespace anymoe {
 
+// One MoE layer's routed experts of a step, as an expert profile measures
+// them (runtime/expert_profile.h): the router's scores and, grouped by
+// expert, each (token, expert) pair's combining weight and expert output.
+// Views valid during the call only; read tensors through `backend`.
+struct RoutedExpertOutputs {
+  Backend& backend;
+  int64_t layer = 0;
+  int64_t tokens = 0;                 // T
+  const Tensor& logits;               // [T, E] router logits (before any selection bias)
+  RouterSpec::Scoring scoring;        // how the router turns logits into probabilities
+  std::span<const int32_t> offsets;   // [E + 1]: expert e's pairs are [offsets[e], offsets[e+1])
+  std::span<const int32_t> rows;      // [M]: each pair's token
+  std::span<const float> weights;     // [M]: each pair's combining weight (as the sum uses it)
+  const Tensor& outputs;              // [M, H]: each pair's expert output, before weighting
+};
+
 // Optional taps for tests and tools: the reference comparisons record which
-// experts each token chose and which keys each DSA query kept.
+// experts each token chose and which keys each DSA query kept; expert
+// profiles read the routed experts' outputs.
 struct ForwardObserver {
   // ids [T, k] of one MoE layer.
   std::function<void(int64_t layer, std::span<const int32_t> ids, int64_t k)> on_route;
+  std::function<void(const RoutedExpertOutputs& routed)> on_expert_outputs;
   // keys [T, stride], counts [T] of one layer that ran (or reused) the indexer.
   std::function<void(int64_t layer, const KeySelection& selection)> on_key_selection;
 };

@@ -123,6 +123,8 @@ Expected<std::unique_ptr<ExpertCache>> ExpertCache::Create(
   c->parts_done_.assign(size_t(f.slots), 0);
   c->prefetched_.assign(size_t(f.slots), 0);
   c->prefetch_pinned_.assign(size_t(f.slots), 0);
+  c->warming_.assign(size_t(f.slots), 0);
+  c->warm_pinned_.assign(size_t(f.slots), 0);
   c->stats_.enabled = true;
   c->stats_.policy = std::string(EvictionPolicyName(options.policy));
   c->stats_.prefetch = options.prefetch;
@@ -263,8 +265,9 @@ void ExpertCache::Prefetch(int64_t layer, std::span<const int32_t> experts) {
     ++stats_.predicted;
     const int64_t id = Id(layer, e);
     int32_t s = table_.SlotOf(id);
-    // Half the slots stay free of prefetches, for the steps' own misses.
-    const bool room = table_.pinned_slots() < table_.slots() / 2;
+    // Half the slots a warm start left unpinned stay free of prefetches, for
+    // the steps' own misses.
+    const bool room = table_.pinned_slots() - warm_.pinned < (table_.slots() - warm_.pinned) / 2;
     if (s < 0) {
       candidates[size_t(e)] = 1;  // judged by the gate whether read or not
       if (!read_ahead) {
@@ -349,6 +352,16 @@ void ExpertCache::LoadPart(int32_t s, int64_t id, int part, int worker) {
     views_[size_t(s)][size_t(part)] = view;
     if (!status.ok() && error_[size_t(s)].ok()) error_[size_t(s)] = status;
     if (++parts_done_[size_t(s)] < kExpertParts) return;
+    if (warming_[size_t(s)]) {
+      warming_[size_t(s)] = 0;
+      ++warm_.done;
+    }
+    if (!error_[size_t(s)].ok() && warm_pinned_[size_t(s)]) {
+      // A failed read keeps no slot: a later step reads the expert again.
+      warm_pinned_[size_t(s)] = 0;
+      --warm_.pinned;
+      table_.Unpin(s);
+    }
     if (error_[size_t(s)].ok()) {
       state_[size_t(s)] = State::kReady;
       ++stats_.loads;
@@ -364,6 +377,53 @@ void ExpertCache::LoadPart(int32_t s, int64_t id, int part, int worker) {
   loaded_.notify_all();
 }
 
+int64_t ExpertCache::Warm(std::span<const ExpertRef> experts, int64_t pin) {
+  std::lock_guard<std::mutex> lock(mu_);
+  pin = std::min(pin, table_.slots() / 2);
+  int64_t queued = 0;
+  for (const ExpertRef& x : experts) {
+    if (x.layer < 0 || x.layer >= int64_t(layers_.size()) || id_base_[size_t(x.layer)] < 0 ||
+        x.expert < 0 || x.expert >= int32_t(layers_[size_t(x.layer)].num_experts())) {
+      continue;
+    }
+    const int64_t id = Id(x.layer, x.expert);
+    int32_t s = table_.SlotOf(id);
+    if (s < 0) {
+      if (queued >= table_.slots()) break;  // the cache is full of the list's experts
+      int64_t evicted = -1;
+      s = table_.Claim(id, &evicted);
+      if (s < 0) break;  // every slot held
+      if (evicted >= 0) ++stats_.evictions;
+      Queue(s);
+      prefetched_[size_t(s)] = 0;
+      warming_[size_t(s)] = 1;
+      table_.Pin(s);  // the load's pin
+      ++in_flight_;
+      ++queued;
+      ++warm_.queued;
+      ahead_.push_back(s);
+    }
+    if (warm_.pinned < pin && !warm_pinned_[size_t(s)]) {
+      table_.Pin(s);
+      warm_pinned_[size_t(s)] = 1;
+      ++warm_.pinned;
+    }
+  }
+  work_.notify_all();
+  return queued;
+}
+
+ExpertCache::WarmProgress ExpertCache::warm_progress() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return warm_;
+}
+
+bool ExpertCache::IsCached(int64_t layer, int32_t expert) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (layer < 0 || layer >= int64_t(layers_.size()) || id_base_[size_t(layer)] < 0) return false;
+  return table_.SlotOf(Id(layer, expert)) >= 0;
+}
+
 void ExpertCache::CountTokens(int64_t t, int64_t sticky) {
   std::lock_guard<std::mutex> lock(mu_);
   stats_.tokens += uint64_t(t);
@@ -372,7 +432,10 @@ void ExpertCache::CountTokens(int64_t t, int64_t sticky) {
 
 ExpertCacheStats ExpertCache::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return stats_;
+  ExpertCacheStats s = stats_;
+  s.pinned = warm_.pinned;
+  s.warm_loads = uint64_t(warm_.done);
+  return s;
 }
 
 }  // namespace anymoe

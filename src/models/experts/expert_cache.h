@@ -14,7 +14,12 @@
 // A failed read (I/O error, the file shrank) fails the steps that need that
 // expert with a Status; the slot is freed and a later step reads it again.
 //
-// Called from the model's thread only (one step at a time); the I/O threads
+// A warm start (Warm) fills the cache from an expert profile before any step
+// asks, below the steps' own misses, and may pin the first experts of its
+// list for the cache's life.
+//
+// Called from the model's thread only (one step at a time), except
+// warm_progress() and IsCached(), which any thread may call; the I/O threads
 // are internal.
 #pragma once
 
@@ -46,7 +51,7 @@ struct ExpertCacheOptions {
   int64_t slots = 0;     // > 0: exactly this many slots (tests), whatever `bytes` says
   double fraction = 0;   // > 0: slots for this share of all routed experts (--expert-cache 25%)
   EvictionPolicy policy = EvictionPolicy::kLfru;  // the best measured (ExpertSlotTable)
-  double half_life = 0;  // LFRU (see ExpertSlotTable)
+  double half_life = 0;                           // LFRU (see ExpertSlotTable)
   bool prefetch = true;  // load the predicted experts of the next layer ahead
   // ... while at least this share of such loads was used lately (PrefetchGate;
   // 0: always, above 1: never once the gate has seen enough to judge).
@@ -56,8 +61,14 @@ struct ExpertCacheOptions {
   // Slots in the device's memory (a device backend's hot-expert cache, sized
   // from what --mem-budget leaves; NewDeviceExpertSlots): `bytes` is device memory.
   bool device_slots = false;
-  bool direct_io = true;     // O_DIRECT where the file system allows it
+  bool direct_io = true;                         // O_DIRECT where the file system allows it
   ExpertReader::FaultHook fault_hook = nullptr;  // tests
+};
+
+// One routed expert of the model: its layer (the model layer index) and expert.
+struct ExpertRef {
+  int64_t layer = 0;
+  int32_t expert = 0;
 };
 
 class ExpertCache {
@@ -95,6 +106,20 @@ class ExpertCache {
   void ReleasePrefetch(int64_t layer);
   bool prefetch_enabled() const { return options_.prefetch; }
 
+  // Warm start: queues reads of `experts` (most wanted first; those of layers
+  // not streamed are skipped) into free slots, or slots no step holds, up to
+  // the cache's size, behind any step's misses; the first `pin` of them that
+  // get a slot stay pinned (never evicted) for the cache's life, at most half
+  // the slots so that steps and prefetches keep room. Returns how many reads
+  // were queued; progress in warm_progress(). Call once, before or between steps.
+  int64_t Warm(std::span<const ExpertRef> experts, int64_t pin);
+  struct WarmProgress {
+    int64_t queued = 0, done = 0;  // done: loaded or failed
+    int64_t pinned = 0;
+  };
+  WarmProgress warm_progress() const;
+  bool IsCached(int64_t layer, int32_t expert) const;  // loaded or loading
+
   void CountTokens(int64_t t, int64_t sticky);
   ExpertCacheStats stats() const;
   int64_t slots() const { return table_.slots(); }
@@ -110,7 +135,7 @@ class ExpertCache {
   void LoadPart(int32_t slot, int64_t id, int part, int worker);
   void Queue(int32_t slot);            // under mu_: a load of the slot's new expert
   bool PartsLeft(int32_t slot) const;  // under mu_: queued or loading, a part not taken
-  void FreeIfUnused(int32_t slot);  // under mu_: a failed slot nobody holds
+  void FreeIfUnused(int32_t slot);     // under mu_: a failed slot nobody holds
   // Under mu_: gives the gate what became of `layer`'s last candidates.
   void JudgeCandidates(int64_t layer);
 
@@ -132,6 +157,9 @@ class ExpertCache {
   std::vector<uint8_t> parts_taken_, parts_done_;
   std::vector<uint8_t> prefetched_;       // loaded ahead and not used yet
   std::vector<uint8_t> prefetch_pinned_;  // held by Prefetch until its layer runs
+  std::vector<uint8_t> warming_;          // a warm start's read in flight
+  std::vector<uint8_t> warm_pinned_;      // pinned by the warm start for good
+  WarmProgress warm_;
   std::deque<int32_t> demand_, ahead_;
   int64_t in_flight_ = 0;                            // slots queued or loading
   std::vector<std::vector<int32_t>> prefetch_pins_;  // by model layer

@@ -31,6 +31,8 @@ struct ExpertCacheStats {
   uint64_t predicted_used = 0;     // ... that the layer then used
   uint64_t predicted_lookups = 0;  // lookups of layers that had a prediction
   uint64_t sticky_tokens = 0;      // (token, layer) routings replaced by --sticky-experts
+  uint64_t warm_loads = 0;         // experts a warm start (--expert-profile) read
+  int64_t pinned = 0;              // slots pinned for good by it (--pin-experts)
 
   double hit_rate() const { return lookups ? double(hits) / double(lookups) : 0.0; }
   // Of the experts predicted, the share used (precision), and of the experts
@@ -76,6 +78,7 @@ struct ExpertCacheStats {
     f(d.predicted_used, o.predicted_used);
     f(d.predicted_lookups, o.predicted_lookups);
     f(d.sticky_tokens, o.sticky_tokens);
+    f(d.warm_loads, o.warm_loads);
   }
 };
 
