@@ -43,7 +43,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 SRC_DIR = Path("tests/golden/moe")
 OUT_DIR = Path("tests/golden/moe_gguf")
-NAMES = ["glm4_moe", "glm4_moe_lite", "deepseek_v3", "glm_moe_dsa", "qwen3_moe", "mixtral"]
+NAMES = ["glm4_moe", "glm4_moe_lite", "deepseek_v3", "glm_moe_dsa", "qwen3_moe", "mixtral",
+         "deepseek_v32", "kimi_k25"]
+# Multimodal wrappers: the text config and the language model's tensor prefix.
+WRAPPERS = {"kimi_k25": "language_model."}
 TOKENIZER_ARRAY_KEYS = {
     "tokenizer.ggml.tokens", "tokenizer.ggml.token_type", "tokenizer.ggml.merges",
     "tokenizer.ggml.scores",
@@ -85,6 +88,12 @@ def child_convert(llama_dir: str, converter_args: list[str]) -> None:
         return orig_glm(self)
 
     base.TextModel._set_vocab_glm = set_vocab_glm
+
+    # DeepseekV32Model.set_vocab asserts tokenizer_config's add_bos_token (true for the released
+    # DeepSeek-V3.2 tokenizer); ours adds no BOS, so go straight to the _set_vocab_gpt2 it calls.
+    from conversion import deepseek  # type: ignore
+
+    deepseek.DeepseekV32Model.set_vocab = lambda self: self._set_vocab_gpt2()
 
     import runpy
     sys.argv = [str(llama / "convert_hf_to_gguf.py")] + converter_args
@@ -186,8 +195,15 @@ def run_checks(name: str, gguf_path: Path) -> dict:
     cfg = json.loads((REPO / SRC_DIR / name / "config.json").read_text())
     hf = load_file(str(REPO / SRC_DIR / name / "model.safetensors"))
     hf = {k: v.astype(np.float32) for k, v in hf.items()}
+    if name in WRAPPERS:  # compare with the language model's tensors, by their text names
+        cfg, prefix = cfg["text_config"], WRAPPERS[name]
+        skipped = sorted({k.split(".")[0] for k in hf if not k.startswith(prefix)})
+        hf = {k[len(prefix):]: v for k, v in hf.items() if k.startswith(prefix)}
+        checks_prefix = {"language model prefix": prefix, "other tensors (not converted)": skipped}
+    else:
+        checks_prefix = {}
     r = GGUFReader(str(gguf_path))
-    checks: dict[str, object] = {}
+    checks: dict[str, object] = dict(checks_prefix)
 
     def same(a, b):
         return a is not None and b is not None and a.shape == b.shape and np.array_equal(a, b)
@@ -434,7 +450,9 @@ def main() -> None:
         "tokenizer_workaround": (
             "get_vocab_base_pre returns 'gpt-2' when the pre-tokenizer hash is unknown (NotImplementedError); "
             "_set_vocab_glm falls back to _set_vocab_gpt2 when the tokenizer has no '[gMASK]' "
-            "(GLM special tokens absent). Tensors and hyper-parameters are converted by unmodified code."),
+            "(GLM special tokens absent); DeepseekV32Model.set_vocab goes straight to the "
+            "_set_vocab_gpt2 it calls, without its assert that tokenizer_config sets add_bos_token "
+            "(ours adds no BOS). Tensors and hyper-parameters are converted by unmodified code."),
         "versions": {"python": sys.version.split()[0], "transformers": transformers.__version__,
                      "torch": torch.__version__, "gguf_reader": getattr(gguf_reader_pkg, "__version__", None)
                      or _pkg_version("gguf")},

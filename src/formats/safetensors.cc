@@ -29,12 +29,8 @@ struct SupportedDType {
   uint64_t bytes;
 };
 constexpr SupportedDType kDTypes[] = {
-    {"F32", DType::kF32, 4},
-    {"F16", DType::kF16, 2},
-    {"BF16", DType::kBF16, 2},
-    {"I32", DType::kI32, 4},
-    {"F8_E4M3", DType::kF8_E4M3, 1},
-    {"F8_E5M2", DType::kF8_E5M2, 1},
+    {"F32", DType::kF32, 4}, {"F16", DType::kF16, 2},         {"BF16", DType::kBF16, 2},
+    {"I32", DType::kI32, 4}, {"F8_E4M3", DType::kF8_E4M3, 1}, {"F8_E5M2", DType::kF8_E5M2, 1},
 };
 
 // One header entry before it is placed in the mmap.
@@ -329,6 +325,24 @@ Expected<std::unique_ptr<SafetensorsModel>> SafetensorsModel::Open(
   RETURN_IF_ERROR(
       AttachFp8Scales(model->description_, model->tensors_, find, model.get(), quantization));
   return model;
+}
+
+size_t SafetensorsModel::KeepPrefixed(std::string_view prefix) {
+  std::vector<TensorInfo> kept;
+  std::vector<size_t> kept_shard;
+  for (size_t i = 0; i < tensors_.size(); ++i) {
+    if (!tensors_[i].name.starts_with(prefix)) continue;
+    kept.push_back(std::move(tensors_[i]));
+    kept.back().name.erase(0, prefix.size());
+    kept_shard.push_back(shard_of_[i]);
+  }
+  const size_t dropped = tensors_.size() - kept.size();
+  tensors_ = std::move(kept);
+  shard_of_ = std::move(kept_shard);
+  index_.clear();
+  // Unique: the prefixed names were, and one prefix is stripped from each.
+  for (size_t i = 0; i < tensors_.size(); ++i) index_.emplace(tensors_[i].name, i);
+  return dropped;
 }
 
 const TensorInfo* SafetensorsModel::Find(std::string_view name) const {

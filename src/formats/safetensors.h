@@ -34,8 +34,8 @@ class SafetensorsModel : public TensorSource {
   // the block scales `quantization` describes (fp8_scales.h); any other dtype is
   // an error naming the tensor. Errors are one line naming the file and the
   // tensor or key at fault.
-  static Expected<std::unique_ptr<SafetensorsModel>> Open(
-      const std::string& path, const Fp8Quantization& quantization = {});
+  static Expected<std::unique_ptr<SafetensorsModel>> Open(const std::string& path,
+                                                          const Fp8Quantization& quantization = {});
 
   // TensorSource. Data pointers are into the mmaps and carry no alignment
   // promise beyond 1 byte (safetensors does not align tensors).
@@ -44,6 +44,10 @@ class SafetensorsModel : public TensorSource {
   std::string description() const override { return description_; }
 
   std::span<const SafetensorsShard> shards() const { return shards_; }
+  // Keeps only the tensors named `prefix` + X, renamed X: a multimodal
+  // wrapper's language model (Kimi K2.5's "language_model."). Returns how many
+  // other tensors were dropped; the shards stay mapped.
+  size_t KeepPrefixed(std::string_view prefix);
   // Index into shards() of the shard holding `t` (one of tensors()).
   size_t ShardOf(const TensorInfo& t) const { return shard_of_[&t - tensors_.data()]; }
 

@@ -1,6 +1,7 @@
 // ModelConfig from GGUF metadata as llama.cpp's converter writes it
 // (`<arch>.*` keys): llama (incl. Mixtral's experts), glm4moe, qwen3moe,
-// deepseek2 (DeepSeek-V3, GLM-4.7-Flash) and glm-dsa (GLM-5). Every number is
+// deepseek2 (DeepSeek-V3, GLM-4.7-Flash, Kimi K2.5's text model), glm-dsa (GLM-5)
+// and deepseek32 (DeepSeek-V3.2). Every number is
 // range-checked as it is read (IntKey, RealKey), naming the key, and the layer
 // count before any per-layer table is sized from it.
 #include <cmath>
@@ -8,6 +9,7 @@
 #include "formats/gguf.h"
 #include "models/config_loader.h"
 #include "models/config_validation.h"
+#include "models/supported_architectures.h"
 
 namespace anymoe {
 namespace {
@@ -143,9 +145,13 @@ Status ReadDsa(const GgufFile& f, const std::string& p, ModelConfig& c) {
                    IntKey(f, p + "attention.indexer.key_length", std::nullopt, 1, B::kHeadDim));
   ASSIGN_OR_RETURN(d.topk,
                    IntKey(f, p + "attention.indexer.top_k", std::nullopt, 1, B::kPositions));
-  d.pairing = RopePairing::kInterleaved;
+  // llama.cpp's deepseek32 graph ropes the indexer with LLAMA_ROPE_TYPE_NEOX
+  // (half-split, as DeepseekV32Indexer) and glm-dsa's with NORM (interleaved);
+  // deepseek32 has no indexer.types: every layer runs its indexer.
+  d.pairing = c.arch == "deepseek32" ? RopePairing::kHalfSplit : RopePairing::kInterleaved;
   c.indexer_kinds.assign(size_t(c.num_layers), IndexerKind::kFull);
-  if (const GgufValue* types = f.FindValue(p + "attention.indexer.types")) {
+  const GgufValue* types = f.FindValue(p + "attention.indexer.types");
+  if (types != nullptr && c.arch != "deepseek32") {
     // One entry per trunk layer, or per block with the NextN layers too.
     const uint64_t n = types->is_array() ? types->array_size() : 0;
     if (n != uint64_t(c.num_layers) && n != uint64_t(c.num_layers + c.num_nextn_layers)) {
@@ -166,11 +172,11 @@ Expected<ModelConfig> ModelConfigFromGguf(const GgufFile& f) {
   ModelConfig c;
   ASSIGN_OR_RETURN(const std::string arch, f.GetString("general.architecture"));
   const std::string p = arch + ".";
-  if (arch != "llama" && arch != "glm4moe" && arch != "qwen3moe" && arch != "deepseek2" &&
-      arch != "glm-dsa") {
-    return Status::Error(f.path() + ": architecture '" + arch +
-                         "' is not supported from GGUF (supported: llama, glm4moe, qwen3moe, "
-                         "deepseek2, glm-dsa)");
+  const bool dsa = arch == "glm-dsa" || arch == "deepseek32";
+  if (arch != "llama" && arch != "glm4moe" && arch != "qwen3moe" && arch != "deepseek2" && !dsa) {
+    return Status::Error(
+        f.path() + ": architecture '" + arch +
+        "' is not supported from GGUF (supported: " + SupportedGgufArchitectures() + ")");
   }
   ASSIGN_OR_RETURN(auto experts, f.FindI64(p + "expert_count"));
   c.arch = arch == "llama" && experts.value_or(0) > 0 ? "mixtral" : arch;
@@ -215,8 +221,8 @@ Expected<ModelConfig> ModelConfigFromGguf(const GgufFile& f) {
   // num_layers is within ConfigBounds::kLayers: the per-layer tables are small.
   c.ffn_kinds.assign(size_t(c.num_layers), FfnKind::kDense);
   RETURN_IF_ERROR(ReadMoe(f, p, c));
-  if (arch == "deepseek2" || arch == "glm-dsa") RETURN_IF_ERROR(ReadMla(f, p, c));
-  if (arch == "glm-dsa") RETURN_IF_ERROR(ReadDsa(f, p, c));
+  if (arch == "deepseek2" || dsa) RETURN_IF_ERROR(ReadMla(f, p, c));
+  if (dsa) RETURN_IF_ERROR(ReadDsa(f, p, c));
   RETURN_IF_ERROR(ValidateConfig(c, f.path()));
   return c;
 }

@@ -13,6 +13,7 @@
 #include "formats/parse_util.h"
 #include "models/config_loader.h"
 #include "models/config_validation.h"
+#include "models/supported_architectures.h"
 
 namespace anymoe {
 namespace {
@@ -231,20 +232,31 @@ Status ReadMla(const Fields& f, const json& j, ModelConfig& c, const std::string
   ASSIGN_OR_RETURN(m.v_head_dim, f.Int("v_head_dim", 0, 0, B::kHeadDim));
   c.head_dim = m.qk_nope_head_dim + m.qk_rope_head_dim;  // a `head_dim` key is ignored (GLM-5.2)
   c.num_kv_heads = c.num_heads;
-  ASSIGN_OR_RETURN(const bool interleave, f.Bool("rope_interleave", true));
+  // DeepseekV32Attention always calls the interleaved helper; it has no such field.
+  ASSIGN_OR_RETURN(bool interleave, f.Bool("rope_interleave", true));
+  if (c.arch == "deepseek_v32") interleave = true;
   c.rope_pairing = interleave ? RopePairing::kInterleaved : RopePairing::kHalfSplit;
   return ReadRope(f, j, m.qk_rope_head_dim, c, where);
 }
 
-// GLM-5's indexer and its full/shared layer schedule.
+// The lightning indexer: GLM-5's, with its full/shared layer schedule, or
+// DeepSeek-V3.2's, which runs in every layer and rotates half-split pairs.
 Status ReadDsa(const Fields& f, ModelConfig& c) {
   DsaConfig& d = c.dsa;
-  ASSIGN_OR_RETURN(d.n_heads, f.Int("index_n_heads", 0, 0, B::kHeads));
-  ASSIGN_OR_RETURN(d.head_dim, f.Int("index_head_dim", 0, 0, B::kHeadDim));
-  ASSIGN_OR_RETURN(d.topk, f.Int("index_topk", 0, 0, B::kPositions));
+  const bool deepseek = c.arch == "deepseek_v32";
+  // DeepseekV32Config's defaults; GlmMoeDsaConfig's come with every released config.
+  ASSIGN_OR_RETURN(d.n_heads, f.Int("index_n_heads", deepseek ? 64 : 0, 0, B::kHeads));
+  ASSIGN_OR_RETURN(d.head_dim, f.Int("index_head_dim", deepseek ? 128 : 0, 0, B::kHeadDim));
+  ASSIGN_OR_RETURN(d.topk, f.Int("index_topk", deepseek ? 2048 : 0, 0, B::kPositions));
+  c.indexer_kinds.assign(size_t(c.num_layers), IndexerKind::kFull);
+  if (deepseek) {
+    // DeepseekV32Indexer calls the half-split apply_rotary_pos_emb and reads no
+    // indexer_rope_interleave / indexer_types (shared/new-archs.md §2.2).
+    d.pairing = RopePairing::kHalfSplit;
+    return Status::Ok();
+  }
   ASSIGN_OR_RETURN(const bool interleave, f.Bool("indexer_rope_interleave", true));
   d.pairing = interleave ? RopePairing::kInterleaved : RopePairing::kHalfSplit;
-  c.indexer_kinds.assign(size_t(c.num_layers), IndexerKind::kFull);
   ASSIGN_OR_RETURN(auto types,
                    f.Choices("indexer_types", "full", "shared", c.indexer_kinds.size()));
   ASSIGN_OR_RETURN(const std::string pattern, f.String("index_topk_pattern", ""));
@@ -305,29 +317,54 @@ Status ReadArchitecture(const Fields& f, const json& j, ModelConfig& c, const st
     RETURN_IF_ERROR(ReadDenseLayers(f, c, first_dense));
     return ReadRope(f, j, c.head_dim, c, where);
   }
-  if (a == "deepseek_v3" || a == "glm4_moe_lite" || a == "glm_moe_dsa") {
+  if (a == "deepseek_v3" || a == "glm4_moe_lite" || a == "glm_moe_dsa" || a == "deepseek_v32" ||
+      a == "kimi_k25") {
     RETURN_IF_ERROR(ReadSigmoidMoe(f, c));
-    // glm4_moe_lite ignores first_k_dense_replace when mlp_layer_types is absent.
-    ASSIGN_OR_RETURN(const int64_t first_dense, f.Int("first_k_dense_replace", 0, 0, c.num_layers));
+    // glm4_moe_lite ignores first_k_dense_replace when mlp_layer_types is absent;
+    // DeepseekV32Config defaults it to 3.
+    ASSIGN_OR_RETURN(const int64_t first_dense,
+                     f.Int("first_k_dense_replace", a == "deepseek_v32" ? 3 : 0, 0, c.num_layers));
     RETURN_IF_ERROR(ReadDenseLayers(f, c, a == "glm4_moe_lite" ? 1 : first_dense));
     RETURN_IF_ERROR(ReadMla(f, j, c, where));
-    if (a == "glm_moe_dsa") RETURN_IF_ERROR(ReadDsa(f, c));
+    if (a == "glm_moe_dsa" || a == "deepseek_v32") RETURN_IF_ERROR(ReadDsa(f, c));
     return Status::Ok();
   }
   return Status::Error(where + ": model_type " + QuoteName(a) +
-                       " is not supported (supported: llama, qwen3_moe, mixtral, glm4_moe, "
-                       "deepseek_v3, glm4_moe_lite, glm_moe_dsa)");
+                       " is not supported (supported: " + SupportedHfModelTypes() + ")");
+}
+
+// A multimodal wrapper's text config (Kimi K2.5: a DeepSeek-V3 `text_config`,
+// whose model_type the released config spells kimi_k2); the config itself otherwise.
+Expected<const json*> TextConfig(const json& j, const std::string& arch, const std::string& where) {
+  const TextModelWrapper wrapper = TextModelWrapperOf(arch);
+  if (wrapper.text_config_key.empty()) return &j;
+  const std::string key(wrapper.text_config_key);
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_object()) {
+    return Status::Error(where + ": model_type " + QuoteName(arch) + " needs a \"" + key +
+                         "\" object (its text model's config)");
+  }
+  ASSIGN_OR_RETURN(const std::string inner,
+                   Fields(*it, where, key + ".").String("model_type", "deepseek_v3"));
+  if (inner != "deepseek_v3" && inner != "kimi_k2") {
+    return Status::Error(where + ": " + key + ".model_type " + QuoteName(inner) + " of " +
+                         QuoteName(arch) + " is not supported (supported: deepseek_v3, kimi_k2)");
+  }
+  return &*it;
 }
 
 }  // namespace
 
 Expected<ModelConfig> ModelConfigFromHf(const HfConfig& hf) {
   const std::string& where = hf.path();
-  const json& j = hf.json();
-  const Fields f(j, where);
   ModelConfig c;
   try {
-    ASSIGN_OR_RETURN(c.arch, f.String("model_type", ""));
+    ASSIGN_OR_RETURN(c.arch, Fields(hf.json(), where).String("model_type", ""));
+    ASSIGN_OR_RETURN(const json* text, TextConfig(hf.json(), c.arch, where));
+    const json& j = *text;
+    const std::string section =
+        text == &hf.json() ? "" : std::string(TextModelWrapperOf(c.arch).text_config_key) + ".";
+    const Fields f(j, where, section);
     RETURN_IF_ERROR(ReadCommon(f, c));
     // Only now, with num_layers within ConfigBounds::kLayers, is anything sized by it.
     c.ffn_kinds.assign(size_t(c.num_layers), FfnKind::kDense);

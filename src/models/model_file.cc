@@ -6,6 +6,7 @@
 #include "formats/gguf.h"
 #include "formats/hf_config.h"
 #include "formats/safetensors.h"
+#include "models/supported_architectures.h"
 
 namespace anymoe {
 
@@ -55,12 +56,22 @@ Expected<ModelFile> OpenModelFile(const std::string& path) {
     mf.format = ModelFormat::kHfFolder;
     ASSIGN_OR_RETURN(mf.hf_config, HfConfig::Load(config));
     ASSIGN_OR_RETURN(const Fp8Quantization fp8, ReadFp8Quantization(*mf.hf_config));
-    ASSIGN_OR_RETURN(mf.hf_weights, SafetensorsModel::Open(path, fp8));
+    ASSIGN_OR_RETURN(std::unique_ptr<SafetensorsModel> weights, SafetensorsModel::Open(path, fp8));
+    const std::string model_type = mf.hf_config->GetString("model_type").value_or("");
+    const TextModelWrapper wrapper = TextModelWrapperOf(model_type);
+    if (!wrapper.weight_prefix.empty()) {
+      const size_t ignored = weights->KeepPrefixed(wrapper.weight_prefix);
+      mf.note = model_type + ": the text model (tensors under '" +
+                std::string(wrapper.weight_prefix) + "'); the vision tower and projector (" +
+                std::to_string(ignored) + " tensors) are ignored";
+    }
+    mf.hf_weights = std::move(weights);
     return mf;
   }
   if (path.ends_with(".safetensors")) {
-    return Status::Error(path + ": a bare .safetensors file has no config; pass its folder "
-                                "(config.json + safetensors + tokenizer.json)");
+    return Status::Error(path +
+                         ": a bare .safetensors file has no config; pass its folder "
+                         "(config.json + safetensors + tokenizer.json)");
   }
   mf.format = ModelFormat::kGguf;
   ASSIGN_OR_RETURN(mf.gguf, GgufFile::Open(path));

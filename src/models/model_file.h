@@ -28,9 +28,12 @@ enum class ModelFormat { kGguf, kHfFolder };
 struct ModelFile {
   ModelFormat format;
   std::string path;
-  std::unique_ptr<GgufFile> gguf;          // kGguf
-  std::unique_ptr<HfConfig> hf_config;     // kHfFolder
+  std::unique_ptr<GgufFile> gguf;            // kGguf
+  std::unique_ptr<HfConfig> hf_config;       // kHfFolder
   std::unique_ptr<TensorSource> hf_weights;  // kHfFolder
+  // A one-line note for the user about what of the file is used ("kimi_k25:
+  // the text model; 27 vision tensors ignored"); empty for most files.
+  std::string note;
 
   ModelFile();
   ~ModelFile();

@@ -108,6 +108,7 @@ Status Engine::JoinDeviceExchange() {
 Expected<std::unique_ptr<Engine>> Engine::Load(const EngineOptions& options) {
   std::unique_ptr<Engine> e(new Engine());
   ASSIGN_OR_RETURN(e->file_, OpenModelFile(options.model_path));
+  if (!e->file_.note.empty()) std::fprintf(stderr, "anymoe: %s\n", e->file_.note.c_str());
   RETURN_IF_ERROR(e->StartExpertParallel(options.expert_parallel));
   ASSIGN_OR_RETURN(e->tokenizer_, LoadTokenizer(e->file_));
   e->resident_before_weights_ = ProcessResidentBytes();

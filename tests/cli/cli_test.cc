@@ -14,6 +14,7 @@
 
 #include "cli/token_list.h"
 #include "core/npy.h"
+#include "testing/cpu_targets.h"
 #include "testing/test_files.h"
 
 namespace anymoe {
@@ -56,30 +57,45 @@ class Cli : public testing::TempDirTest {
     return r;
   }
 
-  // `anymoe run` greedy against transformers' generate on the tiny llama: the
-  // same 16 ids, and each step's logits within `tolerance` (--logits-out).
-  // Returns the largest logit difference.
+  // `anymoe run` greedy against transformers' generate: the same ids as
+  // golden.json's greedy_ids, and each step's logits within `tolerance`
+  // (--logits-out against decode_logits.npy). `model` is the golden folder
+  // (default) or another file of its weights (a GGUF). Returns the largest
+  // logit difference.
   float ExpectGreedyRunMatchesTransformers(const std::vector<std::string>& extra_args,
-                                           float tolerance) {
-    const auto meta = nlohmann::json::parse(ReadFile(Golden("llama_tiny/golden.json")));
+                                           float tolerance,
+                                           const std::string& golden = "llama_tiny",
+                                           const std::string& model = "") {
+    const auto meta = nlohmann::json::parse(ReadFile(Golden(golden + "/golden.json")));
+    const auto greedy = meta["greedy_ids"].get<std::vector<int32_t>>();
+    const std::string n = std::to_string(greedy.size());
     const std::string logits = Path("logits.npy");
     std::vector<std::string> args = {
-        "run", "-m", Golden("llama_tiny"), "--prompt-tokens",
-        cli::FormatTokenList(meta["prompt_ids"].get<std::vector<int32_t>>()), "-n", "16", "--temp",
-        "0", "--ignore-eos", "--print-tokens", "--logits-out", logits, "-t", "2"};
+        "run",
+        "-m",
+        model.empty() ? Golden(golden) : Golden(model),
+        "--prompt-tokens",
+        cli::FormatTokenList(meta["prompt_ids"].get<std::vector<int32_t>>()),
+        "-n",
+        n,
+        "--temp",
+        "0",
+        "--ignore-eos",
+        "--print-tokens",
+        "--logits-out",
+        logits,
+        "-t",
+        "2"};
     args.insert(args.end(), extra_args.begin(), extra_args.end());
     const auto r = Run(args);
     EXPECT_EQ(r.exit_code, 0) << r.err;
-    EXPECT_NE(r.out.find("tokens: " +
-                         cli::FormatTokenList(meta["greedy_ids"].get<std::vector<int32_t>>())),
-              std::string::npos)
-        << r.out;
-    EXPECT_NE(r.err.find("generated: 16 tokens"), std::string::npos) << r.err;
+    EXPECT_NE(r.out.find("tokens: " + cli::FormatTokenList(greedy)), std::string::npos) << r.out;
+    EXPECT_NE(r.err.find("generated: " + n + " tokens"), std::string::npos) << r.err;
     auto ours = ReadNpy(logits);
     EXPECT_TRUE(ours.ok()) << ours.status().message();
     if (!ours.ok()) return INFINITY;
-    EXPECT_EQ(ours->shape, (std::vector<int64_t>{16, 512}));
-    const auto want = ReadNpy(Golden("llama_tiny/decode_logits.npy"))->F32().value();
+    EXPECT_EQ(ours->shape, (std::vector<int64_t>{int64_t(greedy.size()), 512}));
+    const auto want = ReadNpy(Golden(golden + "/decode_logits.npy"))->F32().value();
     const auto got = ours->F32().value();
     float diff = 0;
     for (size_t i = 0; i < want.size() && i < got.size(); ++i) {
@@ -125,6 +141,32 @@ TEST_F(Cli, DefaultF16CacheStaysWithinItsBoundOfTransformers) {
   EXPECT_EQ(ExpectGreedyRunMatchesTransformers({"--kv-type", "f16"}, 2e-2f), by_default);
 }
 
+// DeepSeek-V3.2 (DSA with half-split indexer RoPE, YaRN, group-limited
+// routing) and Kimi K2.5's text model (read from its vision wrapper), HF
+// folders and llama.cpp's GGUF of them, through `run --exact` on every CPU
+// target: transformers' 24 greedy ids, every step's logits within 1e-4.
+TEST_F(Cli, DeepseekV32AndKimiK25RunExactOnEveryCpuTarget) {
+  const std::pair<const char*, const char*> models[] = {
+      {"moe/deepseek_v32", ""},
+      {"moe/deepseek_v32", "moe_gguf/deepseek_v32.gguf"},
+      {"moe/kimi_k25", ""},
+      {"moe/kimi_k25", "moe_gguf/kimi_k25.gguf"}};
+  for (const auto& [golden, model] : models) {
+    for (const std::string& target : testing::CpuTargetNames()) {
+      SCOPED_TRACE(std::string(*model ? model : golden) + " on " + target);
+      ExpectGreedyRunMatchesTransformers({"--exact", "--kv-type", "f32", "--cpu-target", target},
+                                         1e-4f, golden, model);
+    }
+  }
+  // The wrapper's vision tower and projector are named once, not loaded.
+  const auto r = Run({"run", "-m", Golden("moe/kimi_k25"), "-p", "hi", "-n", "1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("kimi_k25: the text model (tensors under 'language_model.'); the vision "
+                       "tower and projector (23 tensors) are ignored"),
+            std::string::npos)
+      << r.err;
+}
+
 TEST_F(Cli, SameSeedSameTextDifferentSeedDifferentText) {
   auto run = [&](const std::string& seed) {
     const auto r = Run({"run", "-m", Golden("llama_tiny"), "-p", "hello world", "-n", "24",
@@ -138,9 +180,9 @@ TEST_F(Cli, SameSeedSameTextDifferentSeedDifferentText) {
 
 TEST_F(Cli, RoutingStatsCountEveryForwardedTokenTopKTimes) {
   const std::string stats = Path("routing.json");
-  const auto r = Run({"run", "-m", Golden("moe/glm_moe_dsa"), "--prompt-tokens",
-                      "5,6,7,8,9,10,11,12,13,14", "-n", "6", "--temp", "0", "--ignore-eos",
-                      "--routing-stats", stats});
+  const auto r =
+      Run({"run", "-m", Golden("moe/glm_moe_dsa"), "--prompt-tokens", "5,6,7,8,9,10,11,12,13,14",
+           "-n", "6", "--temp", "0", "--ignore-eos", "--routing-stats", stats});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(ReadFile(stats));
   // 10 prompt tokens + 5 generated ones fed back (the 6th is never forwarded).
@@ -166,9 +208,10 @@ TEST_F(Cli, InfoFromConfigAloneSizesGlm5) {
 TEST_F(Cli, ChatKeepsTheConversationAndReusesItsCache) {
   // A system prompt longer than a turn, so reuse shows: the model's own template
   // (llama_tiny's ChatML) adds no default system prompt of its own.
-  const auto r = Run({"chat", "-m", Golden("llama_tiny"), "--temp", "0", "-n", "5", "--stats", "--system",
-                      "You are a terse assistant. Answer every question in one short sentence."},
-                     "hello there\nand again\n/exit\n");
+  const auto r =
+      Run({"chat", "-m", Golden("llama_tiny"), "--temp", "0", "-n", "5", "--stats", "--system",
+           "You are a terse assistant. Answer every question in one short sentence."},
+          "hello there\nand again\n/exit\n");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 3) << r.err;  // banner + 2 stats
   // The second turn re-renders the whole conversation but only prefills what is new.
@@ -213,8 +256,7 @@ TEST_F(Cli, SafetensorsHeaderLongerThanFile) {
 TEST_F(Cli, PromptTokenOutsideVocabulary) {
   ExpectCleanError(Run({"run", "-m", Golden("llama_tiny"), "--prompt-tokens", "1,512"}),
                    {"512", "vocabulary"});
-  ExpectCleanError(Run({"run", "-m", Golden("llama_tiny"), "--prompt-tokens", "1,x"}),
-                   {"'x'"});
+  ExpectCleanError(Run({"run", "-m", Golden("llama_tiny"), "--prompt-tokens", "1,x"}), {"'x'"});
 }
 
 TEST_F(Cli, PromptLongerThanContext) {

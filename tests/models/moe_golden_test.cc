@@ -1,20 +1,19 @@
-// The six MoE architectures against transformers 5.24 (tests/golden/moe, from
+// The MoE architectures against transformers 5.24 (tests/golden/moe, from
 // tools/gen_moe_golden.py): logits over the whole 40-token prompt, the greedy
-// 16-token continuation and its logits, a 16-token prefill followed by cached
-// decode (and a 2-token one, so DSA's key count crosses index_topk while
-// decoding), the experts each router chose for every token, and the keys each
-// DSA indexer kept for every query. Every case runs on every CPU kernel target
-// this machine has.
+// 16-token (deepseek_v32, kimi_k25: 24) continuation and its logits, a 16-token prefill followed by
+// cached decode (and a 2-token one, so DSA's key count crosses index_topk while decoding), the
+// experts each router chose for every token, and the keys each DSA indexer kept for every query.
+// Every case runs on every CPU kernel target this machine has.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <optional>
-#include <unistd.h>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "core/npy.h"
 #include "models/model.h"
@@ -128,12 +127,13 @@ TEST_P(MoeGolden, GreedyContinuationMatches) {
   auto seq = gen.NewSequence(128);
   ASSERT_TRUE(seq.ok());
   GenerateOptions opt;
-  opt.max_new_tokens = 16;
+  const auto want = golden_["greedy_ids"].get<std::vector<int32_t>>();  // 16, or 24
+  opt.max_new_tokens = int(want.size());
   opt.sampling = SamplingParams::Greedy();
   opt.record_logits = true;
   auto result = gen.Generate(*seq, prompt_, opt, nullptr);
   ASSERT_TRUE(result.ok()) << result.status().message();
-  EXPECT_EQ(result->tokens, golden_["greedy_ids"].get<std::vector<int32_t>>());
+  EXPECT_EQ(result->tokens, want);
   EXPECT_LT(MaxAbsDiff(result->logits, ReadF32(dir_ + "/decode_logits.npy")), kTolerance);
 }
 
@@ -203,35 +203,39 @@ std::string TestName(const ::testing::TestParamInfo<std::tuple<std::string, std:
 
 const auto kTargets = ::testing::ValuesIn(testing::CpuTargetNames());
 
-INSTANTIATE_TEST_SUITE_P(HfSafetensors, MoeGolden,
-                         ::testing::Combine(::testing::Values("glm_moe_dsa", "glm_moe_dsa_dense",
-                                                              "glm_moe_dsa_dv20", "glm4_moe",
-                                                              "glm4_moe_air", "glm4_moe_bf16",
-                                                              "glm4_moe_fused", "glm4_moe_lite",
-                                                              "deepseek_v3", "qwen3_moe", "mixtral"),
-                                            kTargets),
-                         TestName);
+INSTANTIATE_TEST_SUITE_P(
+    HfSafetensors, MoeGolden,
+    ::testing::Combine(::testing::Values("glm_moe_dsa", "glm_moe_dsa_dense", "glm_moe_dsa_dv20",
+                                         "glm4_moe", "glm4_moe_air", "glm4_moe_bf16",
+                                         "glm4_moe_fused", "glm4_moe_lite", "deepseek_v3",
+                                         "deepseek_v32", "kimi_k25", "qwen3_moe", "mixtral"),
+                       kTargets),
+    TestName);
 // qwen3_moe is missing: llama.cpp's converter cannot map its dense layer 0.
-INSTANTIATE_TEST_SUITE_P(LlamaCppGguf, MoeGolden,
-                         ::testing::Combine(::testing::Values("gguf/glm_moe_dsa", "gguf/glm4_moe",
-                                                              "gguf/glm4_moe_lite",
-                                                              "gguf/deepseek_v3", "gguf/mixtral"),
-                                            kTargets),
-                         TestName);
+INSTANTIATE_TEST_SUITE_P(
+    LlamaCppGguf, MoeGolden,
+    ::testing::Combine(::testing::Values("gguf/glm_moe_dsa", "gguf/glm4_moe", "gguf/glm4_moe_lite",
+                                         "gguf/deepseek_v3", "gguf/deepseek_v32", "gguf/kimi_k25",
+                                         "gguf/mixtral"),
+                       kTargets),
+    TestName);
 // The MLA models in the expanded form (DSA's only in auto: forcing it is
 // refused) against the same goldens: transformers computes this form.
 INSTANTIATE_TEST_SUITE_P(
     MlaForms, MoeGolden,
     ::testing::Combine(::testing::Values("expanded/deepseek_v3", "expanded/glm4_moe_lite",
                                          "expanded/gguf/deepseek_v3", "auto/glm_moe_dsa",
-                                         "auto/glm_moe_dsa_dense", "auto/gguf/glm_moe_dsa"),
+                                         "auto/glm_moe_dsa_dense", "auto/gguf/glm_moe_dsa",
+                                         "auto/deepseek_v32", "auto/gguf/deepseek_v32",
+                                         "expanded/kimi_k25", "expanded/gguf/kimi_k25"),
                        kTargets),
     TestName);
-INSTANTIATE_TEST_SUITE_P(Architectures, DsaGolden,
-                         ::testing::Combine(::testing::Values("glm_moe_dsa", "glm_moe_dsa_dense",
-                                                              "glm_moe_dsa_dv20", "gguf/glm_moe_dsa"),
-                                            kTargets),
-                         TestName);
+INSTANTIATE_TEST_SUITE_P(
+    Architectures, DsaGolden,
+    ::testing::Combine(::testing::Values("glm_moe_dsa", "glm_moe_dsa_dense", "glm_moe_dsa_dv20",
+                                         "gguf/glm_moe_dsa", "deepseek_v32", "gguf/deepseek_v32"),
+                       kTargets),
+    TestName);
 
 }  // namespace
 }  // namespace anymoe
@@ -244,7 +248,8 @@ namespace {
 TEST(DsaNoOp, EqualsDenseMlaOnTheSameWeights) {
   namespace fs = std::filesystem;
   const fs::path src = fs::path(ANYMOE_GOLDEN_DIR) / "moe" / "glm_moe_dsa_dense";
-  const fs::path dst = fs::temp_directory_path() / ("anymoe_dense_mla_" + std::to_string(::getpid()));
+  const fs::path dst =
+      fs::temp_directory_path() / ("anymoe_dense_mla_" + std::to_string(::getpid()));
   fs::remove_all(dst);
   fs::create_directories(dst);
   fs::create_symlink(src / "model.safetensors", dst / "model.safetensors");

@@ -1,5 +1,6 @@
 // Continuous batching: requests through the scheduler produce exactly what a
-// lone Generator produces (greedy), also with 8 others running alongside; a full
+// lone Generator produces (greedy), also with 8 others running alongside, and
+// transformers' tokens on the newest MoE goldens; a full
 // queue is refused; cancelling frees the slot and the KV blocks; shutdown
 // finishes or cancels by the deadline.
 #include "runtime/scheduler.h"
@@ -8,13 +9,16 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <fstream>
 #include <future>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <numeric>
 #include <thread>
 
 #include "models/model_stats.h"
 #include "runtime/engine.h"
+#include "testing/cpu_targets.h"
 
 namespace anymoe {
 namespace {
@@ -574,6 +578,76 @@ TEST_P(SchedulerMtpTest, MtpRequestsEqualLoneGenerationAndDraftAlike) {
   EXPECT_GT(drafted, 0);
   EXPECT_EQ(BlocksUsedOnceIdle(*sched), 0);
 }
+
+// DeepSeek-V3.2 and Kimi K2.5's text model served, against transformers
+// (tests/golden/moe/*/golden.json): the 40-token golden prompt in a mixed
+// batch of 8 sequences (prompts of 8 to 60 tokens prefilling in chunks of 7
+// while the shorter ones decode) and alone with prompt chunks of 3, 8 and 17
+// tokens (3 < index_topk 4 < 8: the DSA turns sparse inside a chunk or at its
+// edge) gives transformers' 24 greedy tokens, on every CPU target.
+class SchedulerGoldenTest : public SchedulerTest {
+ protected:
+  void SetUp() override {}  // each CPU target loads its own engine
+
+  std::string GoldenJsonPath() const {
+    std::string name = GetParam().substr(GetParam().find('/') + 1);
+    if (name.ends_with(".gguf")) name.resize(name.size() - 5);
+    return std::string(ANYMOE_GOLDEN_DIR) + "/moe/" + name + "/golden.json";
+  }
+
+  // Serves `prompts` (24 greedy tokens each) and returns what each got.
+  std::vector<std::vector<int32_t>> Serve(const std::vector<std::vector<int32_t>>& prompts,
+                                          int64_t chunk) {
+    SchedulerOptions so{.max_parallel = int(prompts.size()), .context = 256,
+                        .prefill_chunk = chunk};
+    auto sched = std::move(Scheduler::Create(*engine_, so)).value();
+    std::vector<std::unique_ptr<Collected>> results;
+    for (const auto& p : prompts) {
+      results.push_back(std::make_unique<Collected>());
+      EXPECT_TRUE(sched->Submit(MakeRequest(p, 24, results.back().get())).ok());
+    }
+    std::vector<std::vector<int32_t>> tokens;
+    for (auto& r : results) {
+      EXPECT_EQ(r->done.get_future().wait_for(60s), std::future_status::ready);
+      EXPECT_EQ(r->error, "");
+      tokens.push_back(r->tokens);
+    }
+    EXPECT_EQ(BlocksUsedOnceIdle(*sched), 0);
+    return tokens;
+  }
+};
+
+TEST_P(SchedulerGoldenTest, MixedBatchAndPromptChunksGiveTransformersTokens) {
+  const auto golden = nlohmann::json::parse(std::ifstream(GoldenJsonPath()));
+  const auto prompt = golden["prompt_ids"].get<std::vector<int32_t>>();
+  const auto want = golden["greedy_ids"].get<std::vector<int32_t>>();
+  ASSERT_EQ(want.size(), 24u);
+  for (const std::string& target : testing::CpuTargetNames()) {
+    SCOPED_TRACE(target);
+    testing::ScopedCpuTarget scoped(target);
+    Load(/*mtp=*/false);
+    std::vector<std::vector<int32_t>> batch;
+    std::vector<std::vector<int32_t>> alone;
+    for (int i = 0; i < 8; ++i) {
+      std::vector<int32_t> p = i % 3 == 0 ? prompt : Prompt(i);
+      if (i % 3 == 2) {  // long ones that still prefill while others decode
+        for (int j = 0; j < 40; ++j) p.push_back(3 + (i * 13 + j * 7) % 500);
+      }
+      alone.push_back(i % 3 == 0 ? want : Alone(p, 24));
+      batch.push_back(std::move(p));
+    }
+    const auto served = Serve(batch, 7);
+    for (size_t i = 0; i < batch.size(); ++i) EXPECT_EQ(served[i], alone[i]) << "request " << i;
+    for (const int64_t chunk : {3, 8, 17}) {
+      EXPECT_EQ(Serve({prompt, Prompt(5)}, chunk)[0], want) << "prefill chunk " << chunk;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(NewestMoeModels, SchedulerGoldenTest,
+                         ::testing::Values("moe/deepseek_v32", "moe_gguf/deepseek_v32.gguf",
+                                           "moe/kimi_k25", "moe_gguf/kimi_k25.gguf"),
+                         [](const auto& info) { return testing::TestNameOf(info.param); });
 
 INSTANTIATE_TEST_SUITE_P(MtpModels, SchedulerMtpTest,
                          ::testing::Values("fp8/glm_moe_dsa", "fp8/deepseek_v3",
