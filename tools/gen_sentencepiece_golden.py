@@ -35,7 +35,10 @@ Writes under tests/golden/tokenizer/:
                           "ids_no_special" (specials as text), "decoded" (when
                           decode(ids) != the text), "skip" (decode skipping
                           specials, when != decoded), "legacy" (the legacy
-                          file's ids, when != ids)
+                          file's ids, when != ids); "chat": conversations
+                          rendered with the real chat template by jinja2 in
+                          transformers' environment (tools/gen_chat_template_golden.py)
+                          and their ids (specials parsed, no extra BOS)
 
 Usage: /work/venv-ref/bin/python tools/gen_sentencepiece_golden.py --mirror AELAN_GIT_DIR \
            --mistral-common MISTRAL_COMMON_GIT_DIR
@@ -51,6 +54,7 @@ import sys
 import tempfile
 
 import gguf
+import jinja2
 import sentencepiece
 import tokenizers
 from tokenizers import Tokenizer
@@ -167,6 +171,29 @@ def golden_cases(tok, legacy, texts):
     return cases
 
 
+CONVERSATIONS = [
+    [{"role": "user", "content": "Hello, who are you?"}],
+    [{"role": "system", "content": "Answer in one word."},
+     {"role": "user", "content": "Capital of France?"},
+     {"role": "assistant", "content": "Paris"},
+     {"role": "user", "content": "Of Japan? 日本の首都"}],
+    [{"role": "user", "content": "  spaces\n\nand </s> text"}],
+]
+
+
+def chat_cases(tok, config):
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from gen_chat_template_golden import compile_template
+    template = compile_template(config["chat_template"])
+    cases = []
+    for messages in CONVERSATIONS:
+        text = template.render(messages=messages, add_generation_prompt=True,
+                               bos_token=config["bos_token"], eos_token=config["eos_token"])
+        cases.append({"messages": messages, "prompt": text,
+                      "ids": encode(tok, text, True)})
+    return cases
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--mirror", required=True, help="git directory of the HF repo mirror")
@@ -187,7 +214,8 @@ def main():
     legacy = Tokenizer.from_str(src["legacy.tokenizer.json"].decode("utf-8"))
     cases = golden_cases(tok, legacy, texts)
     golden = {"tokenizers": tokenizers.__version__, "sentencepiece": sentencepiece.__version__,
-              "legacy_normalizer": legacy_normalizer, "cases": cases}
+              "jinja2": jinja2.__version__, "legacy_normalizer": legacy_normalizer,
+              "chat": chat_cases(tok, json.loads(src["tokenizer_config.json"])), "cases": cases}
     with open(os.path.join(OUT, "mixtral.golden.json"), "w") as f:
         json.dump(golden, f, ensure_ascii=True, separators=(",", ":"))
     print("wrote", len(cases), "cases;",

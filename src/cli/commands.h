@@ -18,5 +18,6 @@ CommandFn RegisterBenchServe(CLI::App& app);
 CommandFn RegisterDoctor(CLI::App& app);
 CommandFn RegisterPerplexity(CLI::App& app);
 CommandFn RegisterCacheSim(CLI::App& app);
+CommandFn RegisterTokenize(CLI::App& app);
 
 }  // namespace anymoe::cli

@@ -26,6 +26,8 @@ int main(int argc, char** argv) {
       anymoe::cli::RegisterBenchServe);
   add("cache-sim", "replay routing traces through the expert cache's eviction policies",
       anymoe::cli::RegisterCacheSim);
+  add("tokenize", "the token ids of a text (llama-tokenize's output)",
+      anymoe::cli::RegisterTokenize);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -148,6 +148,11 @@ std::string_view Tokenizer::TokenPiece(int32_t id) const {
   return pieces_[size_t(id)];
 }
 
+std::string_view Tokenizer::TokenText(int32_t id) const {
+  if (id < 0 || id >= vocab_size()) return {};
+  return texts_[size_t(id)];
+}
+
 void Tokenizer::EncodeText(std::string_view text, std::vector<int32_t>* ids) const {
   std::string normalized;
   if (spec_.nfc) {

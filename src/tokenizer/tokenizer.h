@@ -96,6 +96,9 @@ class Tokenizer {
 
   // Raw bytes of one token (may be a partial UTF-8 sequence); empty for invalid ids.
   std::string_view TokenPiece(int32_t id) const;
+  // The token's text as the vocabulary stores it ("▁Hello", "Ġworld"); empty
+  // for invalid ids.
+  std::string_view TokenText(int32_t id) const;
 
   int32_t vocab_size() const { return static_cast<int32_t>(pieces_.size()); }
   // Heap bytes of the vocabulary tables (texts, pieces, BPE vocabulary and merges).
