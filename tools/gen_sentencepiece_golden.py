@@ -35,10 +35,13 @@ Writes under tests/golden/tokenizer/:
                           "ids_no_special" (specials as text), "decoded" (when
                           decode(ids) != the text), "skip" (decode skipping
                           specials, when != decoded), "legacy" (the legacy
-                          file's ids, when != ids); "chat": conversations
+                          file's ids, when != ids; "legacy_decoded" their
+                          decode when != the text); "chat": conversations
                           rendered with the real chat template by jinja2 in
                           transformers' environment (tools/gen_chat_template_golden.py)
-                          and their ids (specials parsed, no extra BOS)
+                          and their ids (specials parsed, no extra BOS) under
+                          the current and the legacy pipeline ("legacy_ids": what
+                          llama.cpp's GGUF pipeline gives, a space prefixed after <s>)
 
 Usage: /work/venv-ref/bin/python tools/gen_sentencepiece_golden.py --mirror AELAN_GIT_DIR \
            --mistral-common MISTRAL_COMMON_GIT_DIR
@@ -164,6 +167,9 @@ def golden_cases(tok, legacy, texts):
         legacy_ids = encode(legacy, text, True)
         if legacy_ids != ids:
             case["legacy"] = legacy_ids
+        legacy_decoded = legacy.decode(legacy_ids, skip_special_tokens=False)
+        if legacy_decoded != text:
+            case["legacy_decoded"] = legacy_decoded
         legacy_text = encode(legacy, text, False)
         if legacy_text != legacy_ids:
             case["legacy_no_special"] = legacy_text
@@ -177,11 +183,11 @@ CONVERSATIONS = [
      {"role": "user", "content": "Capital of France?"},
      {"role": "assistant", "content": "Paris"},
      {"role": "user", "content": "Of Japan? 日本の首都"}],
-    [{"role": "user", "content": "  spaces\n\nand </s> text"}],
+    [{"role": "user", "content": "  spaces\n\nand\ttabs "}],
 ]
 
 
-def chat_cases(tok, config):
+def chat_cases(tok, legacy, config):
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from gen_chat_template_golden import compile_template
     template = compile_template(config["chat_template"])
@@ -189,8 +195,8 @@ def chat_cases(tok, config):
     for messages in CONVERSATIONS:
         text = template.render(messages=messages, add_generation_prompt=True,
                                bos_token=config["bos_token"], eos_token=config["eos_token"])
-        cases.append({"messages": messages, "prompt": text,
-                      "ids": encode(tok, text, True)})
+        cases.append({"messages": messages, "prompt": text, "ids": encode(tok, text, True),
+                      "legacy_ids": encode(legacy, text, True)})
     return cases
 
 
@@ -215,7 +221,7 @@ def main():
     cases = golden_cases(tok, legacy, texts)
     golden = {"tokenizers": tokenizers.__version__, "sentencepiece": sentencepiece.__version__,
               "jinja2": jinja2.__version__, "legacy_normalizer": legacy_normalizer,
-              "chat": chat_cases(tok, json.loads(src["tokenizer_config.json"])), "cases": cases}
+              "chat": chat_cases(tok, legacy, json.loads(src["tokenizer_config.json"])), "cases": cases}
     with open(os.path.join(OUT, "mixtral.golden.json"), "w") as f:
         json.dump(golden, f, ensure_ascii=True, separators=(",", ":"))
     print("wrote", len(cases), "cases;",
