@@ -23,7 +23,7 @@ import gguf
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from gen_quantized_moe_gguf import copy_metadata  # noqa: E402
+from gen_quantized_moe_gguf import copy_metadata, write_and_close  # noqa: E402
 from golden_common import REPO_ROOT  # noqa: E402
 
 MODEL = REPO_ROOT / "tests" / "golden" / "moe_gguf" / "mixtral.gguf"
@@ -58,10 +58,7 @@ def main() -> None:
             writer.add_tensor(t.name, q, raw_shape=q.shape, raw_dtype=gguf.GGMLQuantizationType.Q4_0)
         else:
             writer.add_tensor(t.name, data)
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
+    write_and_close(writer)
     print(f"{OUT}: {OUT.stat().st_size} bytes")
 
 

@@ -153,26 +153,20 @@ def encode(tok, text, special):
 def golden_cases(tok, legacy, texts):
     cases = []
     for text in texts:
-        ids = encode(tok, text, True)
-        case = {"ids": ids}
-        ids_text = encode(tok, text, False)
-        if ids_text != ids:
-            case["ids_no_special"] = ids_text
-        decoded = tok.decode(ids, skip_special_tokens=False)
-        if decoded != text:
-            case["decoded"] = decoded
-        skipped = tok.decode(ids, skip_special_tokens=True)
-        if skipped != decoded:
-            case["skip"] = skipped
-        legacy_ids = encode(legacy, text, True)
-        if legacy_ids != ids:
-            case["legacy"] = legacy_ids
-        legacy_decoded = legacy.decode(legacy_ids, skip_special_tokens=False)
-        if legacy_decoded != text:
-            case["legacy_decoded"] = legacy_decoded
-        legacy_text = encode(legacy, text, False)
-        if legacy_text != legacy_ids:
-            case["legacy_no_special"] = legacy_text
+        case = {}
+
+        def put(key, value, unless):  # each key only where it differs from its fallback
+            if value != unless:
+                case[key] = value
+            return value
+
+        ids = put("ids", encode(tok, text, True), None)
+        put("ids_no_special", encode(tok, text, False), ids)
+        decoded = put("decoded", tok.decode(ids, skip_special_tokens=False), text)
+        put("skip", tok.decode(ids, skip_special_tokens=True), decoded)
+        legacy_ids = put("legacy", encode(legacy, text, True), ids)
+        put("legacy_decoded", legacy.decode(legacy_ids, skip_special_tokens=False), text)
+        put("legacy_no_special", encode(legacy, text, False), legacy_ids)
         cases.append(case)
     return cases
 
