@@ -39,6 +39,13 @@ def copy_metadata(reader: gguf.GGUFReader, writer: gguf.GGUFWriter) -> None:
         writer.add_key_value(field.name, field.contents(), vtype, sub_type=sub)
 
 
+def write_and_close(writer: gguf.GGUFWriter) -> None:
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+
+
 def main() -> None:
     reader = gguf.GGUFReader(SOURCE)
     arch = str(reader.fields["general.architecture"].contents())
@@ -54,10 +61,7 @@ def main() -> None:
                 writer.add_tensor(t.name, q, raw_shape=q.shape, raw_dtype=qtype)
             else:
                 writer.add_tensor(t.name, data)
-        writer.write_header_to_file()
-        writer.write_kv_data_to_file()
-        writer.write_tensors_to_file()
-        writer.close()
+        write_and_close(writer)
         print(f"{out}: {out.stat().st_size} bytes")
 
 

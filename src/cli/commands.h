@@ -19,5 +19,6 @@ CommandFn RegisterDoctor(CLI::App& app);
 CommandFn RegisterPerplexity(CLI::App& app);
 CommandFn RegisterCacheSim(CLI::App& app);
 CommandFn RegisterProfile(CLI::App& app);
+CommandFn RegisterTokenize(CLI::App& app);
 
 }  // namespace anymoe::cli

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <filesystem>
 
 #include "formats/gguf.h"
 #include "formats/hf_config.h"
@@ -13,6 +12,7 @@
 #include "models/kv_cache.h"
 #include "models/config_loader.h"
 #include "runtime/load_progress.h"
+#include "tokenizer/tokenizer_files.h"
 
 namespace anymoe {
 namespace {
@@ -21,12 +21,7 @@ namespace {
 
 Expected<std::unique_ptr<Tokenizer>> LoadTokenizer(const ModelFile& file) {
   if (file.format == ModelFormat::kGguf) return Tokenizer::FromGguf(*file.gguf);
-  namespace fs = std::filesystem;
-  const fs::path dir(file.path);
-  const std::string json = (dir / "tokenizer.json").string();
-  if (!fs::exists(json)) return Status::Error(file.path + ": folder has no tokenizer.json");
-  const std::string config = (dir / "tokenizer_config.json").string();
-  return Tokenizer::FromHfJson(json, fs::exists(config) ? config : "");
+  return TokenizerFromFolder(file.path);
 }
 
 Status Engine::StartExpertParallel(const ExpertParallelOptions& options) {

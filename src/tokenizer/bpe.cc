@@ -1,12 +1,10 @@
 // Byte-level alphabet and BPE merging, equivalent to HF tokenizers' BPE::merge_word
-// and Word::merge_all: the lowest-ranked adjacent pair merges first, leftmost among
-// equal ranks, and stale heap entries are recognised against each symbol's
-// current pair.
+// and Word::merge_all: a piece's bytes become their tokens, then MergeTable merges
+// the lowest-ranked adjacent pair first, leftmost among equal ranks.
 #include "tokenizer/bpe.h"
 
 #include <algorithm>
 #include <array>
-#include <queue>
 
 #include "formats/parse_util.h"
 #include "tokenizer/unicode_class.h"
@@ -34,22 +32,6 @@ struct ByteAlphabet {
 const ByteAlphabet& Alphabet() {
   static const ByteAlphabet alphabet;
   return alphabet;
-}
-
-struct Symbol {
-  int32_t id;
-  int32_t prev;
-  int32_t next;
-  bool alive;
-  // The merge of this symbol with `next` as last looked up: rank -1 for none.
-  int32_t pair_rank;
-  int32_t pair_id;
-};
-
-// A heap entry: rank in the high half, the left symbol's index in the low one,
-// so one integer comparison orders by rank, then leftmost.
-uint64_t Candidate(int32_t rank, int32_t pos) {
-  return uint64_t(uint32_t(rank)) << 32 | uint32_t(pos);
 }
 
 }  // namespace
@@ -96,10 +78,7 @@ Expected<BpeModel> BpeModel::Build(const TokenTable& texts, const std::vector<in
     const char byte = static_cast<char>(b);
     model.byte_ids_[b] = model.VocabId(std::string_view(&byte, 1));
   }
-  size_t capacity = 16;
-  model.merge_shift_ = 60;
-  while (capacity < 2 * merges.size()) capacity *= 2, --model.merge_shift_;
-  model.merges_.assign(capacity, MergeSlot{});
+  model.merges_.Reserve(merges.size());
   std::string left, right, joined;
   for (size_t rank = 0; rank < merges.size(); ++rank) {
     const Merge& m = merges[rank];
@@ -108,7 +87,7 @@ Expected<BpeModel> BpeModel::Build(const TokenTable& texts, const std::vector<in
     const int32_t r = decoded ? model.VocabId(right) : -1;
     const int32_t j = decoded ? model.VocabId(left + right) : -1;
     if (l >= 0 && r >= 0 && j >= 0) {
-      model.SetMerge(PairKey(l, r), {static_cast<int32_t>(rank), j});
+      model.merges_.Set(l, r, {static_cast<int32_t>(rank), j});
       continue;
     }
     joined = m.left + m.right;
@@ -128,45 +107,6 @@ int32_t BpeModel::VocabId(std::string_view bytes) const {
   return i < 0 ? -1 : vocab_ids_[size_t(i)];
 }
 
-size_t BpeModel::HomeSlot(uint64_t key) const {
-  // Fibonacci hashing: the product's top bits depend on every bit of the key.
-  // (Its low bits, used before, depend only on the key's low bits, i.e. on the
-  // right-hand id alone: the merges sharing a right-hand token piled into one
-  // run of slots, and a lookup walked it.)
-  return size_t((key * 0x9E3779B97F4A7C15ull) >> merge_shift_);
-}
-
-size_t BpeModel::longest_merge_probe() const {
-  const size_t mask = merges_.size() - 1;
-  size_t longest = 0;
-  for (size_t slot = 0; slot < merges_.size(); ++slot) {
-    if (merges_[slot].key == kEmpty) continue;
-    longest = std::max(longest, ((slot - HomeSlot(merges_[slot].key)) & mask) + 1);
-  }
-  return longest;
-}
-
-void BpeModel::SetMerge(uint64_t key, MergeResult result) {
-  const size_t mask = merges_.size() - 1;
-  for (size_t slot = HomeSlot(key);; slot = (slot + 1) & mask) {
-    if (merges_[slot].key == kEmpty) ++merge_count_;
-    if (merges_[slot].key == kEmpty || merges_[slot].key == key) {
-      merges_[slot] = {key, result};  // a repeated pair keeps its last rank, as HF's BPE
-      return;
-    }
-  }
-}
-
-const BpeModel::MergeResult* BpeModel::FindMerge(int32_t left, int32_t right) const {
-  if (merges_.empty()) return nullptr;
-  const uint64_t key = PairKey(left, right);
-  const size_t mask = merges_.size() - 1;
-  for (size_t slot = HomeSlot(key);; slot = (slot + 1) & mask) {
-    if (merges_[slot].key == key) return &merges_[slot].result;
-    if (merges_[slot].key == kEmpty) return nullptr;
-  }
-}
-
 void BpeModel::Encode(std::string_view piece, std::vector<int32_t>* ids) const {
   if (piece.empty()) return;
   // Symbol indices are int32: merge pieces of over 1 GiB in independent chunks
@@ -184,52 +124,12 @@ void BpeModel::Encode(std::string_view piece, std::vector<int32_t>* ids) const {
       return;
     }
   }
-  std::vector<Symbol> symbols;
-  symbols.reserve(piece.size());
+  const size_t begin = ids->size();
   for (char c : piece) {
     const int32_t id = byte_ids_[static_cast<uint8_t>(c)];
-    if (id < 0) continue;  // no token for this byte: dropped, as HF does without unk
-    const auto index = static_cast<int32_t>(symbols.size());
-    symbols.push_back({id, index - 1, index + 1, true, -1, -1});
+    if (id >= 0) ids->push_back(id);  // no token for this byte: dropped, as HF does without unk
   }
-  if (symbols.empty()) return;
-  symbols.back().next = -1;
-
-  // A long word (a 256 KiB run of one character) keeps ~n entries in the heap:
-  // entries are plain integers, and an entry is stale exactly when its
-  // symbol's pair has changed since, which each symbol records (every change
-  // to a pair re-runs push_pair on it), so popping needs no second lookup.
-  std::vector<uint64_t> storage;
-  storage.reserve(symbols.size());
-  std::priority_queue<uint64_t, std::vector<uint64_t>, std::greater<>> heap(std::greater<>{},
-                                                                            std::move(storage));
-  auto push_pair = [&](int32_t pos) {
-    Symbol& s = symbols[pos];
-    s.pair_rank = -1;
-    if (s.next < 0) return;
-    if (const MergeResult* m = FindMerge(s.id, symbols[s.next].id)) {
-      s.pair_rank = m->rank;
-      s.pair_id = m->id;
-      heap.push(Candidate(m->rank, pos));
-    }
-  };
-  for (int32_t i = 0; i < static_cast<int32_t>(symbols.size()); ++i) push_pair(i);
-
-  while (!heap.empty()) {
-    const uint64_t top = heap.top();
-    heap.pop();
-    const auto pos = int32_t(uint32_t(top));
-    Symbol& left = symbols[pos];
-    if (!left.alive || left.pair_rank != int32_t(top >> 32)) continue;  // stale entry
-    Symbol& right = symbols[left.next];
-    left.id = left.pair_id;
-    right.alive = false;
-    left.next = right.next;
-    if (left.next >= 0) symbols[left.next].prev = pos;
-    if (left.prev >= 0) push_pair(left.prev);
-    push_pair(pos);
-  }
-  for (int32_t i = 0; i >= 0; i = symbols[i].next) ids->push_back(symbols[i].id);
+  merges_.MergeAll(ids, begin);
 }
 
 }  // namespace anymoe

@@ -1,7 +1,7 @@
 // Byte-level BPE: GPT-2's byte<->character alphabet and the merge-by-rank model
 // that HF tokenizers' BPE implements. Vocabulary entries are keyed by their raw
-// bytes (a TokenTable index); merges live in one open-addressing array; merging
-// uses a heap over a linked list of symbols, O(n log n) per piece.
+// bytes (a TokenTable index); merges live in a MergeTable (merge_table.h), whose
+// heap over a linked list of symbols merges in O(n log n) per piece.
 #pragma once
 
 #include <cstdint>
@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "tokenizer/merge_table.h"
 #include "tokenizer/token_table.h"
 
 namespace anymoe {
@@ -46,41 +47,22 @@ class BpeModel {
   // single-byte token are dropped, as HF's BPE does when it has no unk token.
   void Encode(std::string_view piece, std::vector<int32_t>* ids) const;
 
-  size_t merge_count() const { return merge_count_; }
+  size_t merge_count() const { return merges_.size(); }
   size_t memory_bytes() const {
-    return vocab_bytes_.memory_bytes() + vocab_ids_.capacity() * 4 +
-           merges_.capacity() * sizeof(MergeSlot);
+    return vocab_bytes_.memory_bytes() + vocab_ids_.capacity() * 4 + merges_.memory_bytes();
   }
   size_t skipped_merges() const { return skipped_merges_; }
   // The most slots a merge lookup walks (from a pair's home slot to its own):
   // the hash table's health, checked by tests.
-  size_t longest_merge_probe() const;
+  size_t longest_merge_probe() const { return merges_.longest_probe(); }
 
  private:
-  struct MergeResult {
-    int32_t rank;
-    int32_t id;
-  };
-  struct MergeSlot {
-    uint64_t key = kEmpty;
-    MergeResult result{};
-  };
-  static constexpr uint64_t kEmpty = ~uint64_t{0};  // no pair of ids >= 0 makes it
-  static uint64_t PairKey(int32_t left, int32_t right) {
-    return (static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32) |
-           static_cast<uint32_t>(right);
-  }
-  const MergeResult* FindMerge(int32_t left, int32_t right) const;
-  size_t HomeSlot(uint64_t key) const;
-  void SetMerge(uint64_t key, MergeResult result);
   // Id of the vocabulary entry whose bytes are `bytes`, or -1.
   int32_t VocabId(std::string_view bytes) const;
 
   TokenTable vocab_bytes_;          // decoded bytes of each vocabulary entry, indexed
   std::vector<int32_t> vocab_ids_;  // entry -> token id
-  std::vector<MergeSlot> merges_;   // open addressing, a power of two, at most half full
-  size_t merge_count_ = 0;
-  int merge_shift_ = 64;  // 64 - log2(merges_.size())
+  MergeTable merges_;
   int32_t byte_ids_[256];
   bool ignore_merges_ = false;
   size_t skipped_merges_ = 0;

@@ -1,5 +1,6 @@
 // Tokenizer core: validation of a loaded TokenizerSpec, the encode pipeline (added
-// tokens -> NFC -> pre-tokenizer -> BPE) and decoding. The GGUF and tokenizer.json
+// tokens -> NFC -> pre-tokenizer -> BPE, or added tokens -> SentencePiece BPE) and
+// decoding. The GGUF and tokenizer.json
 // loaders live in tokenizer_gguf.cc and tokenizer_hf.cc.
 #include "tokenizer/tokenizer.h"
 
@@ -88,16 +89,24 @@ Expected<std::unique_ptr<Tokenizer>> Tokenizer::Create(TokenizerSpec spec) {
   tok->pieces_.Reserve(spec.token_texts.size(), text_bytes);
   for (std::string& text : spec.token_texts) {
     tok->texts_.Add(text);
-    tok->pieces_.Add(TokenBytes(text));
+    tok->pieces_.Add(spec.sentencepiece ? SentencePieceTokenBytes(text) : TokenBytes(text));
     std::string().swap(text);  // the tables hold it now
   }
   std::vector<std::string>().swap(spec.token_texts);
   // The first id of a text, as before (FindToken of a repeated text).
   tok->texts_.BuildIndex(TokenTable::Repeats::kFirstWins, [](size_t) { return true; });
-  auto bpe = BpeModel::Build(tok->texts_, spec.bpe_ids, spec.merges, spec.ignore_merges,
-                             [&](std::string_view text) { return tok->texts_.Find(text) >= 0; });
-  if (!bpe.ok()) return bpe.status().WithContext(spec.source);
-  tok->bpe_ = std::move(bpe).value();
+  if (spec.sentencepiece) {
+    auto spm = SentencePieceBpe::Build(tok->texts_, spec.bpe_ids, spec.merges,
+                                       std::move(*spec.sentencepiece));
+    if (!spm.ok()) return spm.status().WithContext(spec.source);
+    tok->spm_ = std::move(spm).value();
+    spec.sentencepiece.reset();  // moved into spm_
+  } else {
+    auto bpe = BpeModel::Build(tok->texts_, spec.bpe_ids, spec.merges, spec.ignore_merges,
+                               [&](std::string_view text) { return tok->texts_.Find(text) >= 0; });
+    if (!bpe.ok()) return bpe.status().WithContext(spec.source);
+    tok->bpe_ = std::move(bpe).value();
+  }
   std::vector<BpeModel::Merge>().swap(spec.merges);
   std::vector<int32_t>().swap(spec.bpe_ids);
   tok->added_ = AddedTokenMatcher(spec.added);
@@ -108,7 +117,7 @@ Expected<std::unique_ptr<Tokenizer>> Tokenizer::Create(TokenizerSpec spec) {
 
 size_t Tokenizer::table_bytes() const {
   return texts_.memory_bytes() + pieces_.memory_bytes() + bpe_.memory_bytes() +
-         spec_.kinds.capacity();
+         (spm_ ? spm_->memory_bytes() : 0) + spec_.kinds.capacity();
 }
 
 void Tokenizer::CollectStopIds() {
@@ -137,6 +146,11 @@ bool Tokenizer::IsSpecial(int32_t id) const { return kind(id) == TokenKind::kSpe
 std::string_view Tokenizer::TokenPiece(int32_t id) const {
   if (id < 0 || id >= vocab_size()) return {};
   return pieces_[size_t(id)];
+}
+
+std::string_view Tokenizer::TokenText(int32_t id) const {
+  if (id < 0 || id >= vocab_size()) return {};
+  return texts_[size_t(id)];
 }
 
 void Tokenizer::EncodeText(std::string_view text, std::vector<int32_t>* ids) const {
@@ -195,11 +209,14 @@ std::vector<int32_t> Tokenizer::EncodeSplit(std::string_view text, bool add_bos,
       [&](std::string_view segment, int token_index) {
         if (token_index >= 0) {
           ids.push_back(added_.tokens()[token_index].id);
+        } else if (spm_) {
+          spm_->Encode(segment, /*at_text_start=*/segment.data() == text.data(), &ids);
         } else {
           EncodeText(segment, &ids);
         }
       },
       plain_ranges);
+  if (add_bos && spec_.add_eos && spec_.eos_id >= 0) ids.push_back(spec_.eos_id);
   return ids;
 }
 
@@ -213,6 +230,11 @@ std::string Tokenizer::Decode(std::span<const int32_t> ids, bool skip_special) c
     }
     if (skip_special && k == TokenKind::kSpecial) continue;
     bytes.append(pieces_[size_t(id)]);
+  }
+  // SentencePiece: the space the encoder put before the text (HF's Strip
+  // decoder, llama.cpp's remove_space).
+  if (spm_ && spm_->options().strip_decoded_space && !bytes.empty() && bytes[0] == ' ') {
+    bytes.erase(0, 1);
   }
   return ToValidUtf8(bytes);
 }

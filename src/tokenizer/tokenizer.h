@@ -1,11 +1,12 @@
-// Byte-level BPE tokenizer (GPT-2 family: SmolLM2, Llama-3, Qwen2, GLM-4.x) loaded
-// from GGUF metadata or an HF tokenizer.json, producing the same ids as HF
-// tokenizers. Encode accepts any bytes; Decode accepts any ids. A Tokenizer is
+// BPE tokenizer loaded from GGUF metadata or an HF tokenizer.json, producing the
+// same ids as HF tokenizers: byte-level (GPT-2 family: SmolLM2, Llama-3, Qwen2,
+// GLM-4.x) or SentencePiece-style (Llama-2, Mistral, Mixtral; sentencepiece_bpe.h). Encode accepts any bytes; Decode accepts any ids. A Tokenizer is
 // immutable after loading and safe to use from many threads at once.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -15,6 +16,7 @@
 #include "tokenizer/added_tokens.h"
 #include "tokenizer/bpe.h"
 #include "tokenizer/pre_tokenizer.h"
+#include "tokenizer/sentencepiece_bpe.h"
 #include "tokenizer/token_table.h"
 
 namespace anymoe {
@@ -49,18 +51,24 @@ struct TokenizerSpec {
   PreTokenizerKind pre = PreTokenizerKind::kGpt2;
   bool nfc = false;            // HF normalizer NFC (Qwen2)
   bool ignore_merges = false;  // a piece found whole in the vocab is one token
+  // Set: a SentencePiece BPE (texts with "▁", byte tokens <0xNN>; `pre` and
+  // `nfc` unused). Unset: byte-level BPE.
+  std::optional<SentencePieceOptions> sentencepiece;
   int32_t bos_id = -1, eos_id = -1, eot_id = -1, eom_id = -1, pad_id = -1;
   bool add_bos = false;
+  bool add_eos = false;  // Encode with add_bos also appends eos_id (GGUF add_eos_token)
   std::string chat_template;
 };
 
 class Tokenizer {
  public:
-  // Reads tokenizer.ggml.* and tokenizer.chat_template. Only the "gpt2" (byte-level
-  // BPE) model is supported; anything else is an error naming the supported one.
+  // Reads tokenizer.ggml.* and tokenizer.chat_template. The "gpt2" (byte-level
+  // BPE) and "llama" (SentencePiece BPE) models are supported; anything else is
+  // an error naming the supported ones.
   static Expected<std::unique_ptr<Tokenizer>> FromGguf(const GgufFile& gguf);
 
-  // Reads an HF tokenizer.json (BPE with byte-level pre-tokenizer and decoder) and,
+  // Reads an HF tokenizer.json (BPE with byte-level pre-tokenizer and decoder, or
+  // SentencePiece-style BPE with byte fallback and "▁" normalisation) and,
   // when the second path is non-empty, bos/eos/add_bos/chat_template from
   // tokenizer_config.json.
   static Expected<std::unique_ptr<Tokenizer>> FromHfJson(
@@ -68,7 +76,8 @@ class Tokenizer {
 
   static Expected<std::unique_ptr<Tokenizer>> Create(TokenizerSpec spec);
 
-  // Text -> ids. add_bos prepends bos_id() when the model has one. parse_special:
+  // Text -> ids. add_bos prepends bos_id() when the model has one (and appends
+  // eos_id() when the model's add_eos is set). parse_special:
   // special tokens written in the text become their ids; when false their text is
   // encoded as ordinary text (as HF's encode_special_tokens does), so user text can
   // never inject control tokens. Added non-special tokens are always recognised.
@@ -87,6 +96,9 @@ class Tokenizer {
 
   // Raw bytes of one token (may be a partial UTF-8 sequence); empty for invalid ids.
   std::string_view TokenPiece(int32_t id) const;
+  // The token's text as the vocabulary stores it ("▁Hello", "Ġworld"); empty
+  // for invalid ids.
+  std::string_view TokenText(int32_t id) const;
 
   int32_t vocab_size() const { return static_cast<int32_t>(pieces_.size()); }
   // Heap bytes of the vocabulary tables (texts, pieces, BPE vocabulary and merges).
@@ -102,6 +114,7 @@ class Tokenizer {
   const std::string& chat_template() const { return spec_.chat_template; }
   bool add_bos_default() const { return spec_.add_bos; }
   PreTokenizerKind pre_tokenizer() const { return spec_.pre; }
+  bool is_sentencepiece() const { return spm_.has_value(); }
 
   // Id of a token by its stored text, or -1.
   int32_t FindToken(std::string_view text) const;
@@ -117,6 +130,7 @@ class Tokenizer {
   TokenTable texts_;    // id -> text as stored, indexed (FindToken)
   TokenTable pieces_;   // id -> raw bytes
   BpeModel bpe_;
+  std::optional<SentencePieceBpe> spm_;  // instead of bpe_ for a SentencePiece model
   AddedTokenMatcher added_;
   std::vector<int32_t> stop_ids_;
 };

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "formats/gguf.h"
+#include "tokenizer/sentencepiece_loaders.h"
 #include "tokenizer/tokenizer.h"
 
 namespace anymoe {
@@ -129,13 +130,26 @@ Status ReadSpecials(const GgufFile& gguf, TokenizerSpec* spec) {
   return Status::Ok();
 }
 
+// tokenizer.ggml.model = llama: the token list and specials as for gpt2, scores
+// instead of merges, no pre-tokenizer.
+Expected<std::unique_ptr<Tokenizer>> FromGgufSentencePiece(const GgufFile& gguf) {
+  TokenizerSpec spec;
+  spec.source = gguf.path();
+  RETURN_IF_ERROR(ReadTokens(gguf, &spec));
+  RETURN_IF_ERROR(ReadSentencePieceGguf(gguf, &spec));
+  RETURN_IF_ERROR(ReadSpecials(gguf, &spec));
+  return Tokenizer::Create(std::move(spec));
+}
+
 }  // namespace
 
 Expected<std::unique_ptr<Tokenizer>> Tokenizer::FromGguf(const GgufFile& gguf) {
   ASSIGN_OR_RETURN(std::string model, gguf.GetString("tokenizer.ggml.model"));
+  if (model == "llama") return FromGgufSentencePiece(gguf);
   if (model != "gpt2") {
     return Status::Error(gguf.path() + ": tokenizer model '" + model +
-                         "' is not supported; supported: gpt2 (byte-level BPE)");
+                         "' is not supported; supported: gpt2 (byte-level BPE), llama "
+                         "(SentencePiece BPE)");
   }
   ASSIGN_OR_RETURN(std::optional<std::string> pre_name, gguf.FindString("tokenizer.ggml.pre"));
   const std::string pre = pre_name.value_or("default");

@@ -10,6 +10,7 @@
 
 #include "core/mapped_file.h"
 #include "formats/parse_util.h"
+#include "tokenizer/sentencepiece_loaders.h"
 #include "tokenizer/tokenizer.h"
 
 namespace anymoe {
@@ -238,6 +239,8 @@ class TokenizerJsonReader {
   bool entry_error_ = false;
 };
 
+Status CheckVocabAndMerges(const Json& model, const std::string& path);
+
 // model: the tree with its vocab and merges already streamed into `spec`.
 Status ReadModel(const Json& model, const std::string& path, TokenizerSpec* spec) {
   if (TypeOf(model) != "BPE") {
@@ -253,6 +256,11 @@ Status ReadModel(const Json& model, const std::string& path, TokenizerSpec* spec
                          "BPE does not support");
   }
   spec->ignore_merges = BoolOr(model, "ignore_merges", false);
+  return CheckVocabAndMerges(model, path);
+}
+
+// The shapes of model.vocab and model.merges (their entries were streamed).
+Status CheckVocabAndMerges(const Json& model, const std::string& path) {
   auto vocab = model.find("vocab");
   if (vocab == model.end() || !vocab->is_object()) {
     return Status::Error(path + ": model.vocab is missing or not an object");
@@ -360,18 +368,23 @@ Status ReadTokenizerJson(const std::string& path, TokenizerSpec* spec) {
   if (!root.is_object() || !root.contains("model")) {
     return Status::Error(path + ": not a tokenizer.json (no model)");
   }
-  RETURN_IF_ERROR(ReadModel(root["model"], path, spec));
   if (root.contains("added_tokens") && !root["added_tokens"].is_null() &&
       !root["added_tokens"].is_array()) {
     return Status::Error(path + ": added_tokens is not an array");
   }
-  RETURN_IF_ERROR(ReadNormalizer(root, path, spec));
-  const Json pre = root.contains("pre_tokenizer") ? root["pre_tokenizer"] : Json();
-  ASSIGN_OR_RETURN(spec->pre, PreTokenizerOf(pre, path));
-  if (root.contains("decoder") && !root["decoder"].is_null() &&
-      TypeOf(root["decoder"]) != "ByteLevel") {
-    return Status::Error(path + ": decoder '" + TypeOf(root["decoder"]) +
-                         "' is not supported; supported: ByteLevel");
+  if (IsSentencePieceJson(root)) {
+    RETURN_IF_ERROR(CheckVocabAndMerges(root["model"], path));
+    RETURN_IF_ERROR(ReadSentencePieceJson(root, path, spec));
+  } else {
+    RETURN_IF_ERROR(ReadModel(root["model"], path, spec));
+    RETURN_IF_ERROR(ReadNormalizer(root, path, spec));
+    const Json pre = root.contains("pre_tokenizer") ? root["pre_tokenizer"] : Json();
+    ASSIGN_OR_RETURN(spec->pre, PreTokenizerOf(pre, path));
+    if (root.contains("decoder") && !root["decoder"].is_null() &&
+        TypeOf(root["decoder"]) != "ByteLevel") {
+      return Status::Error(path + ": decoder '" + TypeOf(root["decoder"]) +
+                           "' is not supported; supported: ByteLevel");
+    }
   }
   if (reader.max_id() < 0) return Status::Error(path + ": empty vocabulary");
   RETURN_IF_ERROR(BuildIdTables(spec, &reader.vocab(), reader.max_id(), path));

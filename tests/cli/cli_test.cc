@@ -2,12 +2,14 @@
 // transformers' greedy ids and logits on the tiny llama checkpoint, sampling is
 // repeatable by seed, and bad input (missing, truncated or hostile model files,
 // bad token ids, prompts longer than the context, unknown templates) gives a
-// one-line error and a non-zero exit code, never a crash.
+// one-line error and a non-zero exit code, never a crash. `anymoe tokenize`
+// reads only a tokenizer (vocabulary-only GGUF, tokenizer-only folder).
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -374,6 +376,77 @@ TEST_F(Cli, InfoDescribesTheModel) {
   EXPECT_NE(r.out.find("bf16"), std::string::npos) << r.out;
   // The run plan names the sampling state beside the model's memory.
   EXPECT_NE(r.out.find("+ sampling "), std::string::npos) << r.out;
+}
+
+// `anymoe tokenize` on the real Mixtral tokenizer, against HF tokenizers' ids
+// (tests/golden/tokenizer/mixtral.golden.json) for strings of the shared corpus.
+class TokenizeCli : public Cli {
+ protected:
+  // The golden case of a corpus string.
+  static nlohmann::json CaseOf(const std::string& text) {
+    const auto corpus = nlohmann::json::parse(ReadFile(Golden("tokenizer/corpus_large.json")));
+    const auto golden = nlohmann::json::parse(ReadFile(Golden("tokenizer/mixtral.golden.json")));
+    for (size_t i = 0; i < corpus["cases"].size(); ++i) {
+      if (corpus["cases"][i]["text"] == text) return golden["cases"][i];
+    }
+    ADD_FAILURE() << "not in the corpus: " << text;
+    return nlohmann::json::object();
+  }
+  static std::string IdList(std::vector<int32_t> ids, bool bos) {
+    if (bos) ids.insert(ids.begin(), 1);
+    std::string s = "[";
+    for (size_t i = 0; i < ids.size(); ++i) s += (i ? ", " : "") + std::to_string(ids[i]);
+    return s + "]\n";
+  }
+  // A folder holding nothing but the tokenizer files.
+  std::string TokenizerFolder() {
+    std::filesystem::create_directories(Path("tok"));
+    WriteText("tok/tokenizer.json", ReadFile(Golden("tokenizer/mixtral.tokenizer.json")));
+    WriteText("tok/tokenizer_config.json",
+              ReadFile(Golden("tokenizer/mixtral.tokenizer_config.json")));
+    return Path("tok");
+  }
+};
+
+TEST_F(TokenizeCli, VocabularyOnlyGgufGivesTheReferenceIdsWithBos) {
+  const std::string text = "The quick brown fox jumps over the lazy dog.";
+  const auto c = CaseOf(text);
+  const std::string gguf = Golden("tokenizer/mixtral.vocab.gguf");
+  auto r = Run({"tokenize", "-m", gguf, "-f", WriteText("in.txt", text), "--ids"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // The GGUF holds llama.cpp's pipeline, which is the legacy tokenizer.json's.
+  EXPECT_EQ(r.out, IdList(c.value("legacy", c["ids"]).get<std::vector<int32_t>>(), true));
+  // Default output: llama-tokenize's "id -> 'piece'" lines.
+  r = Run({"tokenize", "-m", gguf, "-p", "Hello world", "--show-count"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "     1 -> '<s>'\n 22557 -> ' Hello'\n  1526 -> ' world'\n"
+                   "Total number of tokens: 3\n");
+}
+
+TEST_F(TokenizeCli, FolderWithOnlyTokenizerFilesAndSpecialParsing) {
+  const std::string folder = TokenizerFolder();
+  const std::string text = "a</s>b";
+  const auto c = CaseOf(text);
+  auto r = Run({"tokenize", "-m", folder, "-p", text, "--ids", "--no-bos"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, IdList(c["ids"].get<std::vector<int32_t>>(), false));
+  EXPECT_NE(r.out.find(" 2,"), std::string::npos) << "</s> parsed by default: " << r.out;
+  r = Run({"tokenize", "-m", folder, "-p", text, "--ids", "--no-bos", "--no-parse-special"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, IdList(c["ids_no_special"].get<std::vector<int32_t>>(), false));
+  r = Run({"tokenize", "-m", folder, "-p", "Hello world", "--pieces"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "[\"<s>\", \"\u2581Hello\", \"\u2581world\"]\n");
+}
+
+TEST_F(TokenizeCli, BadInputIsAOneLineError) {
+  ExpectCleanError(Run({"tokenize", "-m", Path("missing.gguf"), "-p", "x"}), {"missing.gguf"});
+  ExpectCleanError(Run({"tokenize", "-m", TokenizerFolder()}), {"exactly one of -p, -f"});
+  // A GGUF without a tokenizer.
+  ExpectCleanError(Run({"tokenize", "-m", Write("t.gguf", TinyGguf().Build()), "-p", "x"}),
+                   {"tokenizer.ggml.model"});
+  std::filesystem::create_directories(Path("empty"));
+  ExpectCleanError(Run({"tokenize", "-m", Path("empty"), "-p", "x"}), {"no tokenizer.json"});
 }
 
 }  // namespace

@@ -116,6 +116,43 @@ TEST_F(ServeBinary, GreedyOutputEqualsAnymoeRun) {
   for (auto& f : others) EXPECT_TRUE(f.get().done);
 }
 
+// Real-file smoke (issue 47): a tiny random Mixtral carrying the real
+// Mixtral-8x7B tokenizer and chat template. `run --chat` and `serve` render the
+// real template, tokenize it with the SentencePiece model to llama.cpp's ids for
+// that prompt (tools/gen_sentencepiece_golden.py, HF's legacy pipeline) and
+// greedy-decode the same text.
+TEST_F(ServeBinary, RealMixtralTokenizerChatThroughRunAndServe) {
+  const std::string model = GoldenPath("moe_gguf/mixtral_real_vocab.gguf");
+  const json golden = json::parse(std::ifstream(GoldenPath("tokenizer/mixtral.golden.json")));
+  const json& chat = golden["chat"][0];
+  ASSERT_EQ(chat["messages"].size(), 1u);
+  const std::string question = chat["messages"][0]["content"];
+  const size_t prompt_tokens = chat["legacy_ids"].size();
+  Process run({ANYMOE_BINARY, "run", "-m", model, "--chat", "-p", question, "--temp", "0", "-n",
+               "8", "--ignore-eos", "-t", "1"},
+              Path("run.out"), Path("run.err"));
+  ASSERT_EQ(run.Wait(std::chrono::seconds(20)), 0) << run.err();
+  EXPECT_NE(run.err().find("prompt: " + std::to_string(prompt_tokens) + " tokens"),
+            std::string::npos)
+      << run.err();
+  std::string printed = run.out();
+  ASSERT_FALSE(printed.empty());
+  printed.pop_back();  // run ends its text with a newline
+
+  StartServe({}, model);
+  const json request = {{"messages", chat["messages"]},
+                        {"max_tokens", 8},
+                        {"temperature", 0},
+                        {"ignore_eos", true}};
+  auto res = Http()->Post("/v1/chat/completions", request.dump(), "application/json");
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200) << res->body;
+  const json body = json::parse(res->body);
+  EXPECT_EQ(body["usage"]["prompt_tokens"], prompt_tokens) << res->body;
+  EXPECT_EQ(body["usage"]["completion_tokens"], 8) << res->body;
+  EXPECT_EQ(body["choices"][0]["message"]["content"], printed) << res->body;
+}
+
 // serve --spec mtp loads the model's MTP layer and drafts with it: the
 // replies are `anymoe run --temp 0`'s, also while other requests run, and the
 // drafts are counted on /metrics.

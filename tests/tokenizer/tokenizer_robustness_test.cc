@@ -270,11 +270,19 @@ std::string GgufError(const GgufBuilder& b) {
 }
 
 TEST(TokenizerLoadErrorTest, GgufErrorsNameTheProblem) {
+  GgufBuilder wordpiece;
+  wordpiece.String("tokenizer.ggml.model", "bert");
+  const std::string model_error = GgufError(wordpiece);
+  EXPECT_NE(model_error.find("'bert' is not supported; supported: gpt2"), std::string::npos)
+      << model_error;
+  EXPECT_NE(model_error.find("llama (SentencePiece BPE)"), std::string::npos) << model_error;
+
+  // A SentencePiece vocabulary without its scores.
   GgufBuilder spm;
   spm.String("tokenizer.ggml.model", "llama");
+  spm.StringArray("tokenizer.ggml.tokens", {"<unk>", "a"});
   const std::string spm_error = GgufError(spm);
-  EXPECT_NE(spm_error.find("'llama' is not supported; supported: gpt2"), std::string::npos)
-      << spm_error;
+  EXPECT_NE(spm_error.find("tokenizer.ggml.scores"), std::string::npos) << spm_error;
 
   GgufBuilder pre;
   pre.String("tokenizer.ggml.model", "gpt2");
