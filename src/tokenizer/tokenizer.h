@@ -15,6 +15,7 @@
 #include "tokenizer/added_tokens.h"
 #include "tokenizer/bpe.h"
 #include "tokenizer/pre_tokenizer.h"
+#include "tokenizer/pre_tokenizer_pipeline.h"
 #include "tokenizer/token_table.h"
 
 namespace anymoe {
@@ -44,11 +45,12 @@ struct TokenizerSpec {
   std::vector<std::string> token_texts;  // id -> text as stored (byte-level for BPE)
   std::vector<TokenKind> kinds;          // id -> kind, same size
   std::vector<int32_t> bpe_ids;          // ids of the BPE vocabulary (texts in token_texts)
-  std::vector<BpeModel::Merge> merges;                       // in rank order
-  std::vector<AddedToken> added;                             // split out before pre-tokenization
-  PreTokenizerKind pre = PreTokenizerKind::kGpt2;
-  bool nfc = false;            // HF normalizer NFC (Qwen2)
-  bool ignore_merges = false;  // a piece found whole in the vocab is one token
+  std::vector<BpeModel::Merge> merges;   // in rank order
+  std::vector<AddedToken> added;         // split out before pre-tokenization
+  PreTokenizerKind pre = PreTokenizerKind::kGpt2;  // kRegex: pre_stages
+  std::vector<PreTokenizerStage> pre_stages;       // run in order when pre == kRegex
+  bool nfc = false;                                // HF normalizer NFC (Qwen2)
+  bool ignore_merges = false;                      // a piece found whole in the vocab is one token
   int32_t bos_id = -1, eos_id = -1, eot_id = -1, eom_id = -1, pad_id = -1;
   bool add_bos = false;
   std::string chat_template;
@@ -72,6 +74,14 @@ class Tokenizer {
   // special tokens written in the text become their ids; when false their text is
   // encoded as ordinary text (as HF's encode_special_tokens does), so user text can
   // never inject control tokens. Added non-special tokens are always recognised.
+  // A pre-tokenizer regex from the model file that hits its matching limits on
+  // this text fails the call alone ("tokenizer_regex_limit", kInvalidArgument).
+  Expected<std::vector<int32_t>> TryEncode(std::string_view text, bool add_bos,
+                                           bool parse_special) const;
+  Expected<std::vector<int32_t>> TryEncodeWithPlainRanges(
+      std::string_view text, bool add_bos, std::span<const TextRange> plain_ranges) const;
+  // As TryEncode; on a regex limit (never with the built-in scanners) the ids
+  // are those encoded before it. Callers that answer requests use TryEncode.
   std::vector<int32_t> Encode(std::string_view text, bool add_bos, bool parse_special) const;
   // Text -> ids with special tokens parsed everywhere except where they would
   // overlap `plain_ranges` (sorted, disjoint byte ranges): a rendered chat whose
@@ -108,15 +118,16 @@ class Tokenizer {
 
  private:
   Tokenizer() = default;
-  std::vector<int32_t> EncodeSplit(std::string_view text, bool add_bos, bool parse_special,
-                                   std::span<const TextRange> plain_ranges) const;
-  void EncodeText(std::string_view text, std::vector<int32_t>* ids) const;
+  Status EncodeSplit(std::string_view text, bool add_bos, bool parse_special,
+                     std::span<const TextRange> plain_ranges, std::vector<int32_t>* ids) const;
+  Status EncodeText(std::string_view text, std::vector<int32_t>* ids) const;
   void CollectStopIds();
 
   TokenizerSpec spec_;  // its token texts and vocabulary moved into the tables below
   TokenTable texts_;    // id -> text as stored, indexed (FindToken)
   TokenTable pieces_;   // id -> raw bytes
   BpeModel bpe_;
+  PreTokenizerPipeline pre_;
   AddedTokenMatcher added_;
   std::vector<int32_t> stop_ids_;
 };
