@@ -18,6 +18,7 @@ Usage: /work/venv-ref/bin/python tools/fetch_real_tokenizers.py
 import base64
 import json
 import os
+import re
 import sys
 
 import tiktoken
@@ -29,7 +30,7 @@ GOLDEN = os.path.join(ROOT, "tests", "golden", "tokenizer")
 REAL = os.path.join(ROOT, "models", "real-tokenizers")
 
 # Kimi K2 / K2.5's pat_str (tokenization_kimi.py), as its tiktoken encoding uses it.
-KIMI_PATTERN = "|".join([
+KIMI_PATTERN_PARTS = [
     r"""[\p{Han}]+""",
     r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]*[\p{Ll}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
     r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]+[\p{Ll}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
@@ -38,18 +39,23 @@ KIMI_PATTERN = "|".join([
     r"""\s*[\r\n]+""",
     r"""\s+(?!\S)""",
     r"""\s+""",
-])
+]
+KIMI_PATTERN = "|".join(KIMI_PATTERN_PARTS)
 
-# Kimi's tokenizer_config.json added_tokens_decoder, as offsets from the base
-# vocabulary (163,584 in Kimi): the ids anymoe's tiktoken loader reads from
-# the config of the Kimi-style folder the test writes around a real
-# tiktoken.model.
-KIMI_SPECIALS = {0: "[BOS]", 1: "[EOS]", 2: "<|im_end|>", 3: "<|im_user|>",
-                 4: "<|im_assistant|>", 6: "<|start_header_id|>", 7: "<|end_header_id|>",
-                 9: "[EOT]", 10: "<|im_system|>", 11: "<|tool_calls_section_begin|>",
-                 12: "<|tool_calls_section_end|>", 13: "<|tool_call_begin|>",
-                 14: "<|tool_call_argument_begin|>", 15: "<|tool_call_end|>",
-                 17: "<|im_middle|>", 254: "[UNK]", 255: "[PAD]"}
+# Kimi's tokenizer_config.json added_tokens_decoder (K2 / K2.5), as offsets
+# from the base vocabulary (163,584 in Kimi) -> (content, special): the test
+# writes this config into a Kimi-style folder around a real tiktoken.model.
+KIMI_ADDED = {0: ("[BOS]", True), 1: ("[EOS]", True), 2: ("<|im_end|>", True),
+              3: ("<|im_user|>", True), 4: ("<|im_assistant|>", True),
+              6: ("<|start_header_id|>", True), 7: ("<|end_header_id|>", True),
+              9: ("[EOT]", True), 10: ("<|im_system|>", True),
+              11: ("<|tool_calls_section_begin|>", False),
+              12: ("<|tool_calls_section_end|>", False), 13: ("<|tool_call_begin|>", False),
+              14: ("<|tool_call_argument_begin|>", False), 15: ("<|tool_call_end|>", False),
+              17: ("<|im_middle|>", True), 18: ("<|media_begin|>", True),
+              19: ("<|media_content|>", True), 20: ("<|media_end|>", True),
+              21: ("<|media_pad|>", True), 22: ("<think>", False), 23: ("</think>", False),
+              254: ("[UNK]", True), 255: ("[PAD]", True)}
 
 
 def around(tokens):
@@ -103,18 +109,33 @@ def tiktoken_golden(name, corpus):
             token, rank = line.split()
             ranks[base64.b64decode(token)] = int(rank)
     base = len(ranks)
-    specials = {KIMI_SPECIALS.get(i, f"<|reserved_token_{base + i}|>"): base + i
+    # tokenization_kimi.py: ids [base, base + 256) are special tokens, named by
+    # the config or <|reserved_token_ID|>.
+    specials = {KIMI_ADDED.get(i, (f"<|reserved_token_{base + i}|>",))[0]: base + i
                 for i in range(256)}
     enc = tiktoken.Encoding(name=name, pat_str=KIMI_PATTERN, mergeable_ranks=ranks,
                             special_tokens=specials)
-    extra = around(list(KIMI_SPECIALS.values()))
+    # transformers splits every added token out of the text first; with special
+    # tokens treated as text, the non-special ones (tool-call markers, <think>)
+    # still are (HF's encode_special_tokens), as anymoe does.
+    plain = sorted((c for c, special in KIMI_ADDED.values() if not special), key=len, reverse=True)
+    plain_re = re.compile("|".join(map(re.escape, plain)))
+
+    def as_text(text):
+        ids, at = [], 0
+        for m in plain_re.finditer(text):
+            ids += enc.encode_ordinary(text[at:m.start()]) + [specials[m.group(0)]]
+            at = m.end()
+        return ids + enc.encode_ordinary(text[at:])
+
+    extra = around([c for c, _ in KIMI_ADDED.values()])
 
     def case(text):
-        return compact(enc.encode(text, allowed_special="all"),
-                       enc.encode(text, disallowed_special=()))
+        return compact(enc.encode(text, allowed_special="all"), as_text(text))
 
     return {"reference": "tiktoken " + tiktoken.__version__, "base_vocab": base,
-            "specials": {str(k): v for k, v in KIMI_SPECIALS.items()},
+            "added": {str(k): {"content": c, "special": s} for k, (c, s) in KIMI_ADDED.items()},
+            "pattern_parts": KIMI_PATTERN_PARTS,
             "cases": [case(t) for t in corpus] + [{"t": t, **case(t)} for t in extra]}
 
 

@@ -21,6 +21,12 @@
 namespace anymoe {
 
 class GgufFile;
+struct TokenizerSpec;
+
+// bos/eos/pad, add_bos_token and chat_template of an HF tokenizer_config.json,
+// resolved against the spec's tokens (tokenizer_hf.cc; the tiktoken loader
+// reads the same file).
+Status ReadHfTokenizerConfig(const std::string& path, TokenizerSpec* spec);
 
 // How a token id behaves.
 enum class TokenKind : uint8_t {
@@ -67,6 +73,13 @@ class Tokenizer {
   // tokenizer_config.json.
   static Expected<std::unique_ptr<Tokenizer>> FromHfJson(
       const std::string& tokenizer_json_path, const std::string& tokenizer_config_path_or_empty);
+
+  // Reads a tiktoken-style HF folder (Kimi K2 / K2.5): `tiktoken.model` (base64
+  // token + rank lines), the special tokens of tokenizer_config.json's
+  // added_tokens_decoder (and bos/eos/pad, chat_template), and the split
+  // pattern from tokenization_kimi.py's pat_str, or Kimi's own when the folder
+  // has no such file. Errors: "tiktoken_model_malformed", "tokenizer_regex_rejected".
+  static Expected<std::unique_ptr<Tokenizer>> FromTiktokenFolder(const std::string& dir);
 
   static Expected<std::unique_ptr<Tokenizer>> Create(TokenizerSpec spec);
 

@@ -397,7 +397,9 @@ std::string TokenContent(const Json& config, const char* key) {
   return "";
 }
 
-Status ReadConfig(const std::string& path, TokenizerSpec* spec) {
+}  // namespace
+
+Status ReadHfTokenizerConfig(const std::string& path, TokenizerSpec* spec) {
   ASSIGN_OR_RETURN(Json config, ReadJson(path));
   if (!config.is_object()) return Status::Error(path + ": not a JSON object");
   const std::pair<const char*, int32_t*> ids[] = {
@@ -422,6 +424,8 @@ Status ReadConfig(const std::string& path, TokenizerSpec* spec) {
   }
   return Status::Ok();
 }
+
+namespace {
 
 Status ReadTokenizerJson(const std::string& path, TokenizerSpec* spec) {
   TokenizerJsonReader reader(spec);
@@ -468,7 +472,7 @@ Expected<std::unique_ptr<Tokenizer>> Tokenizer::FromHfJson(
   try {
     RETURN_IF_ERROR(ReadTokenizerJson(tokenizer_json_path, &spec));
     if (!tokenizer_config_path_or_empty.empty()) {
-      RETURN_IF_ERROR(ReadConfig(tokenizer_config_path_or_empty, &spec));
+      RETURN_IF_ERROR(ReadHfTokenizerConfig(tokenizer_config_path_or_empty, &spec));
     }
   } catch (const std::exception& e) {  // nlohmann type errors on malformed input
     return Status::Error(tokenizer_json_path + ": malformed tokenizer files: " + e.what());

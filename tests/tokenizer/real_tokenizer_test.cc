@@ -11,6 +11,7 @@
 #include <filesystem>
 
 #include "golden_util.h"
+#include "testing/test_files.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/unicode_class.h"
 
@@ -116,6 +117,61 @@ INSTANTIATE_TEST_SUITE_P(Files, RealHfTokenizerTest,
                            std::replace(n.begin(), n.end(), '-', '_');
                            return n;
                          });
+
+// Kimi K2's folder layout (tiktoken.model, tokenizer_config.json with Kimi's
+// added_tokens_decoder, tokenization_kimi.py's pat_str) around a real
+// tiktoken.model (Qwen's qwen.tiktoken: Kimi's own file has no public copy
+// here), against tiktoken with Kimi's pattern and special tokens. Once with
+// tokenization_kimi.py and once without (the built-in kimi-k2 pattern).
+class RealTiktokenFolderTest : public testing::TempDirTest {};
+
+TEST_F(RealTiktokenFolderTest, IdsAndDecodeMatchTiktoken) {
+  const std::string model = RealDir("qwen-tiktoken") + "/tiktoken.model";
+  if (!std::filesystem::exists(model)) {
+    GTEST_SKIP() << model << " is absent: run "
+                 << "/work/venv-ref/bin/python tools/fetch_real_tokenizers.py";
+  }
+  const Json golden = testing::LoadGoldenJson("real/qwen-tiktoken.golden.json");
+  const int32_t base = golden["base_vocab"].get<int32_t>();
+  Json config = {{"bos_token", "[BOS]"},
+                 {"eos_token", "[EOS]"},
+                 {"pad_token", "[PAD]"},
+                 {"tokenizer_class", "TikTokenTokenizer"}};
+  for (const auto& [offset, t] : golden["added"].items()) {
+    config["added_tokens_decoder"][std::to_string(base + std::stoi(offset))] = {
+        {"content", t["content"]}, {"special", t["special"]}, {"lstrip", false},
+        {"rstrip", false},         {"normalized", false},     {"single_word", false}};
+  }
+  std::filesystem::copy_file(model, Path("tiktoken.model"));
+  WriteText("tokenizer_config.json", config.dump());
+  std::string code =
+      "class TikTokenTokenizer:\n    num_reserved_special_tokens = 256\n\n"
+      "    pat_str = \"|\".join(\n        [\n";
+  for (const Json& part : golden["pattern_parts"]) {
+    code += "            r\"\"\"" + part.get<std::string>() + "\"\"\",\n";
+  }
+  code += "        ]\n    )\n";
+  const std::vector<Case> cases = Cases(golden);
+  ASSERT_GE(cases.size(), 2000u);
+  for (bool with_code : {true, false}) {
+    SCOPED_TRACE(with_code ? "tokenization_kimi.py" : "built-in kimi-k2 pattern");
+    if (with_code) {
+      WriteText("tokenization_kimi.py", code);
+    } else {
+      std::filesystem::remove(Path("tokenization_kimi.py"));
+    }
+    auto tok = Tokenizer::FromTiktokenFolder(dir_.string());
+    ASSERT_TRUE(tok.ok()) << tok.status().message();
+    EXPECT_EQ((*tok)->vocab_size(), base + 256);
+    EXPECT_EQ((*tok)->bos_id(), base);
+    EXPECT_EQ((*tok)->eos_id(), base + 1);
+    EXPECT_FALSE((*tok)->add_bos_default());
+    EXPECT_EQ((*tok)->kind((*tok)->FindToken("<|tool_call_begin|>")), TokenKind::kAdded);
+    EXPECT_EQ((*tok)->kind(base + 100), TokenKind::kSpecial);  // <|reserved_token_ID|>
+    EXPECT_EQ(CompareCases(**tok, cases, with_code ? "kimi folder" : "kimi folder (built-in)", {}),
+              0);
+  }
+}
 
 }  // namespace
 }  // namespace anymoe
