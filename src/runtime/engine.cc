@@ -24,7 +24,11 @@ Expected<std::unique_ptr<Tokenizer>> LoadTokenizer(const ModelFile& file) {
   namespace fs = std::filesystem;
   const fs::path dir(file.path);
   const std::string json = (dir / "tokenizer.json").string();
-  if (!fs::exists(json)) return Status::Error(file.path + ": folder has no tokenizer.json");
+  if (!fs::exists(json)) {
+    // Kimi K2 / K2.5 ship tiktoken.model (and tokenization_kimi.py) instead.
+    if (fs::exists(dir / "tiktoken.model")) return Tokenizer::FromTiktokenFolder(file.path);
+    return Status::Error(file.path + ": folder has neither tokenizer.json nor tiktoken.model");
+  }
   const std::string config = (dir / "tokenizer_config.json").string();
   return Tokenizer::FromHfJson(json, fs::exists(config) ? config : "");
 }
