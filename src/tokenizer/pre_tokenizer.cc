@@ -4,7 +4,6 @@
 // lookahead, \s+(?!\S), becomes "give back the last whitespace character".
 #include "tokenizer/pre_tokenizer.h"
 
-#include <array>
 #include <span>
 #include <string>
 
@@ -126,35 +125,6 @@ void ScanSmolLm2(std::string_view text, Chars c, std::vector<std::string_view>* 
   }
 }
 
-struct NamedKind {
-  std::string_view name;
-  PreTokenizerKind kind;
-};
-
-// llama.cpp's `tokenizer.ggml.pre` names whose regex is one of our scanners.
-// "default" is taken as GPT-2 (llama.cpp's legacy default differs slightly).
-constexpr std::array<NamedKind, 19> kGgufNames = {{
-    {"default", PreTokenizerKind::kGpt2},
-    {"gpt-2", PreTokenizerKind::kGpt2},
-    {"gpt2", PreTokenizerKind::kGpt2},
-    {"mpt", PreTokenizerKind::kGpt2},
-    {"olmo", PreTokenizerKind::kGpt2},
-    {"llama-bpe", PreTokenizerKind::kLlama3},
-    {"llama3", PreTokenizerKind::kLlama3},
-    {"llama-v3", PreTokenizerKind::kLlama3},
-    {"dbrx", PreTokenizerKind::kLlama3},
-    {"smaug-bpe", PreTokenizerKind::kLlama3},
-    {"glm4", PreTokenizerKind::kLlama3},
-    {"chatglm-bpe", PreTokenizerKind::kLlama3},
-    {"qwen2", PreTokenizerKind::kQwen2},
-    {"stablelm2", PreTokenizerKind::kQwen2},
-    {"deepseek-r1-qwen", PreTokenizerKind::kQwen2},
-    {"smollm", PreTokenizerKind::kSmolLm2},
-    {"starcoder", PreTokenizerKind::kSmolLm2},
-    {"refact", PreTokenizerKind::kSmolLm2},
-    {"codeshell", PreTokenizerKind::kSmolLm2},
-}};
-
 }  // namespace
 
 std::string_view PreTokenizerName(PreTokenizerKind kind) {
@@ -167,20 +137,10 @@ std::string_view PreTokenizerName(PreTokenizerKind kind) {
       return "qwen2";
     case PreTokenizerKind::kSmolLm2:
       return "smollm2";
+    case PreTokenizerKind::kRegex:
+      return "regex";
   }
   return "?";
-}
-
-Expected<PreTokenizerKind> PreTokenizerFromGgufName(std::string_view name) {
-  for (const NamedKind& entry : kGgufNames) {
-    if (entry.name == name) return entry.kind;
-  }
-  std::string known;
-  for (const NamedKind& entry : kGgufNames) {
-    if (!known.empty()) known += ", ";
-    known += entry.name;
-  }
-  return Status::Error("unsupported pre-tokenizer '" + std::string(name) + "'; known: " + known);
 }
 
 std::string_view Llama3SplitRegex() {
@@ -209,6 +169,9 @@ void PreTokenize(PreTokenizerKind kind, std::string_view text,
       break;
     case PreTokenizerKind::kSmolLm2:
       ScanSmolLm2(text, c, pieces);
+      break;
+    case PreTokenizerKind::kRegex:  // not a scanner: PreTokenizerPipeline runs the regexes
+      if (!text.empty()) pieces->push_back(text);
       break;
   }
 }

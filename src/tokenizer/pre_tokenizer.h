@@ -21,13 +21,12 @@ enum class PreTokenizerKind {
   kQwen2,
   // HF Digits(individual_digits) then the kGpt2 regex        (SmolLM2, StarCoder)
   kSmolLm2,
+  // Not a scanner: the model's pre-tokenizer has regex stages
+  // (pre_tokenizer_pipeline.h); PreTokenize returns the text whole.
+  kRegex,
 };
 
 std::string_view PreTokenizerName(PreTokenizerKind kind);
-
-// Maps GGUF `tokenizer.ggml.pre` (llama.cpp's names) to a scanner; an unknown name
-// is an error that lists the known ones.
-Expected<PreTokenizerKind> PreTokenizerFromGgufName(std::string_view name);
 
 // The exact Split regex text of the HF tokenizer.json for kLlama3 / kQwen2.
 std::string_view Llama3SplitRegex();

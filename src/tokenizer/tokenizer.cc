@@ -109,6 +109,13 @@ Expected<std::unique_ptr<Tokenizer>> Tokenizer::Create(TokenizerSpec spec) {
   }
   std::vector<BpeModel::Merge>().swap(spec.merges);
   std::vector<int32_t>().swap(spec.bpe_ids);
+  if (spec.pre == PreTokenizerKind::kRegex) {
+    auto pre = PreTokenizerPipeline::Build(spec.pre_stages);
+    if (!pre.ok()) return pre.status().WithContext(spec.source);
+    tok->pre_ = std::move(pre).value();
+  } else {
+    tok->pre_ = *PreTokenizerPipeline::Build({PreTokenizerStage::Scanner(spec.pre)});
+  }
   tok->added_ = AddedTokenMatcher(spec.added);
   tok->spec_ = std::move(spec);
   tok->CollectStopIds();
@@ -153,14 +160,14 @@ std::string_view Tokenizer::TokenText(int32_t id) const {
   return texts_[size_t(id)];
 }
 
-void Tokenizer::EncodeText(std::string_view text, std::vector<int32_t>* ids) const {
+Status Tokenizer::EncodeText(std::string_view text, std::vector<int32_t>* ids) const {
   std::string normalized;
   if (spec_.nfc) {
     normalized = Nfc(text);
     text = normalized;
   }
   std::vector<std::string_view> pieces;
-  PreTokenize(spec_.pre, text, &pieces);
+  RETURN_IF_ERROR(pre_.Split(text, &pieces));
   // Pieces repeat (the words of prose, the runs of code): in a long text each
   // distinct piece runs the merges once and is copied from its first ids after
   // that. The cache is the call's own (concurrent encodes share nothing) and
@@ -168,7 +175,7 @@ void Tokenizer::EncodeText(std::string_view text, std::vector<int32_t>* ids) con
   constexpr size_t kCacheFromPieces = 256, kLongestCachedPiece = 64;
   if (pieces.size() < kCacheFromPieces) {
     for (std::string_view piece : pieces) bpe_.Encode(piece, ids);
-    return;
+    return Status::Ok();
   }
   std::unordered_map<std::string_view, std::pair<size_t, size_t>> first;  // piece -> its ids
   for (std::string_view piece : pieces) {
@@ -188,36 +195,57 @@ void Tokenizer::EncodeText(std::string_view text, std::vector<int32_t>* ids) con
     bpe_.Encode(piece, ids);
     at->second = {begin, ids->size()};
   }
+  return Status::Ok();
+}
+
+Expected<std::vector<int32_t>> Tokenizer::TryEncode(std::string_view text, bool add_bos,
+                                                    bool parse_special) const {
+  std::vector<int32_t> ids;
+  RETURN_IF_ERROR(EncodeSplit(text, add_bos, parse_special, {}, &ids));
+  return ids;
+}
+
+Expected<std::vector<int32_t>> Tokenizer::TryEncodeWithPlainRanges(
+    std::string_view text, bool add_bos, std::span<const TextRange> plain_ranges) const {
+  std::vector<int32_t> ids;
+  RETURN_IF_ERROR(EncodeSplit(text, add_bos, /*parse_special=*/true, plain_ranges, &ids));
+  return ids;
 }
 
 std::vector<int32_t> Tokenizer::Encode(std::string_view text, bool add_bos,
                                        bool parse_special) const {
-  return EncodeSplit(text, add_bos, parse_special, {});
+  std::vector<int32_t> ids;
+  (void)EncodeSplit(text, add_bos, parse_special, {}, &ids);
+  return ids;
 }
 
 std::vector<int32_t> Tokenizer::EncodeWithPlainRanges(
     std::string_view text, bool add_bos, std::span<const TextRange> plain_ranges) const {
-  return EncodeSplit(text, add_bos, /*parse_special=*/true, plain_ranges);
+  std::vector<int32_t> ids;
+  (void)EncodeSplit(text, add_bos, /*parse_special=*/true, plain_ranges, &ids);
+  return ids;
 }
 
-std::vector<int32_t> Tokenizer::EncodeSplit(std::string_view text, bool add_bos, bool parse_special,
-                                            std::span<const TextRange> plain_ranges) const {
-  std::vector<int32_t> ids;
-  if (add_bos && spec_.bos_id >= 0) ids.push_back(spec_.bos_id);
+Status Tokenizer::EncodeSplit(std::string_view text, bool add_bos, bool parse_special,
+                              std::span<const TextRange> plain_ranges,
+                              std::vector<int32_t>* ids) const {
+  if (add_bos && spec_.bos_id >= 0) ids->push_back(spec_.bos_id);
+  Status status;
   added_.Split(
       text, parse_special,
       [&](std::string_view segment, int token_index) {
+        if (!status.ok()) return;
         if (token_index >= 0) {
-          ids.push_back(added_.tokens()[token_index].id);
+          ids->push_back(added_.tokens()[token_index].id);
         } else if (spm_) {
-          spm_->Encode(segment, /*at_text_start=*/segment.data() == text.data(), &ids);
+          spm_->Encode(segment, /*at_text_start=*/segment.data() == text.data(), ids);
         } else {
-          EncodeText(segment, &ids);
+          status = EncodeText(segment, ids);
         }
       },
       plain_ranges);
-  if (add_bos && spec_.add_eos && spec_.eos_id >= 0) ids.push_back(spec_.eos_id);
-  return ids;
+  if (add_bos && spec_.add_eos && spec_.eos_id >= 0) ids->push_back(spec_.eos_id);
+  return status;
 }
 
 std::string Tokenizer::Decode(std::span<const int32_t> ids, bool skip_special) const {

@@ -17,11 +17,18 @@
 #include "tokenizer/bpe.h"
 #include "tokenizer/pre_tokenizer.h"
 #include "tokenizer/sentencepiece_bpe.h"
+#include "tokenizer/pre_tokenizer_pipeline.h"
 #include "tokenizer/token_table.h"
 
 namespace anymoe {
 
 class GgufFile;
+struct TokenizerSpec;
+
+// bos/eos/pad, add_bos_token and chat_template of an HF tokenizer_config.json,
+// resolved against the spec's tokens (tokenizer_hf.cc; the tiktoken loader
+// reads the same file).
+Status ReadHfTokenizerConfig(const std::string& path, TokenizerSpec* spec);
 
 // How a token id behaves.
 enum class TokenKind : uint8_t {
@@ -46,11 +53,12 @@ struct TokenizerSpec {
   std::vector<std::string> token_texts;  // id -> text as stored (byte-level for BPE)
   std::vector<TokenKind> kinds;          // id -> kind, same size
   std::vector<int32_t> bpe_ids;          // ids of the BPE vocabulary (texts in token_texts)
-  std::vector<BpeModel::Merge> merges;                       // in rank order
-  std::vector<AddedToken> added;                             // split out before pre-tokenization
-  PreTokenizerKind pre = PreTokenizerKind::kGpt2;
-  bool nfc = false;            // HF normalizer NFC (Qwen2)
-  bool ignore_merges = false;  // a piece found whole in the vocab is one token
+  std::vector<BpeModel::Merge> merges;   // in rank order
+  std::vector<AddedToken> added;         // split out before pre-tokenization
+  PreTokenizerKind pre = PreTokenizerKind::kGpt2;  // kRegex: pre_stages
+  std::vector<PreTokenizerStage> pre_stages;       // run in order when pre == kRegex
+  bool nfc = false;                                // HF normalizer NFC (Qwen2)
+  bool ignore_merges = false;                      // a piece found whole in the vocab is one token
   // Set: a SentencePiece BPE (texts with "▁", byte tokens <0xNN>; `pre` and
   // `nfc` unused). Unset: byte-level BPE.
   std::optional<SentencePieceOptions> sentencepiece;
@@ -74,6 +82,13 @@ class Tokenizer {
   static Expected<std::unique_ptr<Tokenizer>> FromHfJson(
       const std::string& tokenizer_json_path, const std::string& tokenizer_config_path_or_empty);
 
+  // Reads a tiktoken-style HF folder (Kimi K2 / K2.5): `tiktoken.model` (base64
+  // token + rank lines), the special tokens of tokenizer_config.json's
+  // added_tokens_decoder (and bos/eos/pad, chat_template), and the split
+  // pattern from tokenization_kimi.py's pat_str, or Kimi's own when the folder
+  // has no such file. Errors: "tiktoken_model_malformed", "tokenizer_regex_rejected".
+  static Expected<std::unique_ptr<Tokenizer>> FromTiktokenFolder(const std::string& dir);
+
   static Expected<std::unique_ptr<Tokenizer>> Create(TokenizerSpec spec);
 
   // Text -> ids. add_bos prepends bos_id() when the model has one (and appends
@@ -81,6 +96,14 @@ class Tokenizer {
   // special tokens written in the text become their ids; when false their text is
   // encoded as ordinary text (as HF's encode_special_tokens does), so user text can
   // never inject control tokens. Added non-special tokens are always recognised.
+  // A pre-tokenizer regex from the model file that hits its matching limits on
+  // this text fails the call alone ("tokenizer_regex_limit", kInvalidArgument).
+  Expected<std::vector<int32_t>> TryEncode(std::string_view text, bool add_bos,
+                                           bool parse_special) const;
+  Expected<std::vector<int32_t>> TryEncodeWithPlainRanges(
+      std::string_view text, bool add_bos, std::span<const TextRange> plain_ranges) const;
+  // As TryEncode; on a regex limit (never with the built-in scanners) the ids
+  // are those encoded before it. Callers that answer requests use TryEncode.
   std::vector<int32_t> Encode(std::string_view text, bool add_bos, bool parse_special) const;
   // Text -> ids with special tokens parsed everywhere except where they would
   // overlap `plain_ranges` (sorted, disjoint byte ranges): a rendered chat whose
@@ -121,9 +144,9 @@ class Tokenizer {
 
  private:
   Tokenizer() = default;
-  std::vector<int32_t> EncodeSplit(std::string_view text, bool add_bos, bool parse_special,
-                                   std::span<const TextRange> plain_ranges) const;
-  void EncodeText(std::string_view text, std::vector<int32_t>* ids) const;
+  Status EncodeSplit(std::string_view text, bool add_bos, bool parse_special,
+                     std::span<const TextRange> plain_ranges, std::vector<int32_t>* ids) const;
+  Status EncodeText(std::string_view text, std::vector<int32_t>* ids) const;
   void CollectStopIds();
 
   TokenizerSpec spec_;  // its token texts and vocabulary moved into the tables below
@@ -131,6 +154,7 @@ class Tokenizer {
   TokenTable pieces_;   // id -> raw bytes
   BpeModel bpe_;
   std::optional<SentencePieceBpe> spm_;  // instead of bpe_ for a SentencePiece model
+  PreTokenizerPipeline pre_;
   AddedTokenMatcher added_;
   std::vector<int32_t> stop_ids_;
 };

@@ -12,7 +12,11 @@ namespace anymoe {
 Expected<std::unique_ptr<Tokenizer>> TokenizerFromFolder(const std::string& dir) {
   namespace fs = std::filesystem;
   const std::string json = (fs::path(dir) / "tokenizer.json").string();
-  if (!fs::exists(json)) return Status::Error(dir + ": folder has no tokenizer.json");
+  if (!fs::exists(json)) {
+    // Kimi K2 / K2.5 ship tiktoken.model (and tokenization_kimi.py) instead.
+    if (fs::exists(fs::path(dir) / "tiktoken.model")) return Tokenizer::FromTiktokenFolder(dir);
+    return Status::Error(dir + ": folder has neither tokenizer.json nor tiktoken.model");
+  }
   const std::string config = (fs::path(dir) / "tokenizer_config.json").string();
   return Tokenizer::FromHfJson(json, fs::exists(config) ? config : "");
 }

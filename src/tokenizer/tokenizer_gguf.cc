@@ -38,7 +38,7 @@ TokenKind KindFor(int32_t type) {
 // same for these pre-tokenizer types.
 bool IgnoresMerges(std::string_view pre) {
   return pre == "llama-bpe" || pre == "llama3" || pre == "llama-v3" || pre == "dbrx" ||
-         pre == "smaug-bpe" || pre == "glm4" || pre == "chatglm-bpe";
+         pre == "smaug-bpe" || pre == "glm4" || pre == "chatglm-bpe" || pre == "tekken";
 }
 
 Status ReadSpecialId(const GgufFile& gguf, std::string_view key, int32_t* id) {
@@ -155,9 +155,14 @@ Expected<std::unique_ptr<Tokenizer>> Tokenizer::FromGguf(const GgufFile& gguf) {
   const std::string pre = pre_name.value_or("default");
   TokenizerSpec spec;
   spec.source = gguf.path();
-  auto kind = PreTokenizerFromGgufName(pre);
-  if (!kind.ok()) return kind.status().WithContext(gguf.path() + ": tokenizer.ggml.pre");
-  spec.pre = *kind;
+  auto stages = PreTokenizerStagesForGgufName(pre);
+  if (!stages.ok()) return stages.status().WithContext(gguf.path() + ": tokenizer.ggml.pre");
+  if (stages->size() == 1 && stages->front().type == PreTokenizerStage::Type::kScanner) {
+    spec.pre = stages->front().scanner;
+  } else {
+    spec.pre = PreTokenizerKind::kRegex;
+    spec.pre_stages = std::move(stages).value();
+  }
   spec.ignore_merges = IgnoresMerges(pre);
   RETURN_IF_ERROR(ReadTokens(gguf, &spec));
   RETURN_IF_ERROR(ReadMerges(gguf, &spec));

