@@ -450,6 +450,7 @@ Status ReadTokenizerJson(const std::string& path, TokenizerSpec* spec) {
     RETURN_IF_ERROR(CheckVocabAndMerges(root["model"], path));
     RETURN_IF_ERROR(ReadSentencePieceJson(root, path, spec));
   } else {
+    RETURN_IF_ERROR(ReadModel(root["model"], path, spec));
     RETURN_IF_ERROR(ReadNormalizer(root, path, spec));
     const Json pre = root.contains("pre_tokenizer") ? root["pre_tokenizer"] : Json();
     RETURN_IF_ERROR(ReadPreTokenizer(pre, path, spec));
