@@ -446,7 +446,7 @@ TEST_F(TokenizeCli, BadInputIsAOneLineError) {
   ExpectCleanError(Run({"tokenize", "-m", Write("t.gguf", TinyGguf().Build()), "-p", "x"}),
                    {"tokenizer.ggml.model"});
   std::filesystem::create_directories(Path("empty"));
-  ExpectCleanError(Run({"tokenize", "-m", Path("empty"), "-p", "x"}), {"no tokenizer.json"});
+  ExpectCleanError(Run({"tokenize", "-m", Path("empty"), "-p", "x"}), {"neither tokenizer.json nor tiktoken.model"});
 }
 
 }  // namespace
