@@ -563,6 +563,9 @@ std::optional<ApiError> CompletionEndpoint::Prepare(Engine& engine, ChatApi api,
       if (!error && !chat && native == nullptr) {
         plan->prompt = params->prompt_is_ids ? params->prompt_ids : engine.Encode(params->prompt_text);
       }
+      if (!error && !chat && !params->grammar.empty()) {
+        error = CompileGrammarConstraint(engine, vocabularies_, params->grammar, plan);
+      }
     }
   }
   if (large) {
@@ -704,7 +707,7 @@ void CompletionEndpoint::Run(const ServingModel& model, ChatApi api, bool chat,
     request.options.logit_bias = params.logit_bias;
     request.logprobs = params.logprobs;
     request.top_logprobs = params.logprobs ? params.top_logprobs : 0;
-    if (plan.constraint) request.constraint = std::make_shared<JsonConstraintState>(plan.constraint);
+    if (plan.constraint) request.constraint = plan.constraint->NewState();
     request.on_event = [channel = g->channel, i,
                         delay = options_.debug_token_delay](const RequestEvent& ev) {
       channel->Push(ev, i);
