@@ -24,7 +24,7 @@ struct Symbol {
 using Sequence = std::vector<Symbol>;
 
 Status Error(const std::string& code, const std::string& message) {
-  return Status::Error("grammar: " + message, ErrorKind::kInvalidArgument, code, "grammar");
+  return Status::Error(message, ErrorKind::kInvalidArgument, code, "grammar");
 }
 
 std::vector<GbnfCharRange> Canonical(std::vector<GbnfCharRange> r) {

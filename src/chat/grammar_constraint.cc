@@ -58,6 +58,7 @@ std::shared_ptr<const GrammarConstraint::Mask> GrammarConstraint::MaskFor(const 
   }
   if (!full) {
     std::shared_ptr<Mask> computed = Compute(state);
+    if (computed->over_budget) return computed;
     std::lock_guard<std::mutex> lock(mu_);
     const size_t bytes = MaskBytes(*computed);
     if (cache_.size() >= kMaxCachedMasks || cache_bytes_ + bytes > kMaxCacheBytes) {
@@ -103,6 +104,7 @@ std::shared_ptr<GrammarConstraint::Mask> GrammarConstraint::Compute(const Gramma
   };
   std::vector<Item> stack;
   stack.push_back({0, state});
+  int64_t work = 0;
   while (!stack.empty()) {
     Item item = std::move(stack.back());
     stack.pop_back();
@@ -112,6 +114,11 @@ std::shared_ptr<GrammarConstraint::Mask> GrammarConstraint::Compute(const Gramma
       // refuses: the output stays a sentence, and Accept reports the limit
       // only if a sampled token reaches it.
       if (!next.ok() || next->dead()) continue;
+      for (const GrammarStack& s : next->stacks) work += int64_t(s.size()) + 1;
+      if (work > kMaxMaskWork) {
+        mask->over_budget = true;
+        return mask;
+      }
       const auto& tokens = trie[size_t(child)].tokens;
       if (!tokens.empty()) {
         const int64_t completion = machine_.ShortestCompletion(*next);
@@ -137,6 +144,12 @@ std::shared_ptr<const GrammarConstraint::Mask> GrammarConstraintState::Allowed(i
 
 Status GrammarConstraintState::ApplyMask(std::span<float> logits, int64_t remaining) {
   const std::shared_ptr<const GrammarConstraint::Mask> mask = Allowed(remaining);
+  if (mask->over_budget) {
+    return Status::Error("the grammar's token mask needs more than " +
+                             std::to_string(GrammarConstraint::kMaxMaskWork) +
+                             " stack steps; the grammar is too ambiguous or too deeply nested",
+                         ErrorKind::kInvalidArgument, "grammar_state_limit", "grammar");
+  }
   if (MaskLogits(mask->bits, logits)) return Status::Ok();
   const int64_t needed = ShortestCompletion();
   if (needed > std::max<int64_t>(0, remaining - 1)) {

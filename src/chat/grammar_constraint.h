@@ -41,7 +41,14 @@ class GrammarConstraint : public OutputConstraint {
     int64_t max_completion = 0;  // largest ShortestCompletion after an allowed token
     std::vector<std::pair<int32_t, int32_t>> walked;  // allowed text tokens, completion after each
     bool accepting = false;                           // end tokens allowed
+    // The walk passed kMaxMaskWork stack entries and stopped (a hostile
+    // grammar): the mask is incomplete and ApplyMask fails by name.
+    bool over_budget = false;
   };
+  // Stack entries a mask walk may copy: a bound on a step's time whatever
+  // the grammar (the corpus grammars need at most 3.1M on SmolLM2's 49k
+  // vocabulary: GbnfGrammar.AgreesWithLarkTokenByTokenThroughTheMasks).
+  static constexpr int64_t kMaxMaskWork = int64_t(8) << 20;
   // The tokens allowed in `state` after which the output can still be
   // finished in `budget` tokens.
   std::shared_ptr<const Mask> MaskFor(const GrammarState& state, int64_t budget) const;

@@ -18,7 +18,7 @@ constexpr int64_t kInf = std::numeric_limits<int64_t>::max() / 4;
 int64_t AddCost(int64_t a, int64_t b) { return std::min(kInf, a + b); }
 
 Status StateLimit(const std::string& what) {
-  return Status::Error("grammar: " + what + "; the grammar is too ambiguous or too deeply nested",
+  return Status::Error(what + "; the grammar is too ambiguous or too deeply nested",
                        ErrorKind::kInvalidArgument, "grammar_state_limit", "grammar");
 }
 

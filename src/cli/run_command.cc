@@ -60,7 +60,7 @@ Expected<std::shared_ptr<const OutputConstraint>> LoadGrammar(const RunFlags& f,
   ASSIGN_OR_RETURN(auto vocab, VocabularyIndex::Build(engine.tokenizer()));
   auto constraint = GrammarConstraint::Create(text, std::move(vocab), end_tokens);
   if (!constraint.ok()) {
-    return constraint.status().WithContext(f.grammar.empty() ? "--grammar-text: " : f.grammar + ": ");
+    return constraint.status().WithContext(f.grammar.empty() ? "--grammar-text" : f.grammar);
   }
   const int64_t shortest = (*constraint)->machine().ShortestCompletion((*constraint)->start());
   if (shortest > f.max_tokens) {

@@ -10,6 +10,7 @@
 
 #include <fstream>
 #include <map>
+#include <set>
 #include <random>
 #include <sstream>
 
@@ -191,6 +192,62 @@ TEST(GbnfGrammar, InvalidGrammarsHaveNamedErrors) {
   EXPECT_EQ(bad.status().kind(), ErrorKind::kInvalidArgument);
 }
 
+// Hostile grammars: one-byte edits and splices of the corpus grammars either
+// compile or fail with one of the named codes, and a compiled one reads
+// random bytes with every step a state or a named limit, never a crash.
+TEST(GbnfGrammar, MutatedGrammarsCompileOrFailByName) {
+  const std::set<std::string> codes = {"grammar_parse_error",    "grammar_undefined_rule",
+                                       "grammar_missing_root",   "grammar_left_recursion",
+                                       "grammar_empty_language", "grammar_too_large"};
+  std::vector<std::string> grammars;
+  for (const auto& g : Cases()) grammars.push_back(GrammarFile(g["grammar"]));
+  const std::string alphabet = "()[]{}|*+?\\\"#:=-^.,0123456789 \nazAZ\x80\xc3\xa9";
+  std::mt19937_64 rng(49);
+  int compiled = 0, refused = 0;
+  for (int i = 0; i < 3000; ++i) {
+    std::string text = grammars[rng() % grammars.size()];
+    for (int edits = 1 + int(rng() % 3); edits > 0; --edits) {
+      const size_t at = rng() % (text.size() + 1);
+      switch (rng() % 4) {
+        case 0: text.insert(at, 1, alphabet[rng() % alphabet.size()]); break;
+        case 1: if (at < text.size()) text.erase(at, 1); break;
+        case 2: if (at < text.size()) text[at] = alphabet[rng() % alphabet.size()]; break;
+        default: {
+          const std::string& other = grammars[rng() % grammars.size()];
+          const size_t from = rng() % other.size();
+          text.insert(at, other.substr(from, rng() % 40));
+        }
+      }
+    }
+    auto g = ParseGbnf(text);
+    if (!g.ok()) {
+      EXPECT_EQ(codes.count(g.status().code()), 1u) << g.status().code() << ": " << text;
+      ++refused;
+      continue;
+    }
+    ++compiled;
+    GrammarPushdown m(std::move(*g));
+    auto state = m.Start();
+    if (!state.ok()) {
+      EXPECT_EQ(state.status().code(), "grammar_state_limit");
+      continue;
+    }
+    for (int k = 0; k < 64; ++k) {
+      const uint8_t b = uint8_t(alphabet[rng() % alphabet.size()]);
+      auto next = m.Advance(*state, b);
+      if (!next.ok()) {
+        EXPECT_EQ(next.status().code(), "grammar_state_limit");
+        break;
+      }
+      if (next->dead()) continue;  // try another byte from the same state
+      state = std::move(next);
+    }
+  }
+  std::printf("3000 mutated grammars: %d compiled, %d refused by name\n", compiled, refused);
+  EXPECT_GT(compiled, 100);
+  EXPECT_GT(refused, 100);
+}
+
 TEST(GbnfGrammar, StackLimitsAreNamedErrors) {
   // Deep nesting: one frame per open parenthesis.
   auto g = ParseGbnf("root ::= \"(\" root \")\" | \"x\"");
@@ -287,6 +344,26 @@ TEST(GbnfGrammar, RandomWalksCloseWithinTheBudget) {
     }
   }
   std::printf("%d random walks closed within their budgets\n", walks);
+}
+
+// A state with a thousand live parses over a class nearly every token is
+// in: the mask walk stops at kMaxMaskWork and the step fails by name.
+TEST(GbnfGrammar, MaskWorkIsBounded) {
+  std::unique_ptr<Tokenizer> tok;
+  auto vocab = SmolVocab(&tok);
+  if (vocab == nullptr) GTEST_SKIP() << "SmolLM2-135M-Instruct.Q4_1.gguf not present (make model)";
+  auto c = GrammarConstraint::Create("root ::= [^\\x00]{0,1024} [^\\x00]{0,1024}", vocab,
+                                     {tok->eos_id()});
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  GrammarConstraintState state(*c);
+  ASSERT_TRUE(state.AcceptBytes(std::string(1000, 'a')).ok());
+  std::vector<float> logits(size_t(tok->vocab_size()), 0.0f);
+  const Status st = state.ApplyMask(logits, 64);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.code(), "grammar_state_limit");
+  // The same grammar early on (two parses) masks normally.
+  GrammarConstraintState fresh(*c);
+  EXPECT_TRUE(fresh.ApplyMask(logits, 64).ok());
 }
 
 TEST(GbnfGrammar, NoRoomIsANamedError) {
