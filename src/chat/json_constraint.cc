@@ -7,84 +7,15 @@
 #include <algorithm>
 #include <limits>
 
-#include "tokenizer/tokenizer.h"
-#include "tokenizer/unicode_class.h"
 
 namespace anymoe {
 namespace {
 
 constexpr size_t kMaxCachedMasks = 4096;
 
-void AddToTrie(std::vector<VocabularyIndex::TrieNode>* trie, std::string_view bytes, int32_t id) {
-  if (trie->empty()) trie->emplace_back();
-  int32_t node = 0;
-  for (uint8_t b : bytes) {
-    int32_t next = -1;
-    for (const auto& [eb, child] : (*trie)[size_t(node)].edges) {
-      if (eb == b) next = child;
-    }
-    if (next < 0) {
-      next = int32_t(trie->size());
-      (*trie)[size_t(node)].edges.emplace_back(b, next);
-      trie->emplace_back();
-    }
-    node = next;
-  }
-  (*trie)[size_t(node)].tokens.push_back(id);
-}
-
-// Code points of `bytes` when it is complete UTF-8 that may stand inside a JSON
-// string unescaped; -1 otherwise.
-int32_t PlainStringChars(std::string_view bytes) {
-  int32_t n = 0;
-  for (size_t i = 0; i < bytes.size();) {
-    uint32_t cp;
-    size_t len;
-    if (DecodeUtf8At(bytes, i, &cp, &len) != Utf8Step::kValid) return -1;
-    if (cp < 0x20 || cp == '"' || cp == '\\') return -1;
-    i += len;
-    ++n;
-  }
-  return n;
-}
-
 void SetBit(std::vector<uint64_t>& bits, int32_t id) { bits[size_t(id) >> 6] |= uint64_t(1) << (id & 63); }
 
 }  // namespace
-
-Expected<std::shared_ptr<const VocabularyIndex>> VocabularyIndex::Build(const Tokenizer& tokenizer) {
-  auto v = std::make_shared<VocabularyIndex>();
-  v->vocab_size_ = tokenizer.vocab_size();
-  v->pieces_.resize(size_t(v->vocab_size_));
-  bool single[256] = {};
-  for (int32_t id = 0; id < tokenizer.vocab_size(); ++id) {
-    const TokenKind kind = tokenizer.kind(id);
-    if (kind == TokenKind::kSpecial || kind == TokenKind::kUnused) continue;
-    const std::string_view piece = tokenizer.TokenPiece(id);
-    if (piece.empty()) continue;
-    v->pieces_[size_t(id)] = std::string(piece);
-    if (piece.size() == 1) single[uint8_t(piece[0])] = true;
-    AddToTrie(&v->trie_, piece, id);
-    const int32_t chars = PlainStringChars(piece);
-    if (chars > 0) {
-      v->plain_.emplace_back(id, chars);
-    } else {
-      AddToTrie(&v->string_trie_, piece, id);
-    }
-  }
-  if (v->string_trie_.empty()) v->string_trie_.emplace_back();
-  for (int b = 0; b < 256; ++b) {
-    v->single_byte_[size_t(b)] = single[b];
-    // Closing a document needs printable ASCII and UTF-8 continuation bytes
-    // (other bytes only where a schema's keys or literals hold them: Create).
-    if (b < 0x20 || b == 0x7F || b > 0xBF) continue;
-    if (!single[b]) {
-      return Status::Error("json constraint: byte " + std::to_string(b) +
-                           " has no single-byte token; constrained decoding needs byte-level tokens");
-    }
-  }
-  return std::shared_ptr<const VocabularyIndex>(std::move(v));
-}
 
 Expected<std::shared_ptr<JsonConstraint>> JsonConstraint::Create(
     const nlohmann::ordered_json& schema, std::shared_ptr<const VocabularyIndex> vocab,
@@ -228,6 +159,11 @@ std::shared_ptr<JsonConstraint::Mask> JsonConstraint::Compute(const JsonState& s
   return mask;
 }
 
+std::unique_ptr<ConstraintState> JsonConstraint::NewState() const {
+  return std::make_unique<JsonConstraintState>(
+      std::static_pointer_cast<const JsonConstraint>(shared_from_this()));
+}
+
 JsonConstraintState::JsonConstraintState(std::shared_ptr<const JsonConstraint> constraint)
     : constraint_(std::move(constraint)), state_(constraint_->automaton().Start()) {}
 
@@ -238,16 +174,7 @@ std::shared_ptr<const JsonConstraint::Mask> JsonConstraintState::Allowed(int64_t
 
 Status JsonConstraintState::ApplyMask(std::span<float> logits, int64_t remaining) {
   const std::shared_ptr<const JsonConstraint::Mask> mask = Allowed(remaining);
-  const size_t known = std::min(logits.size(), mask->bits.size() * 64);
-  // Without this check an empty mask would leave every logit at -inf and the
-  // sampler would pick some token the constraint then rejects.
-  bool any = false;
-  for (size_t w = 0; w * 64 < known && !any; ++w) {
-    const size_t bits_here = std::min<size_t>(64, known - w * 64);
-    const uint64_t valid = bits_here == 64 ? ~uint64_t(0) : (uint64_t(1) << bits_here) - 1;
-    any = (mask->bits[w] & valid) != 0;
-  }
-  if (!any) {
+  if (!MaskLogits(mask->bits, logits)) {
     const int64_t needed = ShortestCompletion();
     if (needed > std::max<int64_t>(0, remaining - 1)) {
       return Status::Error("the JSON document needs at least " + std::to_string(needed) +
@@ -258,20 +185,6 @@ Status JsonConstraintState::ApplyMask(std::span<float> logits, int64_t remaining
     return Status::Error("no token of the vocabulary continues the JSON document",
                          ErrorKind::kInvalidArgument, "json_schema_no_token");
   }
-  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-  for (size_t w = 0; w * 64 < known; ++w) {
-    const uint64_t bits = mask->bits[w];
-    if (bits == ~uint64_t(0)) continue;
-    const size_t end = std::min(known, w * 64 + 64);
-    if (bits == 0) {
-      std::fill(logits.begin() + long(w * 64), logits.begin() + long(end), kNegInf);
-      continue;
-    }
-    for (size_t i = w * 64; i < end; ++i) {
-      if (!(bits >> (i & 63) & 1)) logits[i] = kNegInf;
-    }
-  }
-  for (size_t i = known; i < logits.size(); ++i) logits[i] = kNegInf;
   return Status::Ok();
 }
 

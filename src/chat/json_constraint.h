@@ -20,42 +20,14 @@
 #include <vector>
 
 #include "chat/json_automaton.h"
+#include "chat/output_constraint.h"
+#include "chat/vocabulary_index.h"
 #include "core/status.h"
 
 namespace anymoe {
 
-class Tokenizer;
-
-// The tokenizer's vocabulary as byte strings in a trie; built once per model.
-class VocabularyIndex {
- public:
-  // Fails when some byte has no single-byte token (needed to close documents).
-  static Expected<std::shared_ptr<const VocabularyIndex>> Build(const Tokenizer& tokenizer);
-
-  struct TrieNode {
-    std::vector<std::pair<uint8_t, int32_t>> edges;  // byte -> node
-    std::vector<int32_t> tokens;                     // tokens whose bytes end here
-  };
-  int32_t vocab_size() const { return vocab_size_; }
-  const std::vector<TrieNode>& trie() const { return trie_; }          // every text token
-  const std::vector<TrieNode>& string_trie() const { return string_trie_; }  // tokens not plain in strings
-  // Tokens that are complete UTF-8 without '"', '\\' or bytes < 0x20, with
-  // their code point counts: inside a string's text they only add characters.
-  const std::vector<std::pair<int32_t, int32_t>>& plain_string_tokens() const { return plain_; }
-  // The bytes of a token (empty for special and unused ids, which never match).
-  std::string_view piece(int32_t id) const { return pieces_[size_t(id)]; }
-  bool has_single_byte(uint8_t b) const { return single_byte_[b]; }
-
- private:
-  int32_t vocab_size_ = 0;
-  std::vector<std::string> pieces_;
-  std::array<bool, 256> single_byte_{};
-  std::vector<TrieNode> trie_, string_trie_;
-  std::vector<std::pair<int32_t, int32_t>> plain_;
-};
-
 // A compiled constraint, shared by the sequences of one request (or many).
-class JsonConstraint {
+class JsonConstraint : public OutputConstraint {
  public:
   // `schema`: a JSON schema, or null for json_object. `end_tokens`: ids that
   // end generation (EOS / end of turn), allowed once the document is complete.
@@ -82,6 +54,7 @@ class JsonConstraint {
   std::shared_ptr<const Mask> MaskFor(const JsonState& state, int64_t budget) const;
 
   size_t cached_masks() const;
+  std::unique_ptr<ConstraintState> NewState() const override;
 
  private:
   JsonConstraint(CompiledSchema schema, std::shared_ptr<const VocabularyIndex> vocab,
@@ -100,24 +73,22 @@ class JsonConstraint {
 
 // One sequence's progress through a constraint: the decode loop asks for the
 // mask, samples, then accepts the token.
-class JsonConstraintState {
+class JsonConstraintState : public ConstraintState {
  public:
   explicit JsonConstraintState(std::shared_ptr<const JsonConstraint> constraint);
 
-  // Sets the logits of disallowed tokens to -inf. `remaining`: tokens the
-  // budget still allows, this step included (>= 1). Fails, leaving nothing
-  // to sample, when no token is allowed: the document cannot be closed in
-  // the tokens left (code json_schema_no_room), or the vocabulary has no
-  // token that continues it.
-  Status ApplyMask(std::span<float> logits, int64_t remaining);
+  // ConstraintState::ApplyMask. No token allowed: the document cannot be
+  // closed in the tokens left (code json_schema_no_room), or the vocabulary
+  // has no token that continues it (json_schema_no_token).
+  Status ApplyMask(std::span<float> logits, int64_t remaining) override;
   // The allowed tokens as a bitset (for tests and other samplers).
   std::shared_ptr<const JsonConstraint::Mask> Allowed(int64_t remaining);
   // Advances by a sampled token; an end token is accepted only when complete.
-  Status Accept(int32_t token);
+  Status Accept(int32_t token) override;
   // The document is complete and no byte may follow (e.g. a closed object).
-  bool IsComplete() const;
+  bool IsComplete() const override;
   // An end token may come now (complete, or a top-level number that could go on).
-  bool CanEnd() const;
+  bool CanEnd() const override;
   // Bytes still needed to close the document (ShortestCompletion).
   int64_t ShortestCompletion() const { return constraint_->automaton().ShortestCompletion(state_); }
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "chat/grammar_constraint.h"
 #include "chat/json_constraint.h"
 #include "cli/commands.h"
 #include "cli/common_options.h"
@@ -36,20 +37,53 @@ struct RunFlags {
   std::vector<std::string> stops;
   std::string json_schema;  // file: constrain the output to this JSON schema
   bool json_object = false; // constrain the output to any JSON object
+  std::string grammar;       // file: constrain the output to this GBNF grammar
+  std::string grammar_text;  // the same, given inline
   SpeculativeOptions spec;
 };
 
-// The constraint of --json-schema / --json-object, or null.
-Expected<std::shared_ptr<JsonConstraint>> LoadConstraint(const RunFlags& f, const Engine& engine,
-                                                         const std::vector<int32_t>& end_tokens) {
-  if (f.json_schema.empty() && !f.json_object) return std::shared_ptr<JsonConstraint>();
+Expected<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::Error(path + ": cannot open");
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// The constraint of --grammar / --grammar-text, or null.
+Expected<std::shared_ptr<const OutputConstraint>> LoadGrammar(const RunFlags& f, const Engine& engine,
+                                                              const std::vector<int32_t>& end_tokens) {
+  std::string text = f.grammar_text;
+  if (!f.grammar.empty()) {
+    ASSIGN_OR_RETURN(text, ReadFile(f.grammar));
+  }
+  ASSIGN_OR_RETURN(auto vocab, VocabularyIndex::Build(engine.tokenizer()));
+  auto constraint = GrammarConstraint::Create(text, std::move(vocab), end_tokens);
+  if (!constraint.ok()) {
+    return constraint.status().WithContext(f.grammar.empty() ? "--grammar-text" : f.grammar);
+  }
+  const int64_t shortest = (*constraint)->machine().ShortestCompletion((*constraint)->start());
+  if (shortest > f.max_tokens) {
+    return Status::Error("the shortest sentence of the grammar takes " + std::to_string(shortest) +
+                         " bytes; raise -n (now " + std::to_string(f.max_tokens) + ")");
+  }
+  return std::shared_ptr<const OutputConstraint>(std::move(*constraint));
+}
+
+// The constraint of --json-schema / --json-object / --grammar(-text), or null.
+Expected<std::shared_ptr<const OutputConstraint>> LoadConstraint(const RunFlags& f, const Engine& engine,
+                                                                 const std::vector<int32_t>& end_tokens) {
+  const int given = int(!f.json_schema.empty()) + int(f.json_object) + int(!f.grammar.empty()) +
+                    int(!f.grammar_text.empty());
+  if (given > 1) {
+    return Status::Error("--json-schema, --json-object, --grammar and --grammar-text exclude each other");
+  }
+  if (!f.grammar.empty() || !f.grammar_text.empty()) return LoadGrammar(f, engine, end_tokens);
+  if (f.json_schema.empty() && !f.json_object) return std::shared_ptr<const OutputConstraint>();
   nlohmann::ordered_json schema;
   if (!f.json_schema.empty()) {
-    std::ifstream in(f.json_schema, std::ios::binary);
-    if (!in) return Status::Error(f.json_schema + ": cannot open");
-    std::stringstream text;
-    text << in.rdbuf();
-    schema = nlohmann::ordered_json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+    ASSIGN_OR_RETURN(std::string text, ReadFile(f.json_schema));
+    schema = nlohmann::ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
     if (schema.is_discarded()) return Status::Error(f.json_schema + ": not valid JSON");
   }
   ASSIGN_OR_RETURN(auto vocab, VocabularyIndex::Build(engine.tokenizer()));
@@ -59,7 +93,7 @@ Expected<std::shared_ptr<JsonConstraint>> LoadConstraint(const RunFlags& f, cons
     return Status::Error("the shortest JSON the schema allows takes " + std::to_string(shortest) +
                          " bytes; raise -n (now " + std::to_string(f.max_tokens) + ")");
   }
-  return constraint;
+  return std::shared_ptr<const OutputConstraint>(std::move(constraint));
 }
 
 Status WriteTextFile(const std::string& path, const std::string& text) {
@@ -114,9 +148,9 @@ int Run(RunFlags f) {
   options.spec = f.spec;
   auto constraint = LoadConstraint(f, *engine, options.stop_tokens);
   if (!constraint.ok()) return ReportError(constraint.status());
-  std::unique_ptr<JsonConstraintState> constraint_state;
+  std::unique_ptr<ConstraintState> constraint_state;
   if (*constraint) {
-    constraint_state = std::make_unique<JsonConstraintState>(*constraint);
+    constraint_state = (*constraint)->NewState();
     options.constraint = constraint_state.get();
   }
 
@@ -184,6 +218,9 @@ CommandFn RegisterRun(CLI::App& cmd) {
   cmd.add_option("--json-schema", f->json_schema,
                  "constrain the output to JSON valid against the schema in FILE (docs/chat.md)");
   cmd.add_flag("--json-object", f->json_object, "constrain the output to a JSON object");
+  cmd.add_option("--grammar", f->grammar,
+                 "constrain the output to the GBNF grammar in FILE (llama.cpp's notation; docs/server.md)");
+  cmd.add_option("--grammar-text", f->grammar_text, "the same, with the grammar given inline");
   cmd.add_option("--routing-stats", f->routing_stats,
                  "write per-layer, per-expert token counts of the run (and, with streamed "
                  "experts, the expert cache's counters) to FILE.json");

@@ -49,6 +49,7 @@ struct ServeFlags {
   int64_t prefill_chunk = 0;
   int64_t prefill_depth_unit = -1;  // not given: DefaultPrefillDepthUnit of the model
   int debug_token_delay_ms = 0;
+  bool no_slots = false;
   double request_timeout = 10;
   std::string profile_out;  // expert profile of the live traffic (SIGHUP, shutdown)
 };
@@ -217,6 +218,7 @@ int Serve(ServeFlags& f) {
   if (so.http_threads == 0) so.http_threads = f.parallel + f.queue + 16;
   so.log_requests = !f.no_request_log;
   so.debug_token_delay = std::chrono::milliseconds(f.debug_token_delay_ms);
+  so.slots_endpoint = !f.no_slots;
   so.request_timeout = std::chrono::milliseconds(int64_t(f.request_timeout * 1000));
 
   // Never destroyed: its thread waits on the pipe until the process exits.
@@ -302,7 +304,7 @@ int Serve(ServeFlags& f) {
   auto scheduler = Scheduler::Create(*engine, sched);
   if (!scheduler.ok()) return ReportError(scheduler.status());
   std::unique_ptr<CompletionService> service = SchedulerService(std::move(scheduler).value());
-  server.SetReady({engine.get(), service.get(), sched.context});
+  server.SetReady({engine.get(), service.get(), sched.context, sched.max_parallel});
   signals.SetDraining();
   std::fprintf(stderr,
                "anymoe: ready: %s, context %lld, %d parallel, queue %d, %s KV cache, prefill "
@@ -411,6 +413,7 @@ CommandFn RegisterServe(CLI::App& cmd) {
                  "write the expert profile of the traffic served (anymoe profile's format) "
                  "to FILE.json on SIGHUP and at shutdown");
   cmd.add_flag("--no-request-log", f->no_request_log, "do not log one line per request");
+  cmd.add_flag("--no-slots", f->no_slots, "answer GET /slots with 501 (as llama-server's --no-slots)");
   cmd.add_flag("--no-prefix-cache", f->no_prefix_cache,
                "do not share the KV blocks of identical prompt prefixes across requests");
   cmd.add_option("--debug-token-delay-ms", f->debug_token_delay_ms,

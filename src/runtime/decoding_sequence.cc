@@ -9,7 +9,7 @@ namespace anymoe {
 
 DecodingSequence::DecodingSequence(std::span<const int32_t> prompt, int64_t prefilled,
                                    const GenerateOptions& options, const SpeculativeOptions& spec,
-                                   JsonConstraintState* constraint, const Tokenizer* tokenizer,
+                                   ConstraintState* constraint, const Tokenizer* tokenizer,
                                    int64_t context, int64_t step_tokens)
     : prompt_(prompt),
       prompt_size_(int64_t(prompt.size())),

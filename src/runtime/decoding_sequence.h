@@ -34,7 +34,7 @@
 namespace anymoe {
 
 class Backend;
-class JsonConstraintState;
+class ConstraintState;
 class Tensor;
 class Tokenizer;
 
@@ -73,7 +73,7 @@ class DecodingSequence {
   // takes (Model::max_step_tokens), which bounds the MTP layer's drafts.
   DecodingSequence(std::span<const int32_t> prompt, int64_t prefilled,
                    const GenerateOptions& options, const SpeculativeOptions& spec,
-                   JsonConstraintState* constraint, const Tokenizer* tokenizer, int64_t context,
+                   ConstraintState* constraint, const Tokenizer* tokenizer, int64_t context,
                    int64_t step_tokens);
 
   // The trunk's cache and, with --spec mtp, the MTP layer's (else null).

@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "chat/json_constraint.h"
+#include "chat/output_constraint.h"
 #include "models/model.h"
 #include "runtime/sampler.h"
 #include "runtime/sequence.h"
@@ -29,10 +29,10 @@ struct GenerateOptions {
   std::vector<int32_t> stop_tokens;       // end of generation (EOS, end-of-turn)
   std::vector<std::string> stop_strings;  // cut the text before the first match
   bool record_logits = false;             // keep each step's logits (f32)
-  // Structured output: masks each step's logits so the text is a JSON document
-  // the constraint accepts, closed within max_new_tokens; generation stops
-  // once the document is complete. Not owned; null: unconstrained.
-  JsonConstraintState* constraint = nullptr;
+  // Structured output: masks each step's logits so the text is one the
+  // constraint (JSON schema, GBNF grammar) accepts, closed within
+  // max_new_tokens; generation stops once the output is complete. Not owned; null: unconstrained.
+  ConstraintState* constraint = nullptr;
   // Drafted tokens verified several per forward step (runtime/speculative.h);
   // the tokens are those of plain decoding (bitwise, greedy or seeded).
   SpeculativeOptions spec;

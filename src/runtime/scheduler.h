@@ -119,7 +119,7 @@ struct Request {
   int top_logprobs = 0;
   // Structured output (options.constraint is ignored here: the scheduler may
   // outlive the caller's stack, so the request owns its state).
-  std::shared_ptr<JsonConstraintState> constraint;
+  std::shared_ptr<ConstraintState> constraint;
   // Called on the scheduler thread; must not block for long.
   std::function<void(const RequestEvent&)> on_event;
 };

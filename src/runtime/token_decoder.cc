@@ -2,14 +2,14 @@
 
 #include <algorithm>
 
-#include "chat/json_constraint.h"
+#include "chat/output_constraint.h"
 #include "runtime/logit_guard.h"
 #include "runtime/speculative.h"
 #include "tokenizer/tokenizer.h"
 
 namespace anymoe {
 
-TokenDecoder::TokenDecoder(const GenerateOptions& options, JsonConstraintState* constraint,
+TokenDecoder::TokenDecoder(const GenerateOptions& options, ConstraintState* constraint,
                            const Tokenizer* tokenizer)
     : max_new_tokens_(options.max_new_tokens),
       stop_tokens_(options.stop_tokens),

@@ -1,7 +1,7 @@
 // One sequence's rules for turning a row of logits into its next token, run by
 // runtime/decoding_sequence.h for the generation loop (`anymoe run`) and the
 // serving scheduler alike, so that both apply the same ones in the same
-// order: the logit guard, logit_bias, the JSON constraint's mask, sampling
+// order: the logit guard, logit_bias, the output constraint's mask (JSON schema, GBNF), sampling
 // (or judging a speculative draft), the constraint's step, and the stop rules
 // (stop token, stop string, complete document, token budget). The context
 // limit, cancellation and where the tokens go are DecodingSequence's.
@@ -21,7 +21,7 @@
 
 namespace anymoe {
 
-class JsonConstraintState;
+class ConstraintState;
 class Tokenizer;
 
 struct DecodedToken {
@@ -35,7 +35,7 @@ class TokenDecoder {
  public:
   // `constraint` (may be null) and `tokenizer` (null: no text, no stop
   // strings) must outlive the decoder.
-  TokenDecoder(const GenerateOptions& options, JsonConstraintState* constraint,
+  TokenDecoder(const GenerateOptions& options, ConstraintState* constraint,
                const Tokenizer* tokenizer);
 
   // The logit guard (non-finite logits are a "numerical_error") and
@@ -62,7 +62,7 @@ class TokenDecoder {
   std::vector<std::pair<int32_t, float>> logit_bias_;
   Sampler sampler_;
   TextStream text_;
-  JsonConstraintState* constraint_;
+  ConstraintState* constraint_;
   const Tokenizer* tokenizer_;
   int64_t generated_ = 0;
 };

@@ -1,5 +1,6 @@
 #include "server/chat_prompt.h"
 
+#include "chat/grammar_constraint.h"
 #include "runtime/engine.h"
 
 namespace anymoe {
@@ -58,7 +59,8 @@ std::optional<ApiError> Render(const Engine& engine, const CompletionRequest& re
   r.kwargs = p.template_kwargs;
   // Constrained output starts at the first generated token: no reasoning block
   // before it unless the request asks for one.
-  if (p.constrained() && !r.kwargs.contains("enable_thinking")) r.kwargs["enable_thinking"] = false;
+  const bool constrained = p.constrained() || !request.grammar.empty();
+  if (constrained && !r.kwargs.contains("enable_thinking")) r.kwargs["enable_thinking"] = false;
   auto chat = engine.RenderChatRequest(r);
   if (!chat.ok()) {
     // Template errors are the template's own text (raise_exception) or the
@@ -91,6 +93,12 @@ std::optional<ApiError> PlanChat(const Engine& engine, VocabularyCache& vocabula
     case ToolChoice::kNone: o.mode = ChatOutput::Mode::kText; break;
   }
   o.function = p.tool_name;
+  if (!request.grammar.empty()) {
+    // The output is the grammar's sentence, as generated: no tool-call
+    // parsing, no reasoning split.
+    o.mode = ChatOutput::Mode::kText;
+    return CompileGrammarConstraint(engine, vocabularies, request.grammar, plan);
+  }
   if (!p.constrained()) {
     const ModelChatTemplate* t = engine.model_chat_template();
     o.starts_in_reasoning = PromptOpensReasoning(text);
@@ -125,6 +133,24 @@ std::optional<ApiError> CompileJsonConstraint(const Engine& engine, VocabularyCa
   auto constraint = JsonConstraint::Create(schema, *vocab, engine.StopTokens());
   if (!constraint.ok()) {
     return InvalidField(param, constraint.status().message(), "unsupported_schema");
+  }
+  plan->constraint = std::move(*constraint);
+  return std::nullopt;
+}
+
+std::optional<ApiError> CompileGrammarConstraint(const Engine& engine, VocabularyCache& vocabularies,
+                                                 const std::string& grammar, ChatPlan* plan) {
+  auto vocab = vocabularies.Get(engine);
+  if (!vocab.ok()) {
+    return InvalidField("grammar",
+                        "constrained decoding is unavailable for this model's vocabulary: " +
+                            vocab.status().message(),
+                        "constrained_decoding_unavailable");
+  }
+  auto constraint = GrammarConstraint::Create(grammar, *vocab, engine.StopTokens());
+  if (!constraint.ok()) {
+    // The parser's messages name positions and rules, never echo the text.
+    return InvalidField("grammar", constraint.status().message(), constraint.status().code());
   }
   plan->constraint = std::move(*constraint);
   return std::nullopt;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "chat/json_constraint.h"
+#include "chat/output_constraint.h"
 #include "server/api_error.h"
 #include "server/chat_output.h"
 #include "server/request_params.h"
@@ -33,7 +34,7 @@ class VocabularyCache {
 struct ChatPlan {
   std::vector<int32_t> prompt;
   std::string prompt_text;  // the rendered template (POST /apply-template)
-  std::shared_ptr<const JsonConstraint> constraint;  // null: free generation
+  std::shared_ptr<const OutputConstraint> constraint;  // null: free generation
   ChatOutput::Options output;                        // id_prefix left to each choice
 };
 
@@ -45,5 +46,10 @@ std::optional<ApiError> PlanChat(const Engine& engine, VocabularyCache& vocabula
 std::optional<ApiError> CompileJsonConstraint(const Engine& engine, VocabularyCache& vocabularies,
                                               const nlohmann::ordered_json& schema,
                                               const std::string& param, ChatPlan* plan);
+
+// plan->constraint for a GBNF grammar (the request's `grammar`); a 400 with
+// the grammar's error code (gbnf_grammar.h) when it does not compile.
+std::optional<ApiError> CompileGrammarConstraint(const Engine& engine, VocabularyCache& vocabularies,
+                                                 const std::string& grammar, ChatPlan* plan);
 
 }  // namespace anymoe

@@ -563,6 +563,9 @@ std::optional<ApiError> CompletionEndpoint::Prepare(Engine& engine, ChatApi api,
       if (!error && !chat && native == nullptr) {
         plan->prompt = params->prompt_is_ids ? params->prompt_ids : engine.Encode(params->prompt_text);
       }
+      if (!error && !chat && !params->grammar.empty()) {
+        error = CompileGrammarConstraint(engine, vocabularies_, params->grammar, plan);
+      }
     }
   }
   if (large) {
@@ -693,6 +696,15 @@ void CompletionEndpoint::Run(const ServingModel& model, ChatApi api, bool chat,
   // n sequences of the same prompt; seeds base, base + 1, ...
   const uint64_t seed = params.seed ? *params.seed : std::random_device{}();
   std::vector<Request> requests(n);
+  // Each sequence holds a slot of GET /slots until the response ends.
+  struct SlotClaims {
+    SlotTable& table;
+    int64_t task;
+    std::vector<int> ids;
+    ~SlotClaims() {
+      for (int id : ids) table.Release(id, task);
+    }
+  } claims{slots_, next_task_++, {}};
   for (size_t i = 0; i < n; ++i) {
     Request& request = requests[i];
     request.prompt = prompt;
@@ -704,9 +716,12 @@ void CompletionEndpoint::Run(const ServingModel& model, ChatApi api, bool chat,
     request.options.logit_bias = params.logit_bias;
     request.logprobs = params.logprobs;
     request.top_logprobs = params.logprobs ? params.top_logprobs : 0;
-    if (plan.constraint) request.constraint = std::make_shared<JsonConstraintState>(plan.constraint);
-    request.on_event = [channel = g->channel, i,
+    if (plan.constraint) request.constraint = plan.constraint->NewState();
+    const int slot = slots_.Claim(model.parallel, claims.task, n_prompt, budget);
+    claims.ids.push_back(slot);
+    request.on_event = [channel = g->channel, i, slots = &slots_, slot, task = claims.task,
                         delay = options_.debug_token_delay](const RequestEvent& ev) {
+      if (ev.kind == RequestEvent::Kind::kToken) slots->Decoded(slot, task);
       channel->Push(ev, i);
       if (delay.count() > 0 && ev.kind == RequestEvent::Kind::kToken) {
         std::this_thread::sleep_for(delay);

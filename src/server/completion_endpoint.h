@@ -21,7 +21,10 @@
 #include "server/metrics.h"
 #include "server/native_request.h"
 #include "server/request_params.h"
+#include <atomic>
+
 #include "server/request_tracker.h"
+#include "server/slot_table.h"
 #include "server/response_stream.h"
 #include "server/server_options.h"
 
@@ -58,6 +61,8 @@ class CompletionEndpoint {
   // POST /apply-template (llama-server's): a chat completions body ->
   // {"prompt": the text the model's template renders for it}.
   void ApplyTemplate(const ServingModel& model, const HttpRequest& req, ResponseStream& out);
+  // GET /slots (slot_table.h).
+  const SlotTable& slots() const { return slots_; }
 
  private:
   // Bodies from this size on are parsed at most kLargeBodiesAtOnce at a time.
@@ -84,6 +89,8 @@ class CompletionEndpoint {
   RequestTracker& unwritten_;
   std::counting_semaphore<> large_bodies_{kLargeBodiesAtOnce};
   VocabularyCache vocabularies_;
+  SlotTable slots_;
+  std::atomic<int64_t> next_task_{0};
 };
 
 }  // namespace anymoe

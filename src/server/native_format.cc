@@ -50,7 +50,7 @@ NativeFormatter::NativeFormatter(const Tokenizer& tokenizer, const NativeRequest
       {"n_probs", request.n_probs},
       {"samplers", std::move(samplers)},
       {"cache_prompt", request.cache_prompt},
-      {"grammar", ""},
+      {"grammar", r.grammar},
   };
   if (request.json_schema) settings_["json_schema"] = json::parse(request.json_schema->dump());
 }

@@ -64,13 +64,6 @@ std::optional<ApiError> CheckNeutralFields(const json& body) {
   if (const json* v = Field(body, "lora"); v != nullptr && !(v->is_array() && v->empty())) {
     return Unsupported("lora", "[]");
   }
-  if (const json* v = Field(body, "grammar"); v != nullptr) {
-    if (!v->is_string()) return InvalidField("grammar", "grammar must be a string", "invalid_type");
-    if (!v->get_ref<const std::string&>().empty()) {
-      return InvalidField("grammar", "GBNF grammars are not supported yet (use json_schema)",
-                          "unsupported_parameter");
-    }
-  }
   if (const json* v = Field(body, "multimodal_data"); v != nullptr) {
     return InvalidField("multimodal_data", "this server serves text models only",
                         "unsupported_parameter");
@@ -335,6 +328,11 @@ std::optional<ApiError> ParseNativeRequest(const json& body, bool infill,
       return InvalidField("json_schema", "json_schema must be an object", "invalid_type");
     }
     out->json_schema = nlohmann::ordered_json::parse(s->dump());
+  }
+  RETURN_IF_API_ERROR(ReadGrammar(body, &out->request.grammar));
+  if (!out->request.grammar.empty() && out->json_schema) {
+    return InvalidField("grammar", "grammar and json_schema cannot be combined; send one",
+                        "grammar_and_json_schema");
   }
   return std::nullopt;
 }

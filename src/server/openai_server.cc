@@ -183,6 +183,22 @@ void OpenAiServer::RegisterRoutes() {
     }
   });
   AddRoute("GET", "/props", false, std::bind(&OpenAiServer::HandleProps, this, _1, _2));
+  AddRoute("GET", "/slots", false, [this](const HttpRequest&, ResponseStream& out) {
+    if (!options_.slots_endpoint) {
+      ApiError e = ErrorFor(501);
+      e.type = "not_supported_error";
+      e.message = "the /slots endpoint is off (--no-slots)";
+      e.code = "slots_disabled";
+      out.Send(ErrorResponse(e));
+      return;
+    }
+    const ServingModel* model = Serving(out);
+    if (model == nullptr) return;
+    HttpResponse r;
+    r.content_type = kJson;
+    r.body = DumpJson(completions_->slots().Json(model->parallel, model->context));
+    out.Send(std::move(r));
+  });
   for (const char* path : {"/v1/completions", "/v1/chat/completions", "/chat/completions"}) {
     const bool chat = std::string_view(path).ends_with("chat/completions");
     AddRoute("POST", path, false, [this, chat](const HttpRequest& req, ResponseStream& out) {

@@ -36,6 +36,14 @@ std::optional<ApiError> ReadBool(const json& body, const char* name, bool* out) 
   return std::nullopt;
 }
 
+std::optional<ApiError> ReadGrammar(const json& body, std::string* out) {
+  const json* v = Field(body, "grammar");
+  if (v == nullptr) return std::nullopt;
+  if (!v->is_string()) return InvalidField("grammar", "grammar must be a string", "invalid_type");
+  *out = v->get<std::string>();
+  return std::nullopt;
+}
+
 std::optional<ApiError> ReadInt(const json& body, const char* name, int64_t lo, int64_t hi,
                                 std::optional<int64_t>* out) {
   const json* v = Field(body, name);
@@ -298,6 +306,13 @@ std::optional<ApiError> ParseCompletionRequest(const json& body, bool chat,
     if (out->echo && out->logprobs) {
       return InvalidField("echo", "echo with logprobs is not supported");
     }
+  }
+  RETURN_IF_API_ERROR(ReadGrammar(body, &out->grammar));
+  if (!out->grammar.empty() && chat && out->chat_params.constrained()) {
+    return InvalidField("grammar",
+                        "grammar cannot be combined with response_format json_object / json_schema "
+                        "or a forced tool_choice; send one",
+                        "grammar_and_json_schema");
   }
   return std::nullopt;
 }

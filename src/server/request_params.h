@@ -54,6 +54,9 @@ struct CompletionRequest {
   bool ignore_eos = false;     // llama-server's extension: do not stop at end-of-sequence
   bool logprobs = false;       // return each token's log-probability
   int top_logprobs = 0;        // and the k most likely alternatives
+  // llama-server's `grammar`: a GBNF grammar the output must be a sentence
+  // of (chat/grammar_constraint.h); empty: none.
+  std::string grammar;
 };
 
 // A boolean field into `out` (left as is when absent or null).
@@ -64,6 +67,8 @@ std::optional<ApiError> ReadInt(const nlohmann::json& body, const char* name, in
 // A number field in [lo, hi], or (lo, hi] when `open_low`, into `out`.
 std::optional<ApiError> ReadNumber(const nlohmann::json& body, const char* name, double lo,
                                    double hi, bool open_low, float* out);
+// `grammar` (a string; empty or absent: none) into `out`.
+std::optional<ApiError> ReadGrammar(const nlohmann::json& body, std::string* out);
 // Every element of `array` a token id in [0, vocab_size), into `out`; errors name `name`.
 std::optional<ApiError> ReadTokenIds(const nlohmann::json& array, const char* name,
                                      int64_t vocab_size, std::vector<int32_t>* out);

@@ -40,6 +40,7 @@ struct ServerOptions {
   std::chrono::milliseconds write_timeout{30000};      // each write of a response
   std::chrono::milliseconds keep_alive_timeout{3000};  // idle between requests
   bool log_requests = true;  // one line per request on stderr
+  bool slots_endpoint = true;  // GET /slots (off: 501, as llama-server's --no-slots)
   // Test hook: sleep this long on the scheduler thread after each token, to
   // make a tiny model slow enough to fill queues and disconnect mid-stream.
   std::chrono::milliseconds debug_token_delay{0};
@@ -50,6 +51,7 @@ struct ServingModel {
   Engine* engine = nullptr;
   CompletionService* service = nullptr;
   int64_t context = 0;  // tokens per sequence (prompt + generated)
+  int parallel = 1;     // sequences decoded at once (GET /slots lists as many)
 };
 
 }  // namespace anymoe

@@ -154,12 +154,13 @@ class ServerTest : public ::testing::Test {
     // As `anymoe serve` sets it.
     if (!sched.between_steps) sched.between_steps = [this] { server_->AwaitResponseWrites(); };
     context_ = sched.context;
+    parallel_ = sched.max_parallel;
     auto s = Scheduler::Create(*engine_, sched);
     ASSERT_TRUE(s.ok()) << s.status().message();
     service_ = SchedulerService(std::move(s).value());
     if (ready) MakeReady();
   }
-  void MakeReady() { server_->SetReady({engine_, service_.get(), context_}); }
+  void MakeReady() { server_->SetReady({engine_, service_.get(), context_, parallel_}); }
 
   void TearDown() override {
     if (server_) server_->Stop();
@@ -205,6 +206,7 @@ class ServerTest : public ::testing::Test {
   Engine* engine_ = nullptr;
   std::unique_ptr<CompletionService> service_;
   int64_t context_ = 0;
+  int parallel_ = 1;
 };
 
 inline nlohmann::json ParseBody(const httplib::Result& res) {
