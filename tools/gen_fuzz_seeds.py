@@ -4,13 +4,20 @@
 Seeds are small valid (and a few nearly valid) inputs derived from the golden
 data, so the fuzzers start from inputs that reach deep into each parser:
   gguf          metadata of each golden MoE GGUF (config + tokenizer) with a few
-                tiny tensors of every supported type, plus tests/golden/gguf/tiny_v3.gguf
+                tiny tensors of every supported type, plus tests/golden/gguf/tiny_v3.gguf,
+                and a vocabulary-only SentencePiece GGUF (tokenizer.ggml.model = llama)
   safetensors   small files with every supported dtype and __metadata__
   hf_config     the golden config.json files and the reference configs
   tokenizer     golden tokenizer corpus strings, one per tokenizer selector
   chat_template encoded conversations (see fuzz_chat_template.cc's byte layout)
   request       OpenAI request bodies, valid and invalid
-  tokenizer_json reduced golden tokenizer.json files (a few hundred tokens each)
+  tokenizer_json reduced golden tokenizer.json files (a few hundred tokens each):
+                byte-level BPE, SentencePiece BPE (Metaspace, and the legacy
+                Prepend+Replace normalizer), DeepSeek-V3's Split sequence, and a
+                catastrophic Split pattern
+  tiktoken      tiktoken-style folders (fuzz_tiktoken.cc's layout): the 256 byte
+                tokens and merged ones, tokenizer_config.json's added tokens and
+                tokenization_kimi.py's pat_str; a few nearly valid ones
 Every target also gets expansion recipes (tests/fuzz/fuzz_input.h): a few
 bytes that stand for a document of up to its cap, e.g. a million `{},`.
 Run from the repository root: python3 tools/gen_fuzz_seeds.py
@@ -117,12 +124,51 @@ def gguf_seeds():
         if not name.endswith(".gguf"):
             continue
         kv, n_kv = gguf_kv_section(os.path.join(moe, name))
+        if len(kv) > 64 << 10:
+            continue  # a real 32,000-token vocabulary: sentencepiece_vocab.gguf is its small form
         write("gguf", name.replace(".gguf", "_meta.gguf"), gguf_file(kv, n_kv, tensors))
     # Nearly valid: metadata only, and one tensor past the end of the file.
     kv, n_kv = gguf_kv_section(os.path.join(moe, "mixtral.gguf"))
     write("gguf", "metadata_only.gguf", gguf_file(kv, n_kv, []))
     whole = gguf_file(b"", 0, tensors[:2])
     write("gguf", "truncated_data.gguf", whole[:-16])
+    write("gguf", "sentencepiece_vocab.gguf", sentencepiece_vocab_gguf())
+
+
+def gguf_kv(key, type_id, payload):
+    return gguf_string(key) + struct.pack("<I", type_id) + payload
+
+
+def gguf_array(type_id, items):
+    """items: already-packed elements of GGUF type type_id."""
+    return struct.pack("<IQ", type_id, len(items)) + b"".join(items)
+
+
+def sentencepiece_vocab_gguf():
+    """tokenizer.ggml.model = llama with the first 400 Mixtral tokens (control,
+    the 256 <0xNN> byte tokens, pieces with the ▁ marker), their scores and
+    types, as llama.cpp's converter writes them; no tensors."""
+    with open(os.path.join(GOLDEN, "tokenizer", "mixtral.tokenizer.json"), encoding="utf-8") as f:
+        vocab = json.load(f)["model"]["vocab"]
+    tokens = sorted((i, t) for t, i in vocab.items() if i < 400)
+    # Token types: 1 normal, 2 unknown, 3 control, 6 byte (llama.cpp's enum).
+    def token_type(i, t):
+        return 2 if i == 0 else 3 if i < 3 else 6 if t.startswith("<0x") else 1
+    kvs = [
+        gguf_kv("general.architecture", 8, gguf_string("llama")),
+        gguf_kv("tokenizer.ggml.model", 8, gguf_string("llama")),
+        gguf_kv("tokenizer.ggml.tokens", 9, gguf_array(8, [gguf_string(t) for _, t in tokens])),
+        gguf_kv("tokenizer.ggml.scores", 9,
+                gguf_array(6, [struct.pack("<f", -float(i)) for i, _ in tokens])),
+        gguf_kv("tokenizer.ggml.token_type", 9,
+                gguf_array(5, [struct.pack("<i", token_type(i, t)) for i, t in tokens])),
+        gguf_kv("tokenizer.ggml.bos_token_id", 4, struct.pack("<I", 1)),
+        gguf_kv("tokenizer.ggml.eos_token_id", 4, struct.pack("<I", 2)),
+        gguf_kv("tokenizer.ggml.unknown_token_id", 4, struct.pack("<I", 0)),
+        gguf_kv("tokenizer.ggml.add_space_prefix", 7, b"\x01"),
+        gguf_kv("tokenizer.ggml.add_bos_token", 7, b"\x01"),
+    ]
+    return gguf_file(b"".join(kvs), len(kvs), [])
 
 
 # ---- safetensors -------------------------------------------------------------
@@ -259,6 +305,124 @@ def tokenizer_json_seeds():
         n = len(vocab)
         t["added_tokens"] = [dict(a, id=n + i) for i, a in enumerate(t.get("added_tokens", [])[:4])]
         write("tokenizer_json", name, json.dumps(t, ensure_ascii=False))
+        if name == "llama3":
+            # DeepSeek-V3's pre-tokenizer (three Splits, then ByteLevel without
+            # its regex), and a catastrophic pattern the regex limits must stop.
+            t["pre_tokenizer"] = DEEPSEEK_V3_PRE_TOKENIZER
+            write("tokenizer_json", "deepseek_v3_splits", json.dumps(t, ensure_ascii=False))
+            t["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": [
+                {"type": "Split", "pattern": {"Regex": "(a+)+$"}, "behavior": "Isolated",
+                 "invert": False},
+                {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True,
+                 "use_regex": False}]}
+            write("tokenizer_json", "catastrophic_split", json.dumps(t, ensure_ascii=False))
+    sentencepiece_json_seeds()
+
+
+# DeepSeek-V3's tokenizer.json pre_tokenizer, as the real file has it.
+DEEPSEEK_V3_PRE_TOKENIZER = {"type": "Sequence", "pretokenizers": [
+    {"type": "Split", "pattern": {"Regex": "\\p{N}{1,3}"}, "behavior": "Isolated", "invert": False},
+    {"type": "Split", "pattern": {"Regex": "[\u4e00-\u9fa5\u3040-\u309f\u30a0-\u30ff]+"},
+     "behavior": "Isolated", "invert": False},
+    {"type": "Split", "pattern": {"Regex":
+        "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?"
+        "[\\p{L}\\p{M}]+| ?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+"},
+     "behavior": "Isolated", "invert": False},
+    {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False}]}
+
+
+def sentencepiece_json_seeds():
+    """Mixtral's tokenizer.json cut to its first 400 ids (control, byte and ▁
+    pieces), in the current layout (Metaspace) and the legacy one
+    (Prepend + Replace normalizer, no pre-tokenizer)."""
+    with open(os.path.join(GOLDEN, "tokenizer", "mixtral.tokenizer.json"), encoding="utf-8") as f:
+        t = json.load(f)
+    vocab = {k: v for k, v in t["model"]["vocab"].items() if v < 400}
+    merges = []
+    for m in t["model"]["merges"]:
+        a, b = m.split(" ", 1) if isinstance(m, str) else m
+        if a in vocab and b in vocab and a + b in vocab:
+            merges.append(m)
+    t["model"]["vocab"] = vocab
+    t["model"]["merges"] = merges
+    write("tokenizer_json", "mixtral_metaspace", json.dumps(t, ensure_ascii=False))
+    t["normalizer"] = {"type": "Sequence", "normalizers": [
+        {"type": "Prepend", "prepend": "\u2581"},
+        {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"}]}
+    t["pre_tokenizer"] = None
+    write("tokenizer_json", "mixtral_legacy", json.dumps(t, ensure_ascii=False))
+
+
+# ---- tiktoken folder ---------------------------------------------------------
+
+# Kimi K2's pat_str parts (tokenization_kimi.py), as tools/gen_real_tokenizer_golden.py has them.
+KIMI_PAT_PARTS = [
+    r"""[\p{Han}]+""",
+    r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]*[\p{Ll}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+    r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]+[\p{Ll}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+    r"""\p{N}{1,3}""",
+    r""" ?[^\s\p{L}\p{N}]+[\r\n]*""",
+    r"""\s*[\r\n]+""",
+    r"""\s+(?!\S)""",
+    r"""\s+""",
+]
+
+
+def tiktoken_input(flags, config, source, text, model):
+    """fuzz_tiktoken.cc's layout: flags, config, source, then the text and the
+    model file, the one flag 8 names last (the rest of the input)."""
+    head = bytes([flags]) + reader_string(config, 0xFFFF) + reader_string(source, 0xFFFF)
+    if flags & 8:
+        return head + reader_string(model, 0xFFFF) + text
+    return head + reader_string(text, 0xFFFF) + model
+
+
+def tiktoken_seeds():
+    import base64
+    tokens = [bytes([b]) for b in range(256)]
+    for word in ("he", "ll", "llo", "hello", " h", " w", "or", " wor", " world", "in", "ing",
+                 "\u4f60".encode(), "\u4f60\u597d".encode(), "  ", "\n\n", "12", "123"):
+        w = word.encode() if isinstance(word, str) else word
+        if w not in tokens:
+            tokens.append(w)
+    model = b"".join(base64.b64encode(t) + b" %d\n" % i for i, t in enumerate(tokens))
+    n = len(tokens)
+    config = json.dumps({
+        "added_tokens_decoder": {
+            str(n): {"content": "[BOS]", "special": True},
+            str(n + 1): {"content": "[EOS]", "special": True},
+            str(n + 2): {"content": "<|im_end|>", "special": True},
+            str(n + 22): {"content": "<think>", "special": False, "lstrip": False, "rstrip": False},
+        },
+        "bos_token": "[BOS]", "eos_token": "[EOS]", "add_bos_token": True,
+        "chat_template": "{% for m in messages %}{{ m.content }}<|im_end|>{% endfor %}"})
+    source = ("num_reserved_special_tokens = 256\n"
+              "pat_str = \"|\".join(\n    [\n" +
+              "".join('        r"""' + p + '""",\n' for p in KIMI_PAT_PARTS) + "    ]\n)\n")
+    text = "Hello world <|im_end|>\u4f60\u597d 12345  <think>x \xff".encode("utf-8", "surrogateescape")
+    write("tiktoken", "kimi_folder", tiktoken_input(7, config, source, text, model))
+    write("tiktoken", "model_only", tiktoken_input(0, "", "", "hello  world\n\n", model))
+    write("tiktoken", "no_reserved", tiktoken_input(
+        3, config, source.replace("256", "0"), "hello", model))
+    write("tiktoken", "bad_pattern", tiktoken_input(
+        2, "", 'pat_str = "|".join([r"""(a+)+$""", r"""[""",])', "aaaaaaaaaaaaaaaaaaaaaaaaab", model))
+    write("tiktoken", "crlf", tiktoken_input(0, "", "", "x", model.replace(b"\n", b"\r\n")))
+    write("tiktoken", "bad_base64", tiktoken_input(0, "", "", "x", model + b"YQ= 999\n"))
+    write("tiktoken", "rank_gap", tiktoken_input(0, "", "", "x", model + b"YWJj 5000\n"))
+    # Large inputs from a few bytes: a million-line model file (the repeated
+    # rank stops it early), and 384-512 KiB runs of one character class
+    # through the Kimi pattern (fuzz_input.h's recipes). Linear: 1 MiB of
+    # spaces takes ~0.65 s of CPU under ASan at -O1, 256 KiB ~0.16 s; half a
+    # MiB leaves the 1 s budget room for what the fuzzer adds.
+    line = b"QQ== 0\n"
+    head = tiktoken_input(0, "", "", "x", b"")
+    write("tiktoken", "expand_lines",
+          bytes([0xA5, 17]) + struct.pack("<HH", len(head), len(head) + len(line)) + head + line)
+    for name, unit in (("expand_spaces", b" "), ("expand_han", "\u4f60".encode()),
+                       ("expand_digits", b"7"), ("expand_punct", b"!"), ("expand_letters", b"a")):
+        head = tiktoken_input(8 | 2, "", source, b"", model)
+        write("tiktoken", name, bytes([0xA5, 19 if len(unit) == 1 else 17]) +
+              struct.pack("<HH", len(head), len(head) + len(unit)) + head + unit)
 
 
 def recipe(prefix, unit, suffix, exponent):
@@ -303,6 +467,7 @@ def expansion_seeds():
 
 def main():
     tokenizer_json_seeds()
+    tiktoken_seeds()
     expansion_seeds()
     gguf_seeds()
     safetensors_seeds()

@@ -9,7 +9,11 @@ Per case: "t" the text (only for the per-file strings; the corpus ones are
 read from corpus_large.json by index), "i" ids with special tokens parsed,
 "n" ids with special tokens as text where they differ from "i";
 "bos": the ids a sequence starts with when the file's BOS handling applies
-(tokenizer_config.json add_bos_token, as transformers reads it).
+(tokenizer_config.json add_bos_token, as transformers reads it). A folder that
+also has the tiktoken ranks its tokenizer.json was made from (Llama-3's
+tokenizer.model) is checked against tiktoken too, which must give the same
+ids on every case; "tiktoken" then holds what a tiktoken folder around those
+ranks needs (base vocabulary, pattern, added tokens).
 
 Usage: /work/venv-ref/bin/python tools/fetch_real_tokenizers.py
        /work/venv-ref/bin/python tools/gen_real_tokenizer_golden.py
@@ -76,7 +80,8 @@ def hf_golden(name, corpus):
     # What a sequence starts with: tokenizer.json's post-processor (ByteLevel in
     # these files: nothing) and, as transformers' LlamaTokenizerFast adds it,
     # tokenizer_config.json's bos_token when add_bos_token is true.
-    config = json.load(open(os.path.join(REAL, name, "tokenizer_config.json")))
+    config_path = os.path.join(REAL, name, "tokenizer_config.json")
+    config = json.load(open(config_path)) if os.path.exists(config_path) else {}
     bos = config.get("bos_token")
     bos = bos.get("content") if isinstance(bos, dict) else bos
     empty = tok.encode("", add_special_tokens=True).ids
@@ -92,8 +97,47 @@ def hf_golden(name, corpus):
         tok.encode_special_tokens = False
         return compact(ids, as_text)
 
-    return {"reference": "tokenizers " + tokenizers.__version__, "bos": empty,
-            "cases": [case(t) for t in corpus] + [{"t": t, **case(t)} for t in extra]}
+    golden = {"reference": "tokenizers " + tokenizers.__version__, "bos": empty,
+              "cases": [case(t) for t in corpus] + [{"t": t, **case(t)} for t in extra]}
+    ranks_path = os.path.join(REAL, name, "tokenizer.model")
+    if os.path.exists(ranks_path):
+        # The folder also has the tiktoken ranks the tokenizer.json was made
+        # from (Llama-3): the second reference must agree with the first.
+        golden["tiktoken"] = check_tiktoken_agrees(tok, ranks_path, corpus + extra, golden["cases"])
+    return golden
+
+
+def read_ranks(path):
+    ranks = {}
+    for line in open(path, "rb"):
+        if line.strip():
+            token, rank = line.split()
+            ranks[base64.b64decode(token)] = int(rank)
+    return ranks
+
+
+def split_pattern(tok):
+    """The single Split regex of a tokenizer.json's pre-tokenizer Sequence."""
+    pre = json.loads(tok.to_str())["pre_tokenizer"]
+    splits = [p["pattern"]["Regex"] for p in pre.get("pretokenizers", []) if p["type"] == "Split"]
+    assert len(splits) == 1, splits
+    return splits[0]
+
+
+def check_tiktoken_agrees(tok, ranks_path, texts, cases):
+    """tiktoken with the file's ranks, its Split pattern and its added tokens
+    gives the golden ids on every text; returns what a tiktoken folder around
+    the ranks needs (the pattern, the added tokens by id)."""
+    ranks = read_ranks(ranks_path)
+    added = {a.content: i for i, a in tok.get_added_tokens_decoder().items()}
+    enc = tiktoken.Encoding(name="ranks", pat_str=split_pattern(tok), mergeable_ranks=ranks,
+                            special_tokens=added)
+    for text, case in zip(texts, cases):
+        assert enc.encode(text, allowed_special="all") == case["i"], text
+        assert enc.encode(text, disallowed_special=()) == case.get("n", case["i"]), text
+    return {"base_vocab": len(ranks), "pattern": split_pattern(tok),
+            "added": {str(i): {"content": a.content, "special": a.special}
+                      for i, a in sorted(tok.get_added_tokens_decoder().items())}}
 
 
 def compact(ids, as_text):
@@ -102,12 +146,7 @@ def compact(ids, as_text):
 
 
 def tiktoken_golden(name, corpus):
-    path = os.path.join(REAL, name, "tiktoken.model")
-    ranks = {}
-    for line in open(path, "rb"):
-        if line.strip():
-            token, rank = line.split()
-            ranks[base64.b64decode(token)] = int(rank)
+    ranks = read_ranks(os.path.join(REAL, name, "tiktoken.model"))
     base = len(ranks)
     # tokenization_kimi.py: ids [base, base + 256) are special tokens, named by
     # the config or <|reserved_token_ID|>.
@@ -142,7 +181,7 @@ def tiktoken_golden(name, corpus):
 def main():
     corpus = [c["text"] for c in json.load(open(os.path.join(GOLDEN, "corpus_large.json")))["cases"]]
     os.makedirs(os.path.join(GOLDEN, "real"), exist_ok=True)
-    names = sys.argv[1:] or ["deepseek-v3", "deepseek-llm", "qwen-tiktoken"]
+    names = sys.argv[1:] or ["deepseek-v3", "deepseek-llm", "qwen-tiktoken", "llama3"]
     for name in names:
         folder = os.path.join(REAL, name)
         if os.path.exists(os.path.join(folder, "tokenizer.json")):

@@ -87,7 +87,7 @@ Expected<BpeModel> BpeModel::Build(const TokenTable& texts, const std::vector<in
     const int32_t r = decoded ? model.VocabId(right) : -1;
     const int32_t j = decoded ? model.VocabId(left + right) : -1;
     if (l >= 0 && r >= 0 && j >= 0) {
-      model.merges_.Set(l, r, {static_cast<int32_t>(rank), j});
+      model.merges_.Set(l, r, {m.rank >= 0 ? m.rank : static_cast<int32_t>(rank), j});
       continue;
     }
     joined = m.left + m.right;

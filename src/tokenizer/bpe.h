@@ -28,6 +28,10 @@ class BpeModel {
  public:
   struct Merge {
     std::string left, right;  // byte-level text, as tokenizer.json / GGUF store them
+    // < 0: the merge's index in the list (tokenizer.json, GGUF). tiktoken ranks
+    // a pair by the token it makes, so every split of one token shares that
+    // token's rank, and among equal ranks the leftmost pair merges first.
+    int32_t rank = -1;
   };
 
   // `ids`: the model's vocabulary, whose byte-level texts are `texts[id]`.

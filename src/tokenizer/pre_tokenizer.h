@@ -21,6 +21,10 @@ enum class PreTokenizerKind {
   kQwen2,
   // HF Digits(individual_digits) then the kGpt2 regex        (SmolLM2, StarCoder)
   kSmolLm2,
+  // [\p{Han}]+|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]*
+  //  [\p{Ll}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]+(?i:'s|...)?|(the same, + then *)|
+  //  \p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+   (Kimi K2 / K2.5)
+  kKimiK2,
   // Not a scanner: the model's pre-tokenizer has regex stages
   // (pre_tokenizer_pipeline.h); PreTokenize returns the text whole.
   kRegex,
@@ -28,9 +32,14 @@ enum class PreTokenizerKind {
 
 std::string_view PreTokenizerName(PreTokenizerKind kind);
 
-// The exact Split regex text of the HF tokenizer.json for kLlama3 / kQwen2.
+// The exact Split regex text of the HF tokenizer.json for kLlama3 / kQwen2,
+// and Kimi's pat_str (its parts joined by '|') for kKimiK2.
 std::string_view Llama3SplitRegex();
 std::string_view Qwen2SplitRegex();
+// (constexpr: the GGUF name table of pre_tokenizer_pipeline.cc holds it.)
+constexpr std::string_view KimiK2SplitRegex() {
+  return R"re([\p{Han}]+|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]*[\p{Ll}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]+[\p{Ll}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)re";
+}
 
 // Appends the pieces of `text` to `pieces`, in order; they cover `text` exactly
 // and view into it. Any bytes (invalid UTF-8 included) are accepted; time and

@@ -49,10 +49,9 @@ constexpr std::string_view kTekken[] = {
 constexpr std::string_view kQwen35[] = {
     R"re((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)re",
 };
-// Kimi K2 / K2.5 (tokenization_kimi.py pat_str; its engine is tiktoken's).
-constexpr std::string_view kKimiK2[] = {
-    R"re([\p{Han}]+|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]*[\p{Ll}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]+[\p{Ll}\p{Lm}\p{Lo}\p{M}&&[^\p{Han}]]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)re",
-};
+// Kimi K2 / K2.5 (tokenization_kimi.py pat_str; its engine is tiktoken's):
+// KimiK2SplitRegex(), which the kKimiK2 scanner implements.
+constexpr std::string_view kKimiK2[] = {KimiK2SplitRegex()};
 
 struct NamedStages {
   std::string_view name;
@@ -140,6 +139,7 @@ Expected<PreTokenizerPipeline> PreTokenizerPipeline::Build(
       if (stage.pattern == Gpt2SplitRegex()) stage = Stage::Scanner(PreTokenizerKind::kGpt2);
       if (stage.pattern == Llama3SplitRegex()) stage = Stage::Scanner(PreTokenizerKind::kLlama3);
       if (stage.pattern == Qwen2SplitRegex()) stage = Stage::Scanner(PreTokenizerKind::kQwen2);
+      if (stage.pattern == KimiK2SplitRegex()) stage = Stage::Scanner(PreTokenizerKind::kKimiK2);
     }
     p.regex_index_.push_back(-1);
     if (stage.type == Stage::Type::kSplit) {

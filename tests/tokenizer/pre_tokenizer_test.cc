@@ -51,7 +51,7 @@ TEST(PreTokenizerTest, SmolLm2IsolatesDigitsBeforeGpt2) {
 TEST(PreTokenizerTest, InvalidUtf8IsCoveredByteForByte) {
   const std::string text = "ab\xFF\xFE cd\xE2\x82";
   for (auto k : {PreTokenizerKind::kGpt2, PreTokenizerKind::kLlama3, PreTokenizerKind::kQwen2,
-                 PreTokenizerKind::kSmolLm2}) {
+                 PreTokenizerKind::kSmolLm2, PreTokenizerKind::kKimiK2}) {
     std::string joined;
     for (const auto& p : Pieces(k, text)) joined += p;
     EXPECT_EQ(joined, text) << PreTokenizerName(k);

@@ -86,7 +86,9 @@ TEST_P(RealHfTokenizerTest, IdsAndDecodeMatchHfTokenizers) {
     GTEST_SKIP() << dir << "/tokenizer.json is absent: run "
                  << "/work/venv-ref/bin/python tools/fetch_real_tokenizers.py";
   }
-  auto tok = Tokenizer::FromHfJson(dir + "/tokenizer.json", dir + "/tokenizer_config.json");
+  const std::string config = dir + "/tokenizer_config.json";
+  auto tok = Tokenizer::FromHfJson(dir + "/tokenizer.json",
+                                   std::filesystem::exists(config) ? config : "");
   ASSERT_TRUE(tok.ok()) << tok.status().message();
   const Json golden = testing::LoadGoldenJson("real/" + GetParam() + ".golden.json");
   const std::vector<Case> cases = Cases(golden);
@@ -112,7 +114,7 @@ TEST_P(RealHfTokenizerTest, IdsAndDecodeMatchHfTokenizers) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Files, RealHfTokenizerTest,
-                         ::testing::Values("deepseek-v3", "deepseek-llm"), [](const auto& info) {
+                         ::testing::Values("deepseek-v3", "deepseek-llm", "llama3"), [](const auto& info) {
                            std::string n = info.param;
                            std::replace(n.begin(), n.end(), '-', '_');
                            return n;
@@ -171,6 +173,36 @@ TEST_F(RealTiktokenFolderTest, IdsAndDecodeMatchTiktoken) {
     EXPECT_EQ(CompareCases(**tok, cases, with_code ? "kimi folder" : "kimi folder (built-in)", {}),
               0);
   }
+}
+
+// A tiktoken folder around Llama-3's own tiktoken ranks (tokenizer.model, the
+// file its tokenizer.json was made from), its Split pattern as pat_str and its
+// 256 special tokens in tokenizer_config.json: the same ids as HF tokenizers
+// on the tokenizer.json (the generator checked tiktoken agrees on every case).
+TEST_F(RealTiktokenFolderTest, Llama3RanksGiveTheTokenizerJsonIds) {
+  const std::string model = RealDir("llama3") + "/tokenizer.model";
+  if (!std::filesystem::exists(model)) {
+    GTEST_SKIP() << model << " is absent: run "
+                 << "/work/venv-ref/bin/python tools/fetch_real_tokenizers.py";
+  }
+  const Json golden = testing::LoadGoldenJson("real/llama3.golden.json");
+  const Json& folder = golden["tiktoken"];
+  const int32_t base = folder["base_vocab"].get<int32_t>();
+  Json config = {{"tokenizer_class", "TikTokenTokenizer"}};
+  for (const auto& [id, t] : folder["added"].items()) {
+    config["added_tokens_decoder"][id] = {{"content", t["content"]}, {"special", t["special"]}};
+  }
+  std::filesystem::copy_file(model, Path("tiktoken.model"));
+  WriteText("tokenizer_config.json", config.dump());
+  WriteText("tokenization_kimi.py", "num_reserved_special_tokens = 0\npat_str = \"|\".join([r\"\"\"" +
+                                        folder["pattern"].get<std::string>() + "\"\"\"])\n");
+  auto tok = Tokenizer::FromTiktokenFolder(dir_.string());
+  ASSERT_TRUE(tok.ok()) << tok.status().message();
+  EXPECT_EQ((*tok)->vocab_size(), base + int32_t(folder["added"].size()));
+  EXPECT_EQ((*tok)->FindToken("<|eot_id|>"), 128009);
+  const std::vector<Case> cases = Cases(golden);
+  ASSERT_GE(cases.size(), 2000u);
+  EXPECT_EQ(CompareCases(**tok, cases, "llama3 tiktoken folder", {}), 0);
 }
 
 }  // namespace
