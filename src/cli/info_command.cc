@@ -140,10 +140,10 @@ int PrintPlan(const ModelFile& file, const ModelConfig& config, const InfoFlags&
     auto after = PlanMemory(file, full);
     if (!before.ok()) return ReportError(before.status());
     if (!after.ok()) return ReportError(after.status());
-    std::printf("pruning:      %s: weights %s -> %s (%s, %.1f %%, not loaded)\n",
-                DescribePruning(*f.subset, f.prune).c_str(), Gib(double(before->weights)).c_str(),
-                Gib(double(after->weights)).c_str(),
-                Gib(double(before->weights - after->weights)).c_str(),
+    const auto mib = [](uint64_t bytes) { return double(bytes) / double(1 << 20); };
+    std::printf("pruning:      %s: weights %.1f MiB -> %.1f MiB (%.1f MiB, %.1f %%, not loaded)\n",
+                DescribePruning(*f.subset, f.prune).c_str(), mib(before->weights),
+                mib(after->weights), mib(before->weights - after->weights),
                 100.0 * double(before->weights - after->weights) / double(before->weights));
     load.expert_subset = &*f.subset;
   }

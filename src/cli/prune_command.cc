@@ -42,9 +42,9 @@ int Prune(const PruneFlags& f) {
   std::error_code ec;
   const auto in_bytes = std::filesystem::file_size(f.model_path, ec);
   const auto out_bytes = std::filesystem::file_size(f.out, ec);
-  std::printf("wrote %s: %s; %.3f GiB -> %.3f GiB\n", f.out.c_str(),
-              DescribePruning(*subset, f.prune).c_str(), double(in_bytes) / double(1 << 30),
-              double(out_bytes) / double(1 << 30));
+  std::printf("wrote %s: %s; file %.1f MiB -> %.1f MiB\n", f.out.c_str(),
+              DescribePruning(*subset, f.prune).c_str(), double(in_bytes) / double(1 << 20),
+              double(out_bytes) / double(1 << 20));
   return 0;
 }
 

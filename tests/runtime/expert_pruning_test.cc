@@ -3,7 +3,8 @@
 // profile of the golden prompt equal those tools/gen_prune_golden.py chose from
 // transformers' profile, and the pruned model's prompt logits equal
 // transformers' with the pruned experts' router scores at -inf (softmax,
-// sigmoid + bias + group-limited, Mixtral; by saliency and by count). The GGUF
+// sigmoid + bias + group-limited, Mixtral; by saliency and by count; per-expert,
+// stacked and fused gate_up tensors). The GGUF
 // `anymoe prune` writes loads to bitwise the logits of pruning at load (f32
 // and q8_0), streamed experts too; the pruned experts' bytes are not loaded;
 // bad specs and subsets are refused with their codes.
@@ -86,6 +87,8 @@ struct Case {
 };
 constexpr Case kCases[] = {{"qwen3_moe_keep4_saliency", "qwen3_moe"},
                            {"glm4_moe_keep4_saliency", "glm4_moe"},
+                           // The same weights in transformers v5's fused gate_up layout.
+                           {"glm4_moe_keep4_saliency", "glm4_moe_fused"},
                            {"mixtral_keep4_saliency", "mixtral"},
                            {"mixtral_keep2_count", "mixtral"}};
 
