@@ -19,6 +19,7 @@ CommandFn RegisterDoctor(CLI::App& app);
 CommandFn RegisterPerplexity(CLI::App& app);
 CommandFn RegisterCacheSim(CLI::App& app);
 CommandFn RegisterProfile(CLI::App& app);
+CommandFn RegisterPrune(CLI::App& app);
 CommandFn RegisterTokenize(CLI::App& app);
 
 }  // namespace anymoe::cli

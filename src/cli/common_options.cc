@@ -48,7 +48,26 @@ void AddEngineOptions(CLI::App& cmd, EngineOptions& o) {
                  "with --expert-profile: pin the profile's hottest PCT % of the expert cache's "
                  "slots against eviction (at most 50)")
       ->check(CLI::Range(0.0, 50.0));
+  AddPruneOptions(cmd, o.prune);
   AddNumaOption(cmd, o.numa);
+}
+
+void AddPruneOptions(CLI::App& cmd, ExpertPruneOptions& prune) {
+  cmd.add_option("--expert-prune", prune.spec,
+                 "PROFILE.json:KEEP: load only the KEEP experts per layer (a count, or a share "
+                 "like 50%) that rank first in this expert profile (anymoe profile); the others "
+                 "are never loaded nor routed to. Changes the outputs: see "
+                 "docs/expert-profiles.md");
+  cmd.add_option_function<std::string>(
+         "--prune-by",
+         [&prune](const std::string& name) {
+           auto r = ParsePruneRanking(name);
+           if (!r.ok()) throw CLI::ValidationError(r.status().message());
+           prune.ranking = *r;
+         },
+         "rank experts for --expert-prune by saliency (REAP: router weight x output norm) or "
+         "count (tokens routed)")
+      ->default_str("saliency");
 }
 
 void AddNumaOption(CLI::App& cmd, NumaMode& numa) {

@@ -45,6 +45,9 @@ void AddMlaFormOption(CLI::App& cmd, MlaForm& form);
 // (see runtime/expert_streaming.h).
 void AddExpertOptions(CLI::App& cmd, ExpertStreamingOptions& experts);
 
+// --expert-prune PROFILE:KEEP, --prune-by saliency|count (runtime/expert_pruning.h).
+void AddPruneOptions(CLI::App& cmd, ExpertPruneOptions& prune);
+
 // --spec none|ngram[|mtp], --draft N and --draft-min-accept F
 // (runtime/speculative.h); `spec` holds the defaults.
 void AddSpecOptions(CLI::App& cmd, SpeculativeOptions& spec, bool allow_mtp = true);

@@ -2,6 +2,7 @@
 // file's metadata alone (no weights are read). `-m config.json` describes a
 // model from its HF config only, e.g. to size a 744B model before downloading.
 #include <cstdio>
+#include <optional>
 
 #include "cli/commands.h"
 #include "cli/common_options.h"
@@ -27,6 +28,8 @@ struct InfoFlags {
   std::string backend = "cpu";  // a device backend: also its plan under mem_budget
   int device = 0;
   uint64_t mem_budget = 0;
+  ExpertPruneOptions prune;
+  std::optional<ExpertSubset> subset;  // --expert-prune, resolved
 };
 
 std::string Count(double v) {
@@ -128,6 +131,22 @@ int PrintPlan(const ModelFile& file, const ModelConfig& config, const InfoFlags&
   load.kv_type = DType::kF16;
   load.mla_form = f.mla_form;
   const SystemMemory memory = QuerySystemMemory();
+  if (f.subset) {
+    // The saving, with every weight resident: what the pruned experts took.
+    LoadOptions full = load;
+    full.planning = true;
+    auto before = PlanMemory(file, full);
+    full.expert_subset = &*f.subset;
+    auto after = PlanMemory(file, full);
+    if (!before.ok()) return ReportError(before.status());
+    if (!after.ok()) return ReportError(after.status());
+    const auto mib = [](uint64_t bytes) { return double(bytes) / double(1 << 20); };
+    std::printf("pruning:      %s: weights %.1f MiB -> %.1f MiB (%.1f MiB, %.1f %%, not loaded)\n",
+                DescribePruning(*f.subset, f.prune).c_str(), mib(before->weights),
+                mib(after->weights), mib(before->weights - after->weights),
+                100.0 * double(before->weights - after->weights) / double(before->weights));
+    load.expert_subset = &*f.subset;
+  }
   auto plan = PlanExpertStreaming(file, load, f.experts, StreamingTarget{}, memory);
   if (!plan.ok()) return ReportError(plan.status());
   const MemoryPlan& m = plan->stream ? plan->streamed : plan->resident;
@@ -160,6 +179,7 @@ int PrintDevicePlan(const ModelFile& file, const InfoFlags& f) {
   load.kv_type = DType::kF32;
   load.mla_form = f.mla_form;
   load.cpu_moe_layers = f.experts.cpu_moe_layers;
+  if (f.subset) load.expert_subset = &*f.subset;
   auto plan = PlanExpertStreaming(file, load, f.experts, StreamingTarget{&be, f.mem_budget},
                                   QuerySystemMemory());
   if (!plan.ok()) return ReportError(plan.status());
@@ -243,10 +263,15 @@ int PrintMtp(const InfoFlags& f, const ModelFile& file, const ModelConfig& c) {
   return 0;
 }
 
-int Info(const InfoFlags& f) {
+int Info(InfoFlags& f) {
   if (f.model_path.ends_with(".json")) return InfoFromConfig(f);
   auto file = OpenModelFile(f.model_path);
   if (!file.ok()) return ReportError(file.status());
+  if (!f.prune.spec.empty()) {
+    auto subset = PlanExpertPruning(*file, f.prune);
+    if (!subset.ok()) return ReportError(subset.status());
+    f.subset = std::move(*subset);
+  }
   auto config = LoadModelConfig(*file);
   if (!config.ok()) return ReportError(config.status());
   std::printf("model:        %s (%s)\n", f.model_path.c_str(),
@@ -279,6 +304,7 @@ CommandFn RegisterInfo(CLI::App& cmd) {
                  "an MTP-only GGUF to check against this (trunk-only) model");
   AddExpertOptions(cmd, f->experts);
   AddMlaFormOption(cmd, f->mla_form);
+  AddPruneOptions(cmd, f->prune);
   cmd.add_option("--backend", f->backend, "also print the plan on this device backend")
       ->check(CLI::IsMember(AvailableBackends()));
   cmd.add_option("--device", f->device, "device index of a device backend")

@@ -28,6 +28,8 @@ int main(int argc, char** argv) {
       anymoe::cli::RegisterCacheSim);
   add("profile", "measure which experts a corpus uses (expert profile for warm start)",
       anymoe::cli::RegisterProfile);
+  add("prune", "write a model keeping only the experts a profile ranks first (--expert-prune)",
+      anymoe::cli::RegisterPrune);
   add("tokenize", "the token ids of a text (llama-tokenize's output)",
       anymoe::cli::RegisterTokenize);
   try {

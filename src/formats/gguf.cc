@@ -131,6 +131,39 @@ std::optional<T> Narrow(std::optional<__int128> v) {
 
 }  // namespace
 
+namespace {
+
+template <typename T>
+void AppendLe(std::vector<uint8_t>& out, T v) {
+  uint8_t b[sizeof(T)];
+  std::memcpy(b, &v, sizeof(T));  // little-endian hosts only, as the reader
+  out.insert(out.end(), b, b + sizeof(T));
+}
+
+void AppendString(std::vector<uint8_t>& out, std::string_view s) {
+  AppendLe<uint64_t>(out, s.size());
+  out.insert(out.end(), s.begin(), s.end());
+}
+
+}  // namespace
+
+void GgufValue::AppendEncoded(std::vector<uint8_t>& out) const {
+  if (type_ == GgufType::kString) return AppendString(out, string_);
+  if (type_ != GgufType::kArray) {
+    uint8_t b[8];
+    std::memcpy(b, &raw_, 8);
+    out.insert(out.end(), b, b + ScalarBytes(type_));
+    return;
+  }
+  AppendLe<uint32_t>(out, uint32_t(element_type_));
+  AppendLe<uint64_t>(out, array_size_);
+  if (element_type_ == GgufType::kString) {
+    for (std::string_view s : strings_) AppendString(out, s);
+  } else if (array_size_ > 0) {
+    out.insert(out.end(), array_data_, array_data_ + array_size_ * uint64_t(ScalarBytes(element_type_)));
+  }
+}
+
 std::string_view GgufTypeName(GgufType t) {
   static constexpr std::string_view kNames[] = {"u8",  "i8",  "u16",  "i16",    "u32",
                                                 "i32", "f32", "bool", "string", "array",

@@ -64,6 +64,9 @@ class GgufValue {
 
   // Short human-readable rendering, e.g. `[1, 2, 3, ... (32000 items)]`.
   std::string ToString(size_t max_elements = 8) const;
+  // Appends the value as a GGUF file stores it after its type id (an array:
+  // element type, count, elements), for a writer copying it (formats/gguf_writer.h).
+  void AppendEncoded(std::vector<uint8_t>& out) const;
 
  private:
   friend class GgufParser;

@@ -76,6 +76,16 @@ Status DecoderModel::Bind(const ModelFile& file, const LoadOptions& options) {
   WeightBinder w(file, backend_);
   w.set_stream_experts(options.expert_cache.enabled && c.is_moe());
   w.set_progress(options.progress);
+  if (options.expert_subset != nullptr) {
+    // The NextN layer's experts are not in the profile a subset comes from,
+    // and expert placements number the file's experts.
+    if (options.load_mtp || options.mtp_file != nullptr || options.expert_parallel != nullptr) {
+      return Status::Error("expert pruning (--expert-prune) does not combine with " +
+                               std::string(options.expert_parallel ? "--ep" : "--mtp") + " yet",
+                           ErrorKind::kInvalidArgument, "prune_unsupported");
+    }
+    w.set_expert_subset(options.expert_subset);
+  }
   expert_parallel_ = options.expert_parallel;
   if (expert_parallel_ != nullptr) {
     w.set_expert_placement(&expert_parallel_->placement, expert_parallel_->comm->rank());

@@ -11,6 +11,7 @@
 #include "models/blocks/mla_form.h"
 #include "models/blocks/step_context.h"
 #include "models/experts/expert_cache.h"
+#include "models/expert_subset.h"
 #include "models/kv_cache.h"
 #include "models/model_config.h"
 #include "models/model_file.h"
@@ -57,6 +58,10 @@ struct LoadOptions {
   // Expert parallelism (models/experts/expert_parallel.h): this rank prepares
   // and runs only the routed experts the placement gives it (null: all).
   const ExpertParallelism* expert_parallel = nullptr;
+  // Expert pruning (--expert-prune): only these experts of each MoE layer are
+  // loaded and routed to; the model has kept_per_layer() experts per layer
+  // (null: all). Checked against the file's config at load.
+  const ExpertSubset* expert_subset = nullptr;
   // Set by PlanMemory: size what the load would allocate, start nothing.
   bool planning = false;
   // The backend a plan is for: PlanMemory counts the host scratch its

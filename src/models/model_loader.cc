@@ -20,6 +20,10 @@ Expected<std::unique_ptr<KvCache>> Model::NewCache(int64_t capacity) {
 Expected<std::unique_ptr<Model>> LoadModelUnplanned(const ModelFile& file, Backend& backend,
                                                     const LoadOptions& options) {
   ASSIGN_OR_RETURN(ModelConfig config, LoadModelConfig(file));
+  if (options.expert_subset != nullptr) {
+    RETURN_IF_ERROR(options.expert_subset->Check(config).WithContext(file.path));
+    options.expert_subset->ApplyTo(config);
+  }
   return DecoderModel::Load(file, std::move(config), backend, options);
 }
 

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <array>
+#include <cstring>
+#include <numeric>
 
 #include "formats/gguf.h"
 #include "models/tensor_names.h"
@@ -41,7 +43,6 @@ Expected<std::optional<Tensor>> WeightBinder::Bind(const std::string& hf_name,
     t.rank = int(shape.size());
     std::copy(shape.begin(), shape.end(), t.shape.begin());
     t.scales = info->scales;  // FP8: LocateExperts gives each expert its rows' scales
-    streamed_bytes_ += info->bytes;
     return std::optional<Tensor>(t);
   }
   ASSIGN_OR_RETURN(Tensor t, Prepare(*info));
@@ -81,8 +82,61 @@ Expected<std::optional<Tensor>> WeightBinder::OptionalLayer(int64_t i, const std
   return Optional(LayerTensorName(i, suffix), shape);
 }
 
-Expected<bool> WeightBinder::PerExpert(int64_t i, const std::string& prefix, int64_t num_experts,
-                                       int64_t ffn, int64_t hidden, ExpertWeights& out) {
+std::vector<int32_t> WeightBinder::BoundExperts(int64_t i, int64_t num_experts) const {
+  if (subset_ != nullptr) {
+    const auto kept = subset_->layer(i);
+    return std::vector<int32_t>(kept.begin(), kept.end());
+  }
+  std::vector<int32_t> all(static_cast<size_t>(num_experts));
+  std::iota(all.begin(), all.end(), 0);
+  return all;
+}
+
+Expected<Tensor> WeightBinder::LayerExpertRows(int64_t i, const std::string& suffix,
+                                               std::initializer_list<int64_t> shape,
+                                               std::vector<uint8_t>& storage) {
+  if (subset_ == nullptr) return Layer(i, suffix, shape);
+  std::vector<int64_t> file_shape(shape);
+  file_shape[0] = subset_->file_experts;
+  const std::string name = FileName(LayerTensorName(i, suffix));
+  const TensorInfo* info = file_.tensors().Find(name);
+  if (info == nullptr) {
+    return Status::Error(file_.tensors().description() + ": missing tensor '" + name + "'");
+  }
+  if (info->shape != file_shape) {
+    return Status::Error(file_.tensors().description() + ": tensor '" + name + "' has shape " +
+                         ShapeString(info->shape) + ", expected " + ShapeString(file_shape));
+  }
+  if (info->scales) {
+    return Status::Error(file_.tensors().description() + ": tensor '" + name +
+                             "': expert pruning does not slice block-scaled (FP8) router rows",
+                         ErrorKind::kInvalidArgument, "prune_unsupported");
+  }
+  // One row per expert: of a matrix its rows (whole quantisation blocks), of a
+  // vector its elements.
+  const uint64_t row_bytes = info->bytes / uint64_t(file_shape[0]);
+  const auto kept = subset_->layer(i);
+  storage.resize(kept.size() * row_bytes);
+  for (size_t j = 0; j < kept.size(); ++j) {
+    std::memcpy(storage.data() + j * row_bytes, info->data + uint64_t(kept[j]) * row_bytes,
+                row_bytes);
+  }
+  std::vector<int64_t> kept_shape(shape);
+  TensorInfo rows{name + "[kept experts]", info->dtype, kept_shape, storage.data(),
+                  uint64_t(storage.size()), BlockScales{}};
+  if (kept_shape.size() >= 2) {
+    const BoundMatrix m{info->dtype, kept_shape.back(), false};
+    if (std::find(matrices_.begin(), matrices_.end(), m) == matrices_.end()) matrices_.push_back(m);
+  }
+  ASSIGN_OR_RETURN(Tensor t, Prepare(rows));
+  bound_bytes_ += rows.bytes;
+  if (progress_) progress_(rows.bytes, false);
+  return t;
+}
+
+Expected<bool> WeightBinder::PerExpert(int64_t i, const std::string& prefix,
+                                       std::span<const int32_t> ids, int64_t ffn, int64_t hidden,
+                                       ExpertWeights& out) {
   // HF per-expert names, or Mixtral's w1 (gate), w3 (up), w2 (down).
   for (const auto& names : {std::array<const char*, 3>{"gate_proj", "up_proj", "down_proj"},
                             std::array<const char*, 3>{"w1", "w3", "w2"}}) {
@@ -90,7 +144,7 @@ Expected<bool> WeightBinder::PerExpert(int64_t i, const std::string& prefix, int
       return LayerTensorName(i, prefix + "." + std::to_string(e) + "." + w + ".weight");
     };
     if (file_.tensors().Find(FileName(name(0, names[0]))) == nullptr) continue;
-    for (int64_t e = 0; e < num_experts; ++e) {
+    for (const int64_t e : ids) {
       auto bind = [&](const char* w, std::initializer_list<int64_t> shape) {
         return Owns(i, e) ? Require(name(e, w), shape) : Remote(name(e, w), shape);
       };
@@ -107,12 +161,14 @@ Expected<bool> WeightBinder::PerExpert(int64_t i, const std::string& prefix, int
 }
 
 Expected<bool> WeightBinder::Stacked(int64_t i, const std::string& prefix, int64_t num_experts,
-                                     int64_t ffn, int64_t hidden, ExpertWeights& out) {
+                                     std::span<const int32_t> ids, int64_t ffn, int64_t hidden,
+                                     ExpertWeights& out) {
   const std::string base = LayerTensorName(i, prefix);
-  if (placement_ != nullptr && !binding_experts_) {
+  // Only some experts prepared (this rank's, or the kept ones): each on its own.
+  if ((placement_ != nullptr || subset_ != nullptr) && !binding_experts_) {
     const bool fused = file_.tensors().Find(FileName(base + ".gate_up_proj")) != nullptr;
     if (!fused && file_.tensors().Find(FileName(base + ".gate_proj.weight")) == nullptr) return false;
-    RETURN_IF_ERROR(StackedSlices(i, base, fused, num_experts, ffn, hidden, out));
+    RETURN_IF_ERROR(StackedSlices(i, base, fused, num_experts, ids, ffn, hidden, out));
     return true;
   }
   ASSIGN_OR_RETURN(auto fused, Optional(base + ".gate_up_proj", {num_experts, 2 * ffn, hidden}));
@@ -129,7 +185,8 @@ Expected<bool> WeightBinder::Stacked(int64_t i, const std::string& prefix, int64
     return Status::Error(file_.tensors().description() + ": layer " + std::to_string(i) +
                          " has only part of its stacked expert tensors");
   }
-  for (int64_t e = 0; e < num_experts; ++e) {
+  // Views of the file's bytes (streamed: located, never prepared).
+  for (const int64_t e : ids) {
     if (fused) {
       const Tensor rows = fused->Reshaped({num_experts * 2 * ffn, hidden});
       out.gate.push_back(rows.RowSlice(e * 2 * ffn, ffn));
@@ -180,8 +237,8 @@ Expected<Tensor> WeightBinder::PrepareRows(const TensorInfo& info, int64_t row0,
 }
 
 Status WeightBinder::StackedSlices(int64_t i, const std::string& base, bool fused,
-                                   int64_t num_experts, int64_t ffn, int64_t hidden,
-                                   ExpertWeights& out) {
+                                   int64_t num_experts, std::span<const int32_t> ids, int64_t ffn,
+                                   int64_t hidden, ExpertWeights& out) {
   // [E, rows_per_expert, cols] each; the fused tensor holds gate rows then up rows.
   struct Part {
     std::string name;
@@ -222,7 +279,7 @@ Status WeightBinder::StackedSlices(int64_t i, const std::string& base, bool fuse
     t.shape = {rows, cols, 0, 0};
     return t;
   };
-  for (int64_t e = 0; e < num_experts; ++e) {
+  for (const int64_t e : ids) {
     std::vector<Tensor> views;  // gate, up, down
     for (const Part& p : parts) {
       const bool gate_up = fused && &p == &parts[0];
@@ -255,6 +312,7 @@ Status WeightBinder::LocateExperts(ExpertWeights& w) {
       const uint64_t bytes = uint64_t(t.rows()) * t.row_bytes();
       ASSIGN_OR_RETURN(FileLocation at, file_.Locate(t.as<const uint8_t>(), bytes));
       w.spans[e][size_t(p)] = FileSpan{at.file, at.offset, bytes};
+      streamed_bytes_ += bytes;
       if (t.scales) {
         // A cache slot holds the expert's rows from its row 0: its scales
         // start at the grid row of the expert's first row, which must begin a
@@ -288,9 +346,16 @@ Expected<ExpertWeights> WeightBinder::Experts(int64_t i, const std::string& pref
     bool& flag;
     ~Reset() { flag = false; }
   } reset{binding_experts_}, reset_in{in_experts_};
-  ASSIGN_OR_RETURN(bool per_expert, PerExpert(i, prefix, num_experts, ffn, hidden, w));
+  const int64_t file_experts = FileExperts(num_experts);
+  const std::vector<int32_t> ids = BoundExperts(i, num_experts);
+  if (int64_t(ids.size()) != num_experts) {
+    return Status::Error(file_.tensors().description() + ": layer " + std::to_string(i) +
+                         ": the expert subset keeps " + std::to_string(ids.size()) +
+                         " experts, the model has " + std::to_string(num_experts));
+  }
+  ASSIGN_OR_RETURN(bool per_expert, PerExpert(i, prefix, ids, ffn, hidden, w));
   if (!per_expert) {
-    ASSIGN_OR_RETURN(bool stacked, Stacked(i, prefix, num_experts, ffn, hidden, w));
+    ASSIGN_OR_RETURN(bool stacked, Stacked(i, prefix, file_experts, ids, ffn, hidden, w));
     if (!stacked) w.gate.clear();
   }
   if (!w.gate.empty()) {

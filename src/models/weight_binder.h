@@ -7,12 +7,14 @@
 #include <functional>
 #include <initializer_list>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "backends/backend.h"
 #include "distributed/expert_placement.h"
 #include "models/experts/expert_layout.h"
+#include "models/expert_subset.h"
 #include "models/model_file.h"
 
 namespace anymoe {
@@ -54,8 +56,18 @@ class WeightBinder {
 
   // Routed experts of layer `i` under `prefix` ("mlp.experts" or
   // "block_sparse_moe.experts"), with Mixtral's w1/w3/w2 names accepted too.
+  // `num_experts` is the model's count: with an expert subset, the kept
+  // experts of the file's, in the subset's order (the others never prepared).
   Expected<ExpertWeights> Experts(int64_t i, const std::string& prefix, int64_t num_experts,
                                   int64_t ffn, int64_t hidden);
+
+  // A tensor of layer `i` with one row per routed expert (the router [E, H],
+  // the selection bias [E]); `shape` has the model's E first. With an expert
+  // subset, the kept experts' rows of the file's tensor, copied into
+  // `storage` (which must outlive the tensor: a backend may use it in place).
+  Expected<Tensor> LayerExpertRows(int64_t i, const std::string& suffix,
+                                   std::initializer_list<int64_t> shape,
+                                   std::vector<uint8_t>& storage);
 
   // The distinct (dtype, input width, routed expert or not) of the matrices
   // bound so far, streamed experts included: what the backend's
@@ -82,6 +94,10 @@ class WeightBinder {
     rank_ = rank;
   }
 
+  // Expert pruning: layers bound from now on keep only `subset`'s experts
+  // (null: all); it must outlive the binder.
+  void set_expert_subset(const ExpertSubset* subset) { subset_ = subset; }
+
   uint64_t bound_bytes() const { return bound_bytes_; }      // prepared by the backend
   uint64_t streamed_bytes() const { return streamed_bytes_; }  // routed experts left in the file
   uint64_t remote_bytes() const { return remote_bytes_; }  // routed experts other ranks own
@@ -90,10 +106,18 @@ class WeightBinder {
  private:
   std::string FileName(const std::string& hf_name) const;
   Expected<std::optional<Tensor>> Bind(const std::string& name, const std::vector<int64_t>& shape);
-  Expected<bool> PerExpert(int64_t i, const std::string& prefix, int64_t num_experts, int64_t ffn,
-                           int64_t hidden, ExpertWeights& out);
-  Expected<bool> Stacked(int64_t i, const std::string& prefix, int64_t num_experts, int64_t ffn,
-                         int64_t hidden, ExpertWeights& out);
+  // The file's experts of layer `i` that the model binds, in order: the
+  // subset's, or all `num_experts`.
+  std::vector<int32_t> BoundExperts(int64_t i, int64_t num_experts) const;
+  // The file's count of experts per layer, for the model's `num_experts`.
+  int64_t FileExperts(int64_t num_experts) const {
+    return subset_ != nullptr ? subset_->file_experts : num_experts;
+  }
+  Expected<bool> PerExpert(int64_t i, const std::string& prefix, std::span<const int32_t> ids,
+                           int64_t ffn, int64_t hidden, ExpertWeights& out);
+  Expected<bool> Stacked(int64_t i, const std::string& prefix, int64_t file_experts,
+                         std::span<const int32_t> ids, int64_t ffn, int64_t hidden,
+                         ExpertWeights& out);
   // Whether this rank prepares expert `e` of layer `i` (see set_expert_placement).
   bool Owns(int64_t i, int64_t e) const;
   // The expert of another rank: `name` checked like Require, then a view with
@@ -103,8 +127,10 @@ class WeightBinder {
   // on their own: one expert of a stacked tensor.
   Expected<Tensor> PrepareRows(const TensorInfo& info, int64_t row0, int64_t rows);
   // Stacked experts under expert parallelism: each owned expert's slices alone.
+  // Also a subset's experts alone (pruning), `ids` of the file's `num_experts`.
   Status StackedSlices(int64_t i, const std::string& base, bool fused, int64_t num_experts,
-                       int64_t ffn, int64_t hidden, ExpertWeights& out);
+                       std::span<const int32_t> ids, int64_t ffn, int64_t hidden,
+                       ExpertWeights& out);
   // The backend's PrepareWeight, or PrepareCpuWeight for routed experts under
   // set_cpu_experts.
   Expected<Tensor> Prepare(const TensorInfo& info);
@@ -119,6 +145,7 @@ class WeightBinder {
   uint64_t remote_bytes_ = 0;
   uint64_t cpu_bytes_ = 0;
   const ExpertPlacement* placement_ = nullptr;
+  const ExpertSubset* subset_ = nullptr;
   int rank_ = 0;
   bool stream_experts_ = false;
   bool binding_experts_ = false;  // inside Experts() with stream_experts_

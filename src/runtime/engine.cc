@@ -135,6 +135,18 @@ Expected<std::unique_ptr<Engine>> Engine::Load(const EngineOptions& options) {
     e->mtp_file_ = std::move(mtp);
     load.mtp_file = &*e->mtp_file_;
   }
+  if (!options.prune.spec.empty()) {
+    if (!options.warm_start.profile.empty()) {
+      return Status::Error("--expert-profile and --expert-prune do not combine yet (the warm "
+                           "start's profile numbers the unpruned model's experts)",
+                           ErrorKind::kInvalidArgument, "prune_unsupported");
+    }
+    ASSIGN_OR_RETURN(e->pruning_, PlanExpertPruning(e->file_, options.prune));
+    load.expert_subset = &*e->pruning_;
+    if (e->is_root()) {
+      std::fprintf(stderr, "anymoe: %s\n", DescribePruning(*e->pruning_, options.prune).c_str());
+    }
+  }
   load.plan_backend = e->backend_.get();
   // On the CPU backend every expert is on the CPU already.
   load.cpu_moe_layers = cpu ? 0 : options.experts.cpu_moe_layers;

@@ -16,6 +16,7 @@
 #include "models/experts/expert_parallel.h"
 #include "models/model.h"
 #include "models/model_file.h"
+#include "runtime/expert_pruning.h"
 #include "runtime/expert_streaming.h"
 #include "runtime/warm_start.h"
 #include "tokenizer/chat_template.h"
@@ -63,6 +64,8 @@ struct EngineOptions {
   ExpertStreamingOptions experts;
   // --expert-profile FILE, --pin-experts PCT (runtime/warm_start.h).
   WarmStartOptions warm_start;
+  // --expert-prune PROFILE:KEEP, --prune-by (runtime/expert_pruning.h).
+  ExpertPruneOptions prune;
   ExpertParallelOptions expert_parallel;
 };
 
@@ -83,6 +86,8 @@ class Engine {
   // The process's resident memory before any weight was loaded (code,
   // libraries, the tokenizer): what its RSS holds beyond the memory plan.
   uint64_t resident_before_weights() const { return resident_before_weights_; }
+  // The experts --expert-prune keeps, or null.
+  const ExpertSubset* expert_subset() const { return pruning_ ? &*pruning_ : nullptr; }
   // The warm start of --expert-profile, or null.
   WarmStart* warm_start() { return warm_start_.get(); }
   // The MPI job under expert parallelism, else null.
@@ -130,6 +135,7 @@ class Engine {
   std::unique_ptr<ExpertParallelism> ep_;
   ModelFile file_;
   std::optional<ModelFile> mtp_file_;
+  std::optional<ExpertSubset> pruning_;  // what load.expert_subset points to
   std::unique_ptr<Backend> backend_;
   std::unique_ptr<Model> model_;
   std::unique_ptr<WarmStart> warm_start_;  // after model_: stops before it

@@ -378,6 +378,38 @@ TEST_F(Cli, InfoDescribesTheModel) {
   EXPECT_NE(r.out.find("+ sampling "), std::string::npos) << r.out;
 }
 
+// `anymoe prune` end to end: profile, info's saving, the written file, and
+// a pruned run giving the same tokens as the written file; bad input refused.
+TEST_F(Cli, PruneWritesTheModelThatPruningAtLoadRuns) {
+  const std::string model = Golden("moe_gguf/mixtral.gguf"), profile = Path("p.json");
+  ASSERT_EQ(Run({"profile", "-m", model, "-c", "32", "--chunks", "2", "-o", profile}).exit_code, 0);
+  const std::string spec = profile + ":50%";
+  auto info = Run({"info", "-m", model, "--expert-prune", spec, "--prune-by", "count"});
+  ASSERT_EQ(info.exit_code, 0) << info.err;
+  EXPECT_NE(info.out.find("pruning:      pruned to 4 of 8 experts per layer by count"),
+            std::string::npos) << info.out;
+  const std::string out = Path("pruned.gguf");
+  auto prune = Run({"prune", "-m", model, "--expert-prune", spec, "--prune-by", "count", "-o", out});
+  ASSERT_EQ(prune.exit_code, 0) << prune.err;
+  const std::vector<std::string> gen = {"-p", "hello", "-n", "8", "--temp", "0"};
+  std::vector<std::string> at_load = {"run", "-m", model, "--expert-prune", spec, "--prune-by",
+                                      "count"};
+  std::vector<std::string> written = {"run", "-m", out};
+  at_load.insert(at_load.end(), gen.begin(), gen.end());
+  written.insert(written.end(), gen.begin(), gen.end());
+  const auto a = Run(at_load), b = Run(written);
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  EXPECT_EQ(a.out, b.out);
+  ExpectCleanError(Run({"prune", "-m", model, "--expert-prune", profile + ":1", "-o", out}),
+                   {"fewer than the 2 each token is routed to"});
+  ExpectCleanError(Run({"run", "-m", model, "--expert-prune", profile, "-p", "x"}),
+                   {"no PROFILE:KEEP"});
+  ExpectCleanError(Run({"run", "-m", Golden("moe_gguf/glm4_moe.gguf"), "--expert-prune", spec,
+                        "-p", "x"}),
+                   {"profile_model_mismatch"});
+}
+
 // `anymoe tokenize` on the real Mixtral tokenizer, against HF tokenizers' ids
 // (tests/golden/tokenizer/mixtral.golden.json) for strings of the shared corpus.
 class TokenizeCli : public Cli {

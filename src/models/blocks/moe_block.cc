@@ -14,9 +14,13 @@ Expected<std::unique_ptr<MoeBlock>> MoeBlock::Bind(WeightBinder& w, const ModelC
   const MoeConfig& s = c.moe;
   const int64_t h = c.hidden_size, e = s.num_experts, k = s.experts_per_token;
   m->prefix_ = c.arch == "mixtral" ? "block_sparse_moe" : "mlp";
-  ASSIGN_OR_RETURN(m->router_, w.Layer(i, m->prefix_ + ".gate.weight", {e, h}));
+  // Pruned (--expert-prune): the kept experts' router rows and biases, so
+  // Route chooses among them exactly as among all with the others at -inf.
+  ASSIGN_OR_RETURN(m->router_,
+                   w.LayerExpertRows(i, m->prefix_ + ".gate.weight", {e, h}, m->router_rows_));
   if (s.selection_bias) {
-    ASSIGN_OR_RETURN(m->selection_bias_, w.Layer(i, "mlp.gate.e_score_correction_bias", {e}));
+    ASSIGN_OR_RETURN(m->selection_bias_, w.LayerExpertRows(i, "mlp.gate.e_score_correction_bias",
+                                                           {e}, m->bias_rows_));
   }
   ASSIGN_OR_RETURN(m->experts_, w.Experts(i, m->prefix_ + ".experts", e, s.expert_ffn, h));
   if (m->experts_.streamed()) {

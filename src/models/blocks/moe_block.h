@@ -66,6 +66,9 @@ class MoeBlock final : public FeedForwardBlock {
   std::string prefix_;  // "mlp" or Mixtral's "block_sparse_moe"
   Tensor router_;
   std::optional<Tensor> selection_bias_;
+  // The kept experts' rows of the file's router and bias when pruned (the
+  // tensors above may view them); empty otherwise.
+  std::vector<uint8_t> router_rows_, bias_rows_;
   ExpertWeights experts_;
   std::unique_ptr<DenseMlp> shared_;
   RouterSpec spec_;
