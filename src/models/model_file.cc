@@ -67,6 +67,19 @@ Expected<ModelFile> OpenModelFile(const std::string& path) {
                 std::string(wrapper.weight_prefix) + "'); the vision tower and projector (" +
                 std::to_string(ignored) + " tensors) are ignored";
     }
+    // GLM-5.3-Flash stores an MTP layer after its last layer (eh_proj,
+    // shared_head); transformers does not model it and neither does anymoe yet.
+    if (model_type == "glm5_next") {
+      for (const TensorInfo& t : weights->tensors()) {
+        if (t.name.find(".eh_proj.") != std::string::npos ||
+            t.name.find(".shared_head.") != std::string::npos) {
+          mf.note += std::string(mf.note.empty() ? "" : "; ") +
+                     "glm5_next: the MTP layer stored after the last layer is not used "
+                     "(its structure is not established; --spec mtp is unavailable)";
+          break;
+        }
+      }
+    }
     mf.hf_weights = std::move(weights);
     return mf;
   }
