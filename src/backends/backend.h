@@ -57,6 +57,35 @@ struct KeySelection {
   int64_t stride = 0;
 };
 
+// GLM-5.3-Flash's mHC hyper-connections (Backend::HyperConnectionWeights).
+struct HyperConnectionSpec {
+  int64_t streams = 0;  // hc_mult N
+  int64_t sinkhorn_iters = 20;
+  float eps = 1e-6f;
+  const Tensor* base = nullptr;   // [(2 + N) N]
+  const Tensor* scale = nullptr;  // [3]
+};
+
+// Kimi delta attention (Backend::KimiDeltaAttention).
+struct KdaSpec {
+  int64_t heads = 0, head_dim = 0, conv_kernel = 0;
+  bool bounded_gate = true;
+  float lower_bound = -5.0f;
+  float norm_eps = 1e-5f;
+  const Tensor* conv = nullptr;     // [3D, conv_kernel] f32
+  const Tensor* dt_bias = nullptr;  // [D]
+  const Tensor* a_log = nullptr;    // [heads]
+  const Tensor* o_norm = nullptr;   // [head_dim]
+};
+
+// The KPool DSA indexer (Backend::KPoolTopK).
+struct KPoolSpec {
+  int64_t heads = 0, head_dim = 0, pool = 0, topk = 0;
+  bool tail = true;
+  float scale = 1.0f;
+  const Tensor* ape = nullptr;  // [pool, head_dim]
+};
+
 // One output of MultiMatmul: out = x . weight^T (+ bias).
 struct Projection {
   const Tensor* weight = nullptr;
@@ -342,6 +371,45 @@ class Backend {
   virtual void Zero(const Tensor& t) = 0;
   // out = silu(gate) * up, all [T, I]; out may alias gate.
   virtual void SwiGlu(const Tensor& gate, const Tensor& up, const Tensor& out) = 0;
+  // GLM-5.3-Flash's ops (shared/new-archs.md §1). Their default forms compute
+  // on the host through ReadF32 / WriteF32 (backends/cpu/{kda,hyper_connection,
+  // kpool}.h), so every backend runs them; no backend has native kernels yet.
+  //
+  // out = silu(min(gate, limit)) * clamp(up, -limit, limit), all [T, I]; out may alias gate.
+  virtual void ClampedSwiGlu(const Tensor& gate, const Tensor& up, float limit, const Tensor& out);
+  // SwiGlu, or ClampedSwiGlu for a limit > 0 (GLM-5.3's swiglu_limit).
+  void SwiGluLimited(const Tensor& gate, const Tensor& up, float limit, const Tensor& out) {
+    if (limit > 0) {
+      ClampedSwiGlu(gate, up, limit, out);
+    } else {
+      SwiGlu(gate, up, out);
+    }
+  }
+  // mHC: mix [T, (2 + N) N] (the RMS-normed streams times fn^T) and the
+  // streams x [T, N H] -> collapsed [T, H], post [T, N], comb [T, N N].
+  virtual void HyperConnectionWeights(const HyperConnectionSpec& spec, const Tensor& mix,
+                                      const Tensor& x, const Tensor& collapsed, const Tensor& post,
+                                      const Tensor& comb);
+  // mHC: x[n] <- post[n] * y + sum_m comb[m, n] x[m] per token; y [T, H].
+  virtual void HyperConnectionExpand(const HyperConnectionSpec& spec, const Tensor& y,
+                                     const Tensor& post, const Tensor& comb, const Tensor& x);
+  // out [T, H] = the mean of x's N streams [T, N H] (mHC's final collapse).
+  virtual void MeanOfStreams(const Tensor& x, int64_t streams, const Tensor& out);
+  // KDA for one sequence's T rows: u [T, 3D] (q|k|v before the conv), f [T, D]
+  // (forget gate before dt_bias), beta [T, heads] (logits), gate [T, D] (output
+  // gate before the sigmoid); advances state (that sequence's conv rows and
+  // [heads, d, d] f32 state) and writes out [T, D]. `chunked`: the chunked
+  // (WY) form of the delta rule, else the recurrent one.
+  virtual void KimiDeltaAttention(const KdaSpec& spec, bool chunked, const Tensor& u,
+                                  const Tensor& f, const Tensor& beta, const Tensor& gate,
+                                  const Tensor& state, const Tensor& out);
+  // KPool DSA for one sequence's queries at n_past..: q [T, n_I, d_I], head
+  // weights [T, n_I]; pool [R, 2 d_I] the cached (key | gate score) rows read
+  // through key_rows. Writes each query's kept positions, ascending, into
+  // selection (host, [T, topk + pool - 1]) and their counts.
+  virtual void KPoolTopK(const KPoolSpec& spec, const Tensor& q, const Tensor& head_weights,
+                         const Tensor& pool, std::span<const int32_t> key_rows, int64_t n_past,
+                         std::span<int32_t> selection, std::span<int32_t> counts);
   // out = a + b, same shapes; out may alias a or b.
   virtual void Add(const Tensor& a, const Tensor& b, const Tensor& out) = 0;
   // Copies src rows into dst rows (same dtype and element count).

@@ -115,9 +115,16 @@ void PrintMemory(const ModelConfig& c, int64_t ctx, uint64_t weight_bytes) {
                 double(kv.full_kv_values_per_token) / double(kv.values_per_token));
   }
   std::printf("\n");
-  std::printf("memory:       weights %s + KV cache %s for %lld tokens\n",
+  const double state_bytes = double(kv.state_values_per_sequence) * sizeof(float);
+  if (kv.state_values_per_sequence > 0) {
+    std::printf("state:        %lld values/sequence = %s per sequence (KDA conv rows + f32 "
+                "recurrent state, fixed whatever the length)\n",
+                (long long)kv.state_values_per_sequence, Gib(state_bytes).c_str());
+  }
+  std::printf("memory:       weights %s + KV cache %s for %lld tokens%s%s\n",
               Gib(double(weight_bytes)).c_str(), Gib(kv_bytes * double(ctx)).c_str(),
-              (long long)ctx);
+              (long long)ctx, state_bytes > 0 ? " + state " : "",
+              state_bytes > 0 ? Gib(state_bytes).c_str() : "");
 }
 
 // What `run`/`serve` on the cpu backend would take (one sequence at -c, f16 KV

@@ -327,20 +327,30 @@ Expected<std::unique_ptr<SafetensorsModel>> SafetensorsModel::Open(
   return model;
 }
 
-size_t SafetensorsModel::KeepPrefixed(std::string_view prefix) {
+bool SafetensorsModel::HasPrefix(std::string_view prefix) const {
+  for (const TensorInfo& t : tensors_) {
+    if (t.name.starts_with(prefix)) return true;
+  }
+  return false;
+}
+
+size_t SafetensorsModel::KeepPrefixed(std::string_view prefix, std::string_view renamed,
+                                      std::string_view keep) {
   std::vector<TensorInfo> kept;
   std::vector<size_t> kept_shard;
   for (size_t i = 0; i < tensors_.size(); ++i) {
-    if (!tensors_[i].name.starts_with(prefix)) continue;
+    const bool moved = tensors_[i].name.starts_with(prefix);
+    if (!moved && (keep.empty() || !tensors_[i].name.starts_with(keep))) continue;
     kept.push_back(std::move(tensors_[i]));
-    kept.back().name.erase(0, prefix.size());
+    if (moved) kept.back().name.replace(0, prefix.size(), renamed);
     kept_shard.push_back(shard_of_[i]);
   }
   const size_t dropped = tensors_.size() - kept.size();
   tensors_ = std::move(kept);
   shard_of_ = std::move(kept_shard);
   index_.clear();
-  // Unique: the prefixed names were, and one prefix is stripped from each.
+  // Unique: the prefixed names were, one prefix is replaced in each, and no
+  // wrapper's renamed prefix ("model.") starts its kept one ("lm_head.").
   for (size_t i = 0; i < tensors_.size(); ++i) index_.emplace(tensors_[i].name, i);
   return dropped;
 }

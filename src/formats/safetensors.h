@@ -44,10 +44,15 @@ class SafetensorsModel : public TensorSource {
   std::string description() const override { return description_; }
 
   std::span<const SafetensorsShard> shards() const { return shards_; }
-  // Keeps only the tensors named `prefix` + X, renamed X: a multimodal
-  // wrapper's language model (Kimi K2.5's "language_model."). Returns how many
+  // Keeps only the tensors named `prefix` + X, renamed `renamed` + X, and
+  // those starting with `kept` (when not empty) as they are: a multimodal
+  // wrapper's language model (Kimi K2.5's "language_model."; GLM-5.3's
+  // "model.language_model." -> "model." beside "lm_head."). Returns how many
   // other tensors were dropped; the shards stay mapped.
-  size_t KeepPrefixed(std::string_view prefix);
+  size_t KeepPrefixed(std::string_view prefix, std::string_view renamed = "",
+                      std::string_view kept = "");
+  // Whether any tensor's name starts with `prefix`.
+  bool HasPrefix(std::string_view prefix) const;
   // Index into shards() of the shard holding `t` (one of tensors()).
   size_t ShardOf(const TensorInfo& t) const { return shard_of_[&t - tensors_.data()]; }
 

@@ -62,7 +62,9 @@ Status ValidateMla(const ModelConfig& c, const Checker& check) {
   RETURN_IF_ERROR(check.InRange(m.kv_lora_rank, "kv_lora_rank", 1, B::kRank));
   RETURN_IF_ERROR(check.InRange(m.q_lora_rank, "q_lora_rank", 0, B::kRank));
   RETURN_IF_ERROR(check.InRange(m.qk_nope_head_dim, "qk_nope_head_dim", 1, B::kHeadDim));
-  RETURN_IF_ERROR(check.InRange(m.qk_rope_head_dim, "qk_rope_head_dim", 1, B::kHeadDim));
+  // GLM-5.3's MLA has no positions at all (NoPE): no rope part.
+  RETURN_IF_ERROR(check.InRange(m.qk_rope_head_dim, "qk_rope_head_dim", c.is_nope() ? 0 : 1,
+                                c.is_nope() ? 0 : B::kHeadDim));
   RETURN_IF_ERROR(check.InRange(m.v_head_dim, "v_head_dim", 1, B::kHeadDim));
   if (c.num_kv_heads != c.num_heads) return check.Fail("MLA needs num_key_value_heads == heads");
   if (c.dsa.topk != 0) {
@@ -72,10 +74,44 @@ Status ValidateMla(const ModelConfig& c, const Checker& check) {
     RETURN_IF_ERROR(check.InRange(d.head_dim, "index_head_dim", 1, B::kHeadDim));
     if (m.qk_rope_head_dim > d.head_dim) return check.Fail("qk_rope_head_dim > index_head_dim");
     if (m.q_lora_rank == 0) return check.Fail("the DSA indexer needs q_lora_rank");
-    if (c.indexer_kinds.size() != size_t(c.num_layers) ||
-        c.indexer_kinds[0] != IndexerKind::kFull) {
-      return check.Fail("indexer_types must list every layer and start with \"full\"");
+    if (c.indexer_kinds.size() != size_t(c.num_layers)) {
+      return check.Fail("indexer_types must list every layer");
     }
+    // A shared layer reuses the selection of the last full layer before it.
+    for (int64_t i = 0; i < c.num_layers; ++i) {
+      if (c.is_linear(i)) continue;
+      if (c.indexer_kinds[size_t(i)] == IndexerKind::kShared) {
+        return check.Fail("indexer_types: the first attention layer (" + std::to_string(i) +
+                          ") must be \"full\"");
+      }
+      break;
+    }
+    if (c.kpool.pool > 0 && (c.kpool.pool > d.topk || d.topk % c.kpool.pool != 0)) {
+      return check.Fail("index_topk " + std::to_string(d.topk) + " is not a multiple of index_kpool " +
+                        std::to_string(c.kpool.pool));
+    }
+  }
+  return Status::Ok();
+}
+
+// GLM-5.3-Flash: KDA layers beside the attention layers, mHC streams.
+Status ValidateHybrid(const ModelConfig& c, const Checker& check) {
+  if (c.mixer_kinds.size() != size_t(c.num_layers)) return check.Fail("layer_types must list every layer");
+  bool any_linear = false;
+  for (MixerKind k : c.mixer_kinds) any_linear |= k == MixerKind::kLinear;
+  if (any_linear) {
+    const KdaConfig& k = c.kda;
+    RETURN_IF_ERROR(check.InRange(k.num_heads, "linear_num_heads", 1, B::kHeads));
+    RETURN_IF_ERROR(check.InRange(k.head_dim, "linear_head_dim", 1, B::kHeadDim));
+    RETURN_IF_ERROR(check.InRange(k.conv_kernel, "linear_conv_kernel_dim", 1, 64));
+    if (!(k.lower_bound <= 0 && std::isfinite(k.lower_bound))) {
+      return check.Fail("linear_lower_bound must be a finite value <= 0");
+    }
+  }
+  RETURN_IF_ERROR(check.InRange(c.hc.mult, "hc_mult", 1, 64));
+  RETURN_IF_ERROR(check.InRange(c.hc.sinkhorn_iters, "hc_sinkhorn_iters", 1, 1000));
+  if (!(c.swiglu_limit >= 0 && std::isfinite(c.swiglu_limit))) {
+    return check.Fail("swiglu_limit must be a finite value >= 0");
   }
   return Status::Ok();
 }
@@ -140,7 +176,8 @@ Status ValidateConfig(const ModelConfig& c, const std::string& where) {
                       " is not a multiple of num_kv_heads " + std::to_string(c.num_kv_heads));
   }
   const int64_t rope_room = c.attention == AttentionKind::kMla ? c.mla.qk_rope_head_dim : c.head_dim;
-  if (c.rotary_dims <= 0 || c.rotary_dims > rope_room || c.rotary_dims % 2 != 0) {
+  if (c.is_nope() ? c.rotary_dims != 0
+                  : (c.rotary_dims <= 0 || c.rotary_dims > rope_room || c.rotary_dims % 2 != 0)) {
     return check.Fail("rotary dims " + std::to_string(c.rotary_dims) +
                       " must be even and within the head's " + std::to_string(rope_room));
   }
@@ -151,6 +188,7 @@ Status ValidateConfig(const ModelConfig& c, const std::string& where) {
     RETURN_IF_ERROR(check.InRange(c.intermediate_size, "intermediate_size", 1, B::kFfn));
   if (c.num_moe_layers() > 0) RETURN_IF_ERROR(ValidateMoe(c, check));
   if (c.attention == AttentionKind::kMla) RETURN_IF_ERROR(ValidateMla(c, check));
+  if (!c.mixer_kinds.empty()) RETURN_IF_ERROR(ValidateHybrid(c, check));
   return Status::Ok();
 }
 

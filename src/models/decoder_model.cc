@@ -6,6 +6,7 @@
 
 #include "models/blocks/dense_mlp.h"
 #include "models/blocks/gqa_attention.h"
+#include "models/blocks/kda_attention.h"
 #include "models/blocks/mla_attention.h"
 #include "models/config_loader.h"
 #include "formats/gguf.h"
@@ -97,6 +98,23 @@ Status DecoderModel::Bind(const ModelFile& file, const LoadOptions& options) {
   } else {
     ASSIGN_OR_RETURN(output_, w.Require("lm_head.weight", {c.vocab_size, c.hidden_size}));
   }
+  if (hyper_connected()) {
+    // The streams and each token's mixing weights; the ones are the weight of
+    // the streams' unweighted RMSNorm.
+    const int64_t t = max_step_tokens_, n = c.hc.mult, nh = n * c.hidden_size;
+    const uint64_t floats = Workspace::Footprint(t, nh) + Workspace::Footprint(t, n) +
+                            Workspace::Footprint(t, n * n) + Workspace::Footprint(1, nh);
+    ASSIGN_OR_RETURN(hc_buffer_, backend_.Allocate(floats * sizeof(float), "mHC streams"));
+    uint64_t offset = 0;
+    for (auto [s, cols, rows] : {std::tuple{&streams_, nh, t}, std::tuple{&hc_post_, n, t},
+                                 std::tuple{&hc_comb_, n * n, t}, std::tuple{&hc_ones_, nh, int64_t(1)}}) {
+      *s = Tensor::Of(hc_buffer_->base(), DType::kF32, {rows, cols});
+      s->offset = offset;
+      offset += Workspace::Footprint(rows, cols) * sizeof(float);
+    }
+    hc_ones_ = hc_ones_.Reshaped({nh});
+    backend_.WriteF32(std::vector<float>(size_t(nh), 1.0f), hc_ones_);
+  }
   for (int64_t i = 0; i < c.num_layers; ++i) {
     w.set_cpu_experts(i < options.cpu_moe_layers);
     RETURN_IF_ERROR(BindLayer(w, i));
@@ -176,7 +194,13 @@ Status DecoderModel::BindLayer(WeightBinder& w, int64_t i) {
   Layer L;
   ASSIGN_OR_RETURN(L.attn_norm, w.Layer(i, "input_layernorm.weight", {c.hidden_size}));
   ASSIGN_OR_RETURN(L.ffn_norm, w.Layer(i, "post_attention_layernorm.weight", {c.hidden_size}));
-  if (c.attention == AttentionKind::kMla) {
+  if (hyper_connected()) {
+    ASSIGN_OR_RETURN(L.attn_hc, HyperConnection::Bind(w, c, i, "attn", hc_ones_));
+    ASSIGN_OR_RETURN(L.ffn_hc, HyperConnection::Bind(w, c, i, "ffn", hc_ones_));
+  }
+  if (c.is_linear(i)) {
+    ASSIGN_OR_RETURN(L.attention, KdaAttention::Bind(w, backend_, c, i));
+  } else if (c.attention == AttentionKind::kMla) {
     ASSIGN_OR_RETURN(L.attention, MlaAttention::Bind(w, backend_, c, i, rope_, mla_form_,
                                                      mla_key_order_, mla_expand_budget_));
   } else {
@@ -187,7 +211,8 @@ Status DecoderModel::BindLayer(WeightBinder& w, int64_t i) {
     L.moe = moe.get();
     L.ffn = std::move(moe);
   } else {
-    ASSIGN_OR_RETURN(L.ffn, DenseMlp::Bind(w, i, "mlp", c.hidden_size, c.intermediate_size));
+    ASSIGN_OR_RETURN(L.ffn, DenseMlp::Bind(w, i, "mlp", c.hidden_size, c.intermediate_size,
+                                           c.swiglu_limit));
   }
   layers_.push_back(std::move(L));
   return Status::Ok();
@@ -208,17 +233,21 @@ Status DecoderModel::AllocateActivations() {
   uint64_t scratch = 0;
   for (const Layer& L : layers_) {
     scratch = std::max({scratch, L.attention->workspace_floats(t), L.ffn->workspace_floats(t)});
+    if (L.attn_hc) scratch = std::max(scratch, L.attn_hc->workspace_floats(t));
   }
   if (mtp_) {
     // ForwardMtp takes [t, 2 hidden] for eh_proj's input before the blocks run.
     scratch = std::max({scratch, mtp_->workspace_floats(t), Workspace::Footprint(t, 2 * h)});
   }
   RETURN_IF_ERROR(workspace_.Allocate(backend_, scratch));
-  activation_bytes_ = stream_floats * sizeof(float) + workspace_.bytes();
+  activation_bytes_ = stream_floats * sizeof(float) + workspace_.bytes() +
+                      (hc_buffer_ ? hc_buffer_->size() : 0);
   positions_.resize(size_t(t));
   step_ids_.resize(size_t(t));
   if (config_.dsa.topk > 0) {
-    dsa_.keys.resize(size_t(t * config_.dsa.topk));
+    // KPool selections also hold the query's unfinished pool.
+    const int64_t widest = config_.dsa.topk + std::max<int64_t>(config_.kpool.pool - 1, 0);
+    dsa_.keys.resize(size_t(t * widest));
     dsa_.counts.resize(size_t(t));
     loaded_topk_ = config_.dsa.topk;
   }
@@ -314,6 +343,16 @@ Expected<Tensor> DecoderModel::ForwardBatch(std::span<const SequenceStep> steps)
 
   const Tensor x = x_.RowSlice(0, t), xn = xn_.RowSlice(0, t), y = y_.RowSlice(0, t);
   backend_.Embedding(tok_embd_, std::span<const int32_t>(step_ids_).first(size_t(t)), x);
+  if (hyper_connected()) {
+    RETURN_IF_ERROR(CheckRecurrentState());
+    ForwardHyperConnected(ctx, t);
+    if (!ctx.status.ok()) return ctx.status;  // the step's tokens are not committed
+    for (const Segment& s : segments_) {
+      s.cache->set_length(s.n_past + s.rows);
+      s.cache->set_state_tokens(s.n_past + s.rows);
+    }
+    return Logits(x, output_norm_, config_.rms_norm_eps, output_);
+  }
   for (int64_t l = 0; l < config_.num_layers; ++l) {
     const Layer& L = layers_[size_t(l)];
     ctx.layer = l;
@@ -333,6 +372,52 @@ Expected<Tensor> DecoderModel::ForwardBatch(std::span<const SequenceStep> steps)
   }
 
   return Logits(x, output_norm_, config_.rms_norm_eps, output_);
+}
+
+Status DecoderModel::CheckRecurrentState() {
+  for (const Segment& s : segments_) {
+    if (s.cache->pool().state_floats() == 0) continue;
+    if (s.n_past == 0) {  // a new sequence starts from zero state
+      for (size_t l = 0; l < layers_.size(); ++l) {
+        if (config_.is_linear(int64_t(l))) backend_.Zero(s.cache->state(int64_t(l)));
+      }
+      s.cache->set_state_tokens(0);
+    } else if (s.cache->state_tokens() != s.n_past) {
+      return Status::Error("the recurrent (KDA) state covers " +
+                           std::to_string(s.cache->state_tokens()) + " tokens of a sequence of " +
+                           std::to_string(s.n_past) +
+                           ": truncating or sharing a cache of this model is not supported yet");
+    }
+  }
+  return Status::Ok();
+}
+
+void DecoderModel::ForwardHyperConnected(StepContext& ctx, int64_t t) {
+  const int64_t n = config_.hc.mult, h = config_.hidden_size;
+  const float eps = config_.rms_norm_eps;
+  const Tensor x = x_.RowSlice(0, t), xn = xn_.RowSlice(0, t), y = y_.RowSlice(0, t),
+               streams = streams_.RowSlice(0, t), post = hc_post_.RowSlice(0, t),
+               comb = hc_comb_.RowSlice(0, t);
+  for (int64_t i = 0; i < n; ++i) backend_.CopyColumns(x, 0, streams, i * h, h);  // expand
+  for (int64_t l = 0; l < config_.num_layers; ++l) {
+    const Layer& L = layers_[size_t(l)];
+    ctx.layer = l;
+    workspace_.Reset();
+    L.attn_hc->Collapse(ctx, streams, x, post, comb);
+    backend_.RmsNorm(x, L.attn_norm, eps, xn);
+    workspace_.Reset();
+    L.attention->Compute(ctx, xn, y);
+    L.attn_hc->Expand(ctx, post, comb, y, streams);
+    workspace_.Reset();
+    L.ffn_hc->Collapse(ctx, streams, x, post, comb);
+    backend_.RmsNorm(x, L.ffn_norm, eps, xn);
+    workspace_.Reset();
+    ctx.residual = &x;
+    L.ffn->Compute(ctx, xn, y);
+    L.ffn_hc->Expand(ctx, post, comb, y, streams);
+    if (!ctx.status.ok()) return;
+  }
+  backend_.MeanOfStreams(streams, n, x);  // the final collapse
 }
 
 StepContext DecoderModel::StartStep(int64_t t) {

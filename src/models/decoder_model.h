@@ -1,13 +1,18 @@
 // The decoder-only transformer every supported architecture is an instance of:
 // embedding, then per layer `x += Attn(RMSNorm(x))` and `x += FFN(RMSNorm(x))`
-// with the attention block (GQA or MLA, +DSA) and feed-forward block (dense or
-// MoE) the config asks for, then the final norm and the output head.
+// with the attention block (GQA or MLA, +DSA; or GLM-5.3's KDA) and
+// feed-forward block (dense or MoE) the config asks for, then the final norm
+// and the output head. With mHC (hc_mult > 1, GLM-5.3) the residual is N
+// streams: each sublayer reads their collapse and writes its output back
+// through the layer's hyper-connections, and the final norm reads their mean.
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "models/blocks/attention.h"
+#include "models/blocks/hyper_connection.h"
 #include "models/blocks/moe_block.h"
 #include "models/model.h"
 #include "models/mtp_block.h"
@@ -44,6 +49,7 @@ class DecoderModel final : public Model {
   ContextShape context_shape(int64_t max_keys, bool mtp) const;
   struct Layer {
     Tensor attn_norm, ffn_norm;
+    std::optional<HyperConnection> attn_hc, ffn_hc;  // mHC only
     std::unique_ptr<AttentionBlock> attention;
     std::unique_ptr<FeedForwardBlock> ffn;
     MoeBlock* moe = nullptr;  // `ffn` when it is a MoE block
@@ -61,6 +67,12 @@ class DecoderModel final : public Model {
   Status PlanStep(std::span<const SequenceStep> steps);
   // The context of a step of `t` rows that PlanStep planned.
   StepContext StartStep(int64_t t);
+  // The mHC forward of a planned step of `t` rows (ForwardBatch's layers).
+  void ForwardHyperConnected(StepContext& ctx, int64_t t);
+  // Recurrent state (KDA): zeroes that of sequences starting now; errors when
+  // a sequence's state does not cover exactly its cached tokens.
+  Status CheckRecurrentState();
+  bool hyper_connected() const { return config_.hc.mult > 1; }
   // The planned logit rows of the residual stream `x` through `norm` and
   // `head`; leaves those rows of `x` in hidden_.
   Tensor Logits(const Tensor& x, const Tensor& norm, float eps, const Tensor& head);
@@ -84,6 +96,10 @@ class DecoderModel final : public Model {
   // [max_step_tokens, ...] each; block scratch lives in the workspace.
   std::unique_ptr<Buffer> stream_buffer_;
   Tensor x_, xn_, y_, logits_;
+  // mHC: the streams [max_step_tokens, N H], each token's expand weights and
+  // mixing matrix, and the all-ones weight of the streams' unweighted norm.
+  std::unique_ptr<Buffer> hc_buffer_;
+  Tensor streams_, hc_post_, hc_comb_, hc_ones_;
   Tensor hidden_;  // last_hidden(): rows of y_
   Workspace workspace_;
   DsaSelection dsa_;

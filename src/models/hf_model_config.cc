@@ -178,8 +178,9 @@ Status ReadCommon(const Fields& f, ModelConfig& c) {
   ASSIGN_OR_RETURN(c.num_nextn_layers, f.Int("num_nextn_predict_layers", 0, 0, B::kLayers));
   ASSIGN_OR_RETURN(c.num_heads, f.Int("num_attention_heads", 0, 1, B::kHeads));
   ASSIGN_OR_RETURN(c.num_kv_heads, f.Int("num_key_value_heads", c.num_heads, 1, B::kHeads));
+  // Glm5NextTextConfig writes head_dim = qk_rope_head_dim = 0 (NoPE); ReadGlm5Next sets it.
   ASSIGN_OR_RETURN(c.head_dim, f.Int("head_dim", c.num_heads > 0 ? c.hidden_size / c.num_heads : 0,
-                                     1, B::kHeadDim));
+                                     c.arch == "glm5_next" ? 0 : 1, B::kHeadDim));
   ASSIGN_OR_RETURN(c.intermediate_size, f.Int("intermediate_size", 0, 0, B::kFfn));
   ASSIGN_OR_RETURN(c.max_position_embeddings,
                    f.Int("max_position_embeddings", 2048, 1, B::kPositions));
@@ -279,8 +280,82 @@ Status ReadDsa(const Fields& f, ModelConfig& c) {
   return Status::Ok();
 }
 
+// GLM-5.3-Flash (Glm5NextTextConfig): KDA linear attention in most layers,
+// NoPE MLA with the KPool DSA indexer in the rest, mHC hyper-connections,
+// SwiGLU clamp; the MoE is DeepSeek-V3's. Defaults are the config class's.
+Status ReadGlm5Next(const Fields& f, const json& j, ModelConfig& c, const std::string& where) {
+  RETURN_IF_ERROR(ReadSigmoidMoe(f, c));
+  RETURN_IF_ERROR(ReadDenseLayers(f, c, 3));  // the class's schedule: 3 dense layers
+  MlaConfig& m = c.mla;
+  c.attention = AttentionKind::kMla;
+  ASSIGN_OR_RETURN(m.q_lora_rank, f.Int("q_lora_rank", 1536, 1, B::kRank));
+  ASSIGN_OR_RETURN(m.kv_lora_rank, f.Int("kv_lora_rank", 512, 1, B::kRank));
+  ASSIGN_OR_RETURN(m.qk_nope_head_dim, f.Int("qk_nope_head_dim", 256, 1, B::kHeadDim));
+  ASSIGN_OR_RETURN(m.qk_rope_head_dim, f.Int("qk_rope_head_dim", 0, 0, 0));  // NoPE: > 0 refused
+  ASSIGN_OR_RETURN(m.v_head_dim, f.Int("v_head_dim", 256, 1, B::kHeadDim));
+  m.latent_norm_eps = c.rms_norm_eps;  // q_a/kv_a norms take rms_norm_eps here (new-archs §1.11)
+  c.head_dim = m.qk_nope_head_dim;
+  c.num_kv_heads = c.num_heads;
+  c.rotary_dims = 0;
+  DsaConfig& d = c.dsa;
+  ASSIGN_OR_RETURN(d.n_heads, f.Int("index_n_heads", 32, 1, B::kHeads));
+  ASSIGN_OR_RETURN(d.head_dim, f.Int("index_head_dim", 128, 1, B::kHeadDim));
+  ASSIGN_OR_RETURN(d.topk, f.Int("index_topk", 2048, 1, B::kPositions));
+  ASSIGN_OR_RETURN(c.kpool.pool, f.Int("index_kpool", 16, 1, 4096));
+  ASSIGN_OR_RETURN(c.kpool.select_tail, f.Bool("index_kpool_always_select_tail", true));
+  if (d.topk % c.kpool.pool != 0) {
+    return Status::Error(where + ": index_topk " + std::to_string(d.topk) +
+                         " is not a multiple of index_kpool " + std::to_string(c.kpool.pool));
+  }
+  c.indexer_kinds.assign(size_t(c.num_layers), IndexerKind::kFull);
+  ASSIGN_OR_RETURN(auto indexers,
+                   f.Choices("indexer_types", "full", "shared", c.indexer_kinds.size()));
+  if (indexers) {
+    for (size_t i = 0; i < indexers->size(); ++i) {
+      c.indexer_kinds[i] = (*indexers)[i] ? IndexerKind::kFull : IndexerKind::kShared;
+    }
+  }
+  // layer_types: "linear_attention" or the indexed MLA ("indexed_attention",
+  // "full_attention" renamed so by the config class); default every 4th indexed.
+  c.mixer_kinds.assign(size_t(c.num_layers), MixerKind::kLinear);
+  const json* types = f.Find("layer_types");
+  if (types != nullptr && (!types->is_array() || types->size() != size_t(c.num_layers))) {
+    return f.Error("layer_types", *types, "must list " + std::to_string(c.num_layers) + " layers");
+  }
+  for (int64_t i = 0; i < c.num_layers; ++i) {
+    bool linear = i % 4 != 3;
+    if (types != nullptr) {
+      const json& e = (*types)[size_t(i)];
+      linear = e == "linear_attention";
+      if (!linear && e != "indexed_attention" && e != "full_attention") {
+        return f.Error("layer_types", e,
+                       "is none of \"linear_attention\", \"indexed_attention\", \"full_attention\"");
+      }
+    }
+    c.mixer_kinds[size_t(i)] = linear ? MixerKind::kLinear : MixerKind::kAttention;
+    if (linear) c.indexer_kinds[size_t(i)] = IndexerKind::kNone;
+  }
+  KdaConfig& k = c.kda;
+  ASSIGN_OR_RETURN(k.num_heads, f.Int("linear_num_heads", 64, 1, B::kHeads));
+  ASSIGN_OR_RETURN(k.head_dim, f.Int("linear_head_dim", 128, 1, B::kHeadDim));
+  ASSIGN_OR_RETURN(k.conv_kernel, f.Int("linear_conv_kernel_dim", 4, 1, 64));
+  const json* lb = f.Find("linear_lower_bound");
+  k.bounded_gate = j.find("linear_lower_bound") == j.end() || lb != nullptr;  // absent: -5 default
+  ASSIGN_OR_RETURN(const double bound, f.Real("linear_lower_bound", -5.0, -1e6, 0));
+  k.lower_bound = float(bound);
+  HyperConnectionConfig& hc = c.hc;
+  ASSIGN_OR_RETURN(hc.mult, f.Int("hc_mult", 4, 1, 64));
+  ASSIGN_OR_RETURN(hc.sinkhorn_iters, f.Int("hc_sinkhorn_iters", 20, 1, 1000));
+  ASSIGN_OR_RETURN(const double hc_eps, f.Real("hc_eps", 1e-6, 0, 1));
+  hc.eps = float(hc_eps);
+  ASSIGN_OR_RETURN(const double limit, f.Real("swiglu_limit", 10.0, 0, 1e30));
+  c.swiglu_limit = float(limit);
+  return Status::Ok();
+}
+
 Status ReadArchitecture(const Fields& f, const json& j, ModelConfig& c, const std::string& where) {
   const std::string& a = c.arch;
+  if (a == "glm5_next") return ReadGlm5Next(f, j, c, where);
   if (a == "llama") return ReadRope(f, j, c.head_dim, c, where);
   if (a == "qwen3_moe") {
     c.qk_norm = true;
@@ -340,6 +415,20 @@ Expected<const json*> TextConfig(const json& j, const std::string& arch, const s
   if (wrapper.text_config_key.empty()) return &j;
   const std::string key(wrapper.text_config_key);
   auto it = j.find(key);
+  if (arch == "glm5_next") {
+    // Glm5NextConfig: flat (text-only) checkpoints keep the text fields at the top level.
+    if (it == j.end() || it->is_null()) return &j;
+    if (!it->is_object()) {
+      return Status::Error(where + ": " + key + " must be an object (the text model's config)");
+    }
+    ASSIGN_OR_RETURN(const std::string inner,
+                     Fields(*it, where, key + ".").String("model_type", "glm5_next_text"));
+    if (inner != "glm5_next_text") {
+      return Status::Error(where + ": " + key + ".model_type " + QuoteName(inner) +
+                           " of glm5_next is not supported (supported: glm5_next_text)");
+    }
+    return &*it;
+  }
   if (it == j.end() || !it->is_object()) {
     return Status::Error(where + ": model_type " + QuoteName(arch) + " needs a \"" + key +
                          "\" object (its text model's config)");

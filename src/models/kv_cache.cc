@@ -53,6 +53,11 @@ Expected<std::unique_ptr<KvPool>> KvPool::Create(Backend& backend, int64_t num_b
   RETURN_IF_ERROR(CheckKvLayers(kv_type, layers));
   std::unique_ptr<KvPool> p(new KvPool());
   p->block_tokens_ = block_tokens;
+  p->backend_ = &backend;
+  for (const LayerCacheSpec& s : layers) {
+    p->state_offsets_.push_back(p->state_floats_);
+    p->state_floats_ += s.state_floats;
+  }
   const int64_t rows = num_blocks * block_tokens;
   for (const LayerCacheSpec& s : layers) {
     p->bytes_per_token_ += BytesFor(kv_type, uint64_t(s.kv_heads * (s.k_dim + s.v_dim))).value() +
@@ -162,10 +167,25 @@ KvCache::KvCache(KvPool* pool, int64_t capacity, std::unique_ptr<KvPool> own_poo
 
 KvCache::~KvCache() { Release(); }
 
+Tensor KvCache::state(int64_t i) const {
+  CHECK(state_buffer_ != nullptr);
+  const int64_t n = pool_->layers_.size() > size_t(i + 1) ? pool_->state_offsets_[size_t(i + 1)]
+                                                          : pool_->state_floats_;
+  Tensor t = Tensor::Of(state_buffer_->base(), DType::kF32, {n - pool_->state_offsets_[size_t(i)]});
+  t.offset = uint64_t(pool_->state_offsets_[size_t(i)]) * sizeof(float);
+  return t;
+}
+
 Status KvCache::Reserve(int64_t tokens) {
   if (tokens > capacity_) {
     return Status::Error("context full: " + std::to_string(tokens) +
                          " tokens exceed the context of " + std::to_string(capacity_));
+  }
+  if (pool_->state_floats_ > 0 && state_buffer_ == nullptr) {
+    ASSIGN_OR_RETURN(state_buffer_, pool_->backend_->Allocate(pool_->state_bytes_per_sequence(),
+                                                              "recurrent state"));
+    pool_->backend_->Zero(Tensor::Of(state_buffer_->base(), DType::kF32, {pool_->state_floats_}));
+    state_tokens_ = 0;
   }
   const int64_t b = pool_->block_tokens();
   const int64_t need = (tokens + b - 1) / b - int64_t(blocks_.size());
@@ -224,6 +244,7 @@ void KvCache::Release() {
   blocks_.clear();
   rows_.clear();
   length_ = 0;
+  state_tokens_ = 0;  // the model zeroes the state when the next sequence starts
   mirrored_ = false;
 }
 

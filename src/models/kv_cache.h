@@ -23,6 +23,9 @@ struct LayerCacheSpec {
   int64_t kv_heads = 0, k_dim = 0, v_dim = 0;  // GQA
   int64_t latent_dim = 0;                      // MLA
   int64_t index_dim = 0;                       // DSA indexer keys
+  // f32 values of fixed per-sequence state, whatever its length: GLM-5.3's
+  // KDA conv rows and recurrent state. Not paged: each KvCache holds its own.
+  int64_t state_floats = 0;
 };
 
 // Whether `backend` keeps a KV cache of `kv_type`: f32 everywhere, f16, q8_0
@@ -63,6 +66,11 @@ class KvPool {
   const Layer& layer(int64_t i) const { return layers_[size_t(i)]; }
 
   int64_t block_tokens() const { return block_tokens_; }
+  // Per-sequence recurrent state (LayerCacheSpec::state_floats): its floats in
+  // all layers, and the offset of layer i's within a sequence's state.
+  int64_t state_floats() const { return state_floats_; }
+  int64_t state_offset(int64_t i) const { return state_offsets_[size_t(i)]; }
+  uint64_t state_bytes_per_sequence() const { return uint64_t(state_floats_) * sizeof(float); }
   int64_t num_blocks() const { return int64_t(refs_.size()); }
   int64_t used_blocks() const { return used_; }
   uint64_t bytes_per_token() const { return bytes_per_token_; }
@@ -94,6 +102,10 @@ class KvPool {
   std::unique_ptr<Buffer> buffer_;
   std::vector<Layer> layers_;
   int64_t block_tokens_ = 0;
+  Backend* backend_ = nullptr;  // allocates each sequence's recurrent state
+  int64_t state_floats_ = 0;
+  std::vector<int64_t> state_offsets_;
+  friend class KvCache;
   std::vector<int32_t> free_;  // stack of free blocks without cached content
   std::vector<int32_t> refs_;  // references per block
   int64_t used_ = 0;           // blocks with references
@@ -148,6 +160,15 @@ class KvCache {
   // past the blocks or the capacity.
   Status Mirror(std::span<const int32_t> blocks, int64_t length);
 
+  // A sequence's recurrent state in layer i (LayerCacheSpec::state_floats;
+  // allocated by the first Reserve, zeros then), and how many of its tokens it
+  // has consumed: the model checks that against length() before each step,
+  // since truncating the cache (rollback) or adopting cached blocks cannot
+  // rebuild it.
+  Tensor state(int64_t i) const;
+  int64_t state_tokens() const { return state_tokens_; }
+  void set_state_tokens(int64_t n) { state_tokens_ = n; }
+
   int64_t capacity() const { return capacity_; }
   int64_t length() const { return length_; }
   void set_length(int64_t n) { length_ = n; }
@@ -163,6 +184,8 @@ class KvCache {
   bool mirrored_ = false;  // blocks referenced by another rank (Mirror)
   std::vector<int32_t> blocks_;
   std::vector<int32_t> rows_;
+  std::unique_ptr<Buffer> state_buffer_;
+  int64_t state_tokens_ = 0;
 };
 
 }  // namespace anymoe

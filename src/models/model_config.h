@@ -34,6 +34,9 @@ std::string RopeScalingName(RopeScaling::Type t);
 enum class AttentionKind { kGqa, kMla };
 enum class FfnKind { kDense, kMoe };
 enum class IndexerKind { kNone, kFull, kShared };
+// A layer's token mixer: attention over the cache (GQA or MLA), or GLM-5.3's
+// KDA linear attention over a fixed per-sequence recurrent state.
+enum class MixerKind { kAttention, kLinear };
 
 // Multi-head latent attention (DeepSeek-V3, GLM-4.7-Flash, GLM-5).
 struct MlaConfig {
@@ -52,6 +55,38 @@ struct DsaConfig {
   int64_t topk = 0;
   RopePairing pairing = RopePairing::kInterleaved;
   float norm_eps = 1e-6f;  // the indexer's LayerNorm
+};
+
+// KPool DSA (GLM-5.3-Flash): the indexer scores pools of `pool` consecutive
+// tokens (their keys softmax-pooled) instead of single keys, keeps the best
+// dsa.topk / pool pools and, with `select_tail`, the query's unfinished pool.
+struct KPoolConfig {
+  int64_t pool = 0;  // 0: per-token DSA (GLM-5, DeepSeek-V3.2)
+  bool select_tail = true;
+};
+
+// Kimi delta attention (the `linear_attention` layers of GLM-5.3-Flash).
+struct KdaConfig {
+  int64_t num_heads = 0;
+  int64_t head_dim = 0;
+  int64_t conv_kernel = 4;
+  bool bounded_gate = true;   // linear_lower_bound set: g = lb * sigmoid(.), else -exp(A) softplus(.)
+  float lower_bound = -5.0f;
+  // Values of the per-sequence recurrent state of one layer: the last
+  // conv_kernel - 1 pre-conv rows [3 * heads * head_dim] and the fp32 state
+  // [heads, head_dim, head_dim].
+  int64_t state_floats() const {
+    const int64_t d = num_heads * head_dim;
+    return (conv_kernel - 1) * 3 * d + num_heads * head_dim * head_dim;
+  }
+};
+
+// mHC hyper-connections: `mult` residual streams mixed around each sublayer
+// (1: the plain residual stream).
+struct HyperConnectionConfig {
+  int64_t mult = 1;
+  int64_t sinkhorn_iters = 20;
+  float eps = 1e-6f;
 };
 
 struct MoeConfig {
@@ -93,6 +128,13 @@ struct ModelConfig {
   MlaConfig mla;
   DsaConfig dsa;
   MoeConfig moe;
+  KPoolConfig kpool;
+  KdaConfig kda;
+  HyperConnectionConfig hc;
+  // SwiGLU clamp (GLM-5.3): gate clamped from above, up to [-limit, limit],
+  // before silu, in every feed-forward; 0: none.
+  float swiglu_limit = 0;
+  std::vector<MixerKind> mixer_kinds;      // per layer; empty: all attention
   std::vector<FfnKind> ffn_kinds;          // per layer
   std::vector<IndexerKind> indexer_kinds;  // per layer; empty unless DSA
   // Multi-token-prediction (NextN) layers stored after the trunk, at layer
@@ -101,6 +143,11 @@ struct ModelConfig {
   int64_t num_nextn_layers = 0;
 
   bool is_moe() const { return moe.num_experts > 0; }
+  // Attention without positions (GLM-5.3's NoPE MLA): no RoPE anywhere.
+  bool is_nope() const { return arch == "glm5_next"; }
+  bool is_linear(int64_t layer) const {
+    return !mixer_kinds.empty() && mixer_kinds[size_t(layer)] == MixerKind::kLinear;
+  }
   int64_t num_moe_layers() const;
   float AttentionScale() const;  // softmax scale, with YaRN's mscale for MLA
   std::string Summary() const;   // one line for logs

@@ -59,11 +59,26 @@ Expected<ModelFile> OpenModelFile(const std::string& path) {
     ASSIGN_OR_RETURN(std::unique_ptr<SafetensorsModel> weights, SafetensorsModel::Open(path, fp8));
     const std::string model_type = mf.hf_config->GetString("model_type").value_or("");
     const TextModelWrapper wrapper = TextModelWrapperOf(model_type);
-    if (!wrapper.weight_prefix.empty()) {
-      const size_t ignored = weights->KeepPrefixed(wrapper.weight_prefix);
+    // A flat text-only checkpoint (GLM-5.3 without text_config) has no wrapper prefix.
+    if (!wrapper.weight_prefix.empty() && weights->HasPrefix(wrapper.weight_prefix)) {
+      const size_t ignored = weights->KeepPrefixed(wrapper.weight_prefix, wrapper.renamed_prefix,
+                                                   wrapper.kept_prefix);
       mf.note = model_type + ": the text model (tensors under '" +
                 std::string(wrapper.weight_prefix) + "'); the vision tower and projector (" +
                 std::to_string(ignored) + " tensors) are ignored";
+    }
+    // GLM-5.3-Flash stores an MTP layer after its last layer (eh_proj,
+    // shared_head); transformers does not model it and neither does anymoe yet.
+    if (model_type == "glm5_next") {
+      for (const TensorInfo& t : weights->tensors()) {
+        if (t.name.find(".eh_proj.") != std::string::npos ||
+            t.name.find(".shared_head.") != std::string::npos) {
+          mf.note += std::string(mf.note.empty() ? "" : "; ") +
+                     "glm5_next: the MTP layer stored after the last layer is not used "
+                     "(its structure is not established; --spec mtp is unavailable)";
+          break;
+        }
+      }
     }
     mf.hf_weights = std::move(weights);
     return mf;

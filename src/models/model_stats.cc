@@ -5,6 +5,12 @@ namespace {
 
 int64_t AttentionParameters(const ModelConfig& c, int64_t layer) {
   const int64_t h = c.hidden_size, n_h = c.num_heads;
+  if (c.is_linear(layer)) {  // KDA: q/k/v, conv, forget and output gates, beta, o_norm, o
+    const KdaConfig& k = c.kda;
+    const int64_t d = k.head_dim, D = k.num_heads * d;
+    return 3 * D * h + 3 * D * k.conv_kernel + (d * h + D * d + D + k.num_heads) +
+           k.num_heads * h + (d * h + D * d) + d + h * D;
+  }
   if (c.attention == AttentionKind::kGqa) {
     const int64_t q = n_h * c.head_dim, kv = c.num_kv_heads * c.head_dim;
     int64_t p = h * (q + 2 * kv) + q * h;
@@ -22,6 +28,7 @@ int64_t AttentionParameters(const ModelConfig& c, int64_t layer) {
   if (c.dsa.topk > 0 && c.indexer_kinds[size_t(layer)] == IndexerKind::kFull) {
     const DsaConfig& d = c.dsa;
     p += d.n_heads * d.head_dim * m.q_lora_rank + d.head_dim * h + 2 * d.head_dim + d.n_heads * h;
+    if (c.kpool.pool > 0) p += c.kpool.pool * d.head_dim + d.head_dim * h;  // ape, gate
   }
   return p;
 }
@@ -37,6 +44,10 @@ ParameterCounts CountParameters(const ModelConfig& c) {
   int64_t always = h + c.vocab_size * h;  // final norm, head
   for (int64_t l = 0; l < c.num_layers; ++l) {
     always += 2 * h + AttentionParameters(c, l);
+    if (c.hc.mult > 1) {  // two mHC hyper-connections: fn, base, scale
+      const int64_t n = c.hc.mult, m = (2 + n) * n;
+      always += 2 * (m * n * h + m + 3);
+    }
     if (c.ffn_kinds[size_t(l)] == FfnKind::kDense) {
       always += 3 * h * c.intermediate_size;
       continue;
@@ -72,6 +83,10 @@ std::map<std::string, DTypeUsage> SummarizeDTypes(const TensorSource& tensors) {
 KvFootprint KvValuesPerToken(const ModelConfig& c) {
   KvFootprint f;
   for (int64_t l = 0; l < c.num_layers; ++l) {
+    if (c.is_linear(l)) {
+      f.state_values_per_sequence += c.kda.state_floats();
+      continue;
+    }
     if (c.attention == AttentionKind::kGqa) {
       f.values_per_token += 2 * c.num_kv_heads * c.head_dim;
       f.full_kv_values_per_token += 2 * c.num_kv_heads * c.head_dim;
@@ -80,7 +95,8 @@ KvFootprint KvValuesPerToken(const ModelConfig& c) {
     const MlaConfig& m = c.mla;
     f.values_per_token += m.kv_lora_rank + m.qk_rope_head_dim;
     if (c.dsa.topk > 0 && c.indexer_kinds[size_t(l)] == IndexerKind::kFull) {
-      f.values_per_token += c.dsa.head_dim;
+      // KPool keeps each token's key and pooling gate score.
+      f.values_per_token += c.kpool.pool > 0 ? 2 * c.dsa.head_dim : c.dsa.head_dim;
     }
     f.full_kv_values_per_token +=
         c.num_heads * (m.qk_nope_head_dim + m.qk_rope_head_dim + m.v_head_dim);

@@ -35,6 +35,8 @@ std::map<std::string, DTypeUsage> SummarizeDTypes(const TensorSource& tensors);
 struct KvFootprint {
   int64_t values_per_token = 0;       // what anymoe caches, all layers
   int64_t full_kv_values_per_token = 0;  // per-head K and V, as a non-latent cache would
+  // Fixed per sequence whatever its length: GLM-5.3's KDA conv rows and state.
+  int64_t state_values_per_sequence = 0;
 };
 KvFootprint KvValuesPerToken(const ModelConfig& config);
 

@@ -18,6 +18,7 @@ constexpr SupportedArchitecture kArchitectures[] = {
     {"glm_moe_dsa", "glm-dsa", "GLM-5 (MLA + DSA indexer, shared indexer layers)"},
     {"deepseek_v32", "deepseek32", "DeepSeek-V3.2 (DeepSeek-V3 + DSA indexer in every layer)"},
     {"kimi_k25", "deepseek2", "Kimi K2.5 text model (DeepSeek-V3 in a vision wrapper)"},
+    {"glm5_next", "", "GLM-5.3-Flash text model (KDA + NoPE MLA with KPool DSA, mHC)"},
 };
 
 // The distinct non-empty values of one field, in table order, comma-separated.
@@ -44,6 +45,10 @@ std::string SupportedGgufArchitectures() { return Join(&SupportedArchitecture::g
 
 TextModelWrapper TextModelWrapperOf(std::string_view hf_model_type) {
   if (hf_model_type == "kimi_k25") return {"text_config", "language_model."};
+  // Glm5NextForConditionalGeneration: model.language_model.* beside model.visual.*, lm_head outside.
+  if (hf_model_type == "glm5_next") {
+    return {"text_config", "model.language_model.", "model.", "lm_head."};
+  }
   return {};
 }
 

@@ -24,9 +24,14 @@ std::string SupportedGgufArchitectures();
 // Multimodal wrappers whose text model anymoe runs: the key of the text
 // config in config.json and the tensor-name prefix of the language model
 // (Kimi K2.5: "text_config", "language_model."); empty for other model types.
+// Tensors under `weight_prefix` are kept with it replaced by `renamed_prefix`,
+// those under `kept_prefix` (a head outside the language model) unchanged;
+// the rest (vision tower, projector) are dropped.
 struct TextModelWrapper {
   std::string_view text_config_key;
   std::string_view weight_prefix;
+  std::string_view renamed_prefix = "";
+  std::string_view kept_prefix = "";
 };
 TextModelWrapper TextModelWrapperOf(std::string_view hf_model_type);
 

@@ -32,6 +32,9 @@ std::span<const int32_t> DecodingSequence::PrefillTokens(int64_t n) {
 }
 
 int64_t DecodingSequence::DraftLength(int64_t room, double row_share) {
+  // A recurrent (KDA) state cannot be cut back like the attention cache
+  // (RollBack): models with one verify no drafts until it is rebuilt on rollback.
+  if (cache_->pool().state_floats() > 0) return 0;
   // The step samples one token per draft plus one: the last draft may take
   // the last token of the budget; the drafts' rows must fit the context.
   const int64_t want = std::min({spec_.max_draft, room, max_new_tokens_ - generated() - 1,

@@ -99,6 +99,9 @@ class Scheduler::Impl {
           std::to_string(opt_.context) + " tokens: one sequence could never reach its context");
     }
     ASSIGN_OR_RETURN(pool_, model_.NewPool(tokens, opt_.context));
+    // Shared blocks cannot hand a sequence the recurrent (KDA) state at their
+    // end: without state snapshots there is no prefix caching for such models.
+    prefix_cache_ = opt_.prefix_cache && pool_->state_floats() == 0;
     logits_.resize(size_t(model_.config().vocab_size));
     thread_ = std::thread([this] { Loop(); });
     return Status::Ok();
@@ -238,7 +241,7 @@ class Scheduler::Impl {
         // The MTP layer needs the trunk's hidden state at every prompt
         // position, which cached blocks do not keep: MTP requests run their
         // whole prompt (they still publish their blocks for others).
-        if (opt_.prefix_cache && !a.mtp()) AdoptCachedPrefix(a, *cache);
+        if (prefix_cache_ && !a.mtp()) AdoptCachedPrefix(a, *cache);
         if (!cache->Reserve(a.budget(opt_.context)).ok()) {
           a.hashes.clear();  // the cache's destructor drops the adopted blocks
           break;             // wait for blocks
@@ -388,7 +391,7 @@ class Scheduler::Impl {
     }
     // Published only now, after the rejected drafts' rows were dropped: a
     // shared block holds committed tokens only.
-    if (opt_.prefix_cache) {
+    if (prefix_cache_) {
       for (Active* a : members_) PublishFullBlocks(*a);
     }
     for (auto& a : running_) {
@@ -579,6 +582,7 @@ class Scheduler::Impl {
   Engine& engine_;
   Model& model_;
   const SchedulerOptions opt_;
+  bool prefix_cache_ = true;  // opt_.prefix_cache, unless the model keeps recurrent state
   std::unique_ptr<KvPool> pool_;
   std::thread thread_;
 

@@ -169,6 +169,23 @@ TEST_F(Cli, DeepseekV32AndKimiK25RunExactOnEveryCpuTarget) {
       << r.err;
 }
 
+// GLM-5.3-Flash (KDA + NoPE MLA with KPool DSA, mHC): `run --exact` against
+// transformers' greedy continuation of a 150-token prompt (prefilled in steps
+// of the chunked KDA form, decoded in the recurrent one) on every CPU target.
+TEST_F(Cli, Glm5NextRunsExactOnEveryCpuTarget) {
+  for (const std::string& target : testing::CpuTargetNames()) {
+    SCOPED_TRACE("glm5_next on " + target);
+    ExpectGreedyRunMatchesTransformers({"--exact", "--kv-type", "f32", "--cpu-target", target},
+                                       1e-4f, "moe/glm5_next");
+  }
+  const auto r = Run({"run", "-m", Golden("moe/glm5_next"), "-p", "hi", "-n", "1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("glm5_next: the text model (tensors under 'model.language_model.'); the "
+                       "vision tower and projector (25 tensors) are ignored"),
+            std::string::npos)
+      << r.err;
+}
+
 TEST_F(Cli, SameSeedSameTextDifferentSeedDifferentText) {
   auto run = [&](const std::string& seed) {
     const auto r = Run({"run", "-m", Golden("llama_tiny"), "-p", "hello world", "-n", "24",

@@ -579,7 +579,9 @@ TEST_P(SchedulerMtpTest, MtpRequestsEqualLoneGenerationAndDraftAlike) {
   EXPECT_EQ(BlocksUsedOnceIdle(*sched), 0);
 }
 
-// DeepSeek-V3.2 and Kimi K2.5's text model served, against transformers
+// DeepSeek-V3.2, Kimi K2.5's text model and GLM-5.3-Flash (whose KDA state each
+// sequence carries across its chunks and decode steps, its 150-token prompt
+// crossing KDA chunks and KPool's sparse regime) served, against transformers
 // (tests/golden/moe/*/golden.json): the 40-token golden prompt in a mixed
 // batch of 8 sequences (prompts of 8 to 60 tokens prefilling in chunks of 7
 // while the shorter ones decode) and alone with prompt chunks of 3, 8 and 17
@@ -646,7 +648,8 @@ TEST_P(SchedulerGoldenTest, MixedBatchAndPromptChunksGiveTransformersTokens) {
 
 INSTANTIATE_TEST_SUITE_P(NewestMoeModels, SchedulerGoldenTest,
                          ::testing::Values("moe/deepseek_v32", "moe_gguf/deepseek_v32.gguf",
-                                           "moe/kimi_k25", "moe_gguf/kimi_k25.gguf"),
+                                           "moe/kimi_k25", "moe_gguf/kimi_k25.gguf",
+                                           "moe/glm5_next"),
                          [](const auto& info) { return testing::TestNameOf(info.param); });
 
 INSTANTIATE_TEST_SUITE_P(MtpModels, SchedulerMtpTest,

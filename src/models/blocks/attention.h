@@ -1,6 +1,7 @@
-// The attention half of a decoder layer. Implementations: GqaAttention
-// (Llama, Qwen3, Mixtral, GLM-4.5) and MlaAttention (DeepSeek-V3, GLM-4.7-Flash,
-// GLM-5 with DSA).
+// The attention half of a decoder layer (its token mixer). Implementations:
+// GqaAttention (Llama, Qwen3, Mixtral, GLM-4.5), MlaAttention (DeepSeek-V3,
+// GLM-4.7-Flash, GLM-5 with DSA, GLM-5.3's NoPE MLA with KPool DSA) and
+// KdaAttention (GLM-5.3's linear attention).
 #pragma once
 
 #include "models/blocks/step_context.h"
@@ -15,6 +16,9 @@ class AttentionBlock {
   // this step's keys and values into the cache. norm.out and y are [T, H]
   // scratch (blocks that fuse the norm or the add need not use them).
   virtual void AddTo(StepContext& ctx, const Tensor& x, const RowNorm& norm, const Tensor& y) = 0;
+  // The block's output for rows already normed, xn [T, H], into out [T, H],
+  // with no residual add: what a hyper-connected (mHC) layer mixes back itself.
+  virtual void Compute(StepContext& ctx, const Tensor& xn, const Tensor& out) = 0;
   virtual LayerCacheSpec cache_spec() const = 0;
   // Workspace floats one step of `t` tokens needs.
   virtual uint64_t workspace_floats(int64_t t) const = 0;
@@ -31,6 +35,8 @@ class FeedForwardBlock {
   // x += FFN(rmsnorm(x) * norm.weight) for the residual stream x [T, H];
   // norm.out and y are [T, H] scratch.
   virtual void AddTo(StepContext& ctx, const Tensor& x, const RowNorm& norm, const Tensor& y) = 0;
+  // As AttentionBlock::Compute: the output for normed rows, no residual add.
+  virtual void Compute(StepContext& ctx, const Tensor& xn, const Tensor& out) = 0;
   virtual uint64_t workspace_floats(int64_t t) const = 0;
 };
 

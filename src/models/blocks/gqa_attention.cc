@@ -31,8 +31,8 @@ uint64_t GqaAttention::workspace_floats(int64_t t) const {
   return 2 * Workspace::Footprint(t, q_dim) + 2 * Workspace::Footprint(t, kv_dim);
 }
 
-void GqaAttention::AddTo(StepContext& ctx, const Tensor& x, const RowNorm& norm,
-                         const Tensor& y) {
+void GqaAttention::Run(StepContext& ctx, const Tensor& x, const RowNorm* norm, const Tensor& y,
+                       const Tensor* residual) {
   Backend& be = ctx.backend;
   const int64_t t = ctx.t, n_h = c_.num_heads, n_kv = c_.num_kv_heads, hd = c_.head_dim;
   Tensor q = ctx.ws.Take(t, n_h * hd), k = ctx.ws.Take(t, n_kv * hd),
@@ -40,7 +40,7 @@ void GqaAttention::AddTo(StepContext& ctx, const Tensor& x, const RowNorm& norm,
   const Projection qkv[] = {{&wq_, bq_ ? &*bq_ : nullptr, q},   // [T, n_h * hd]
                            {&wk_, bk_ ? &*bk_ : nullptr, k},   // [T, n_kv * hd]
                            {&wv_, bv_ ? &*bv_ : nullptr, v}};
-  be.FusedMatmul(x, qkv, {.norm = &norm});
+  be.FusedMatmul(x, qkv, {.norm = norm});
   if (q_norm_) {
     be.RmsNorm(q.Reshaped({t * n_h, hd}), *q_norm_, c_.rms_norm_eps, q.Reshaped({t * n_h, hd}));
     be.RmsNorm(k.Reshaped({t * n_kv, hd}), *k_norm_, c_.rms_norm_eps, k.Reshaped({t * n_kv, hd}));
@@ -60,7 +60,7 @@ void GqaAttention::AddTo(StepContext& ctx, const Tensor& x, const RowNorm& norm,
                     .scale = c_.AttentionScale(),
                     .out = attn.Reshaped({t, n_h, hd})});
   const Projection o[] = {{&wo_, nullptr, y}};
-  be.FusedMatmul(attn, o, {.residual = &x});  // x += o(attn)
+  be.FusedMatmul(attn, o, {.residual = residual});  // x += o(attn), or y = o(attn)
 }
 
 }  // namespace anymoe

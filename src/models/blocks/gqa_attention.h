@@ -19,7 +19,12 @@ class GqaAttention final : public AttentionBlock {
                                                         int64_t layer, const RopeTable& rope);
   // Norm and q/k/v in one FusedMatmul, RoPE, cache writes and attention of
   // every sequence in one StepAttention, o and the residual add in one FusedMatmul.
-  void AddTo(StepContext& ctx, const Tensor& x, const RowNorm& norm, const Tensor& y) override;
+  void AddTo(StepContext& ctx, const Tensor& x, const RowNorm& norm, const Tensor& y) override {
+    Run(ctx, x, &norm, y, &x);
+  }
+  void Compute(StepContext& ctx, const Tensor& xn, const Tensor& out) override {
+    Run(ctx, xn, nullptr, out, nullptr);
+  }
   LayerCacheSpec cache_spec() const override;
   uint64_t workspace_floats(int64_t t) const override;
   AttentionShape attention_shape() const override {
@@ -28,6 +33,9 @@ class GqaAttention final : public AttentionBlock {
 
  private:
   GqaAttention(const ModelConfig& c, const RopeTable& rope) : c_(c), rope_(rope) {}
+  // Attention of x (normed first when `norm`) into y, added to *residual when given.
+  void Run(StepContext& ctx, const Tensor& x, const RowNorm* norm, const Tensor& y,
+           const Tensor* residual);
   const ModelConfig& c_;
   const RopeTable& rope_;
   Tensor wq_, wk_, wv_, wo_;

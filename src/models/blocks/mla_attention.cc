@@ -59,7 +59,9 @@ Expected<std::unique_ptr<AttentionBlock>> MlaAttention::Bind(WeightBinder& w, Ba
   }
   if (c.dsa.topk > 0) {
     a->uses_dsa_ = true;
-    if (c.indexer_kinds[size_t(i)] == IndexerKind::kFull) {
+    if (c.indexer_kinds[size_t(i)] == IndexerKind::kFull && c.kpool.pool > 0) {
+      ASSIGN_OR_RETURN(a->kpool_, KPoolIndexer::Bind(w, c, i));
+    } else if (c.indexer_kinds[size_t(i)] == IndexerKind::kFull) {
       ASSIGN_OR_RETURN(a->indexer_, DsaIndexer::Bind(w, c, i, rope));
     }
   }
@@ -127,6 +129,7 @@ LayerCacheSpec MlaAttention::cache_spec() const {
   LayerCacheSpec s;
   s.latent_dim = c_.mla.kv_lora_rank + c_.mla.qk_rope_head_dim;
   if (indexer_) s.index_dim = c_.dsa.head_dim;
+  if (kpool_) s.index_dim = kpool_->cache_dim();
   return s;
 }
 
@@ -152,6 +155,7 @@ uint64_t MlaAttention::workspace_floats(int64_t t) const {
                Workspace::Footprint(t, n_h * (r + dr)) + Workspace::Footprint(t, n_h * r) +
                Workspace::Footprint(t, n_h * m.v_head_dim);
   if (indexer_) f += indexer_->workspace_floats(t);
+  if (kpool_) f += kpool_->workspace_floats(t);
   if (form_ != MlaForm::kAbsorbed) {
     // ExpandedAttention: the segment's latent rows and their kv_lora part,
     // one head group's k_nope|v, keys and values, and its queries and outputs.
@@ -177,7 +181,7 @@ Tensor MlaAttention::Query(StepContext& ctx, const Tensor& x, Tensor* q_latent) 
   } else {
     be.Matmul(x, *wq_, nullptr, q);
   }
-  be.Rope(q.Reshaped({t, c_.num_heads, qk}), ctx.positions, rope_);
+  if (m.qk_rope_head_dim > 0) be.Rope(q.Reshaped({t, c_.num_heads, qk}), ctx.positions, rope_);
   return q;
 }
 
@@ -189,7 +193,7 @@ void MlaAttention::WriteLatent(StepContext& ctx, const Tensor& x) {
   be.Matmul(x, wkv_a_, nullptr, kv);  // [T, kv_lora | k_rope]
   RopeTable k_rope = rope_;
   k_rope.rotary_offset = int(r);
-  be.Rope(kv.Reshaped({t, 1, r + dr}), ctx.positions, k_rope);
+  if (dr > 0) be.Rope(kv.Reshaped({t, 1, r + dr}), ctx.positions, k_rope);
   be.CopyColumns(kv, 0, c, 0, r);  // only the latent part is normalised, not k_rope
   be.RmsNorm(c, kv_a_norm_, m.latent_norm_eps, c);
   be.CopyColumns(c, 0, kv, 0, r);  // kv now holds the cache rows [latent | k_rope]
@@ -209,6 +213,7 @@ void MlaAttention::Forward(StepContext& ctx, const Tensor& x, const Tensor& out)
 
   if (uses_dsa_) {
     if (indexer_) indexer_->Select(ctx, x, q_latent);
+    if (kpool_) kpool_->Select(ctx, x, q_latent);
     CHECK(ctx.dsa->valid);  // a shared layer reuses the last full layer's choice
     if (ctx.observer && ctx.observer->on_key_selection) {
       ctx.observer->on_key_selection(ctx.layer, ctx.dsa->View());
@@ -247,7 +252,10 @@ void MlaAttention::Forward(StepContext& ctx, const Tensor& x, const Tensor& out)
       // every key of every query, in order (SelectTopK): that is dense causal
       // attention, and the backend's dense prefill kernel does it without the
       // per-query gather (same keys, same order, so the same sums).
-      const bool sparse = uses_dsa_ && s.n_past + s.rows > ctx.dsa->stride;
+      // (KPool without its tail: a query does not even see itself until its
+      // pool completes, so never dense.)
+      const bool sparse = uses_dsa_ && (s.n_past + s.rows > ctx.dsa->stride ||
+                                        (c_.kpool.pool > 0 && !c_.kpool.select_tail));
       const KeySelection selection = sparse ? ctx.dsa->View(s) : KeySelection{};
       be.LatentAttention(q_lat.RowSlice(s.row0, s.rows).Reshaped({s.rows, n_h, r + dr}),
                          s.cache->layer(ctx.layer).latent, r, s.cache->rows(), s.n_past,
@@ -276,7 +284,9 @@ bool MlaAttention::Expands(const StepContext& ctx, const Segment& s) const {
   const int64_t keys = s.n_past + s.rows;
   if (form_ == MlaForm::kAbsorbed || keys > max_keys_) return false;
   // Sparse segments attend their DSA selection, which only the absorbed form runs.
-  if (uses_dsa_ && keys > ctx.dsa->stride) return false;
+  if (uses_dsa_ && (keys > ctx.dsa->stride || (c_.kpool.pool > 0 && !c_.kpool.select_tail))) {
+    return false;
+  }
   return form_ == MlaForm::kExpanded ||
          ExpandedMlaIsCheaper(c_.mla, c_.num_heads, s.rows, s.n_past);
 }

@@ -14,6 +14,7 @@
 
 #include "models/blocks/attention.h"
 #include "models/blocks/dsa_indexer.h"
+#include "models/blocks/kpool_indexer.h"
 #include "models/blocks/mla_form.h"
 #include "models/model_config.h"
 #include "models/weight_binder.h"
@@ -34,6 +35,9 @@ class MlaAttention final : public AttentionBlock {
   void AddTo(StepContext& ctx, const Tensor& x, const RowNorm& norm, const Tensor& y) override {
     AddNormed(ctx.backend, x, norm, y,
               [&](const Tensor& xn, const Tensor& out) { Forward(ctx, xn, out); });
+  }
+  void Compute(StepContext& ctx, const Tensor& xn, const Tensor& out) override {
+    Forward(ctx, xn, out);
   }
   LayerCacheSpec cache_spec() const override;
   uint64_t workspace_floats(int64_t t) const override;
@@ -81,6 +85,7 @@ class MlaAttention final : public AttentionBlock {
   Tensor w_expand_;
   std::unique_ptr<Buffer> expand_buffer_;
   std::unique_ptr<DsaIndexer> indexer_;  // "full" DSA layers only
+  std::unique_ptr<KPoolIndexer> kpool_;  // "full" KPool DSA layers (GLM-5.3) instead
   bool uses_dsa_ = false;
 };
 

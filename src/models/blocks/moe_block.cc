@@ -44,10 +44,12 @@ Expected<std::unique_ptr<MoeBlock>> MoeBlock::Bind(WeightBinder& w, const ModelC
                            "not combine yet: use --expert-cache off with --ep");
     }
     m->parallel_.emplace(*ep->comm, ep->placement.owners(i), max_step_tokens * k);
+    m->parallel_->set_swiglu_limit(c.swiglu_limit);
     m->overlap_exchange_ = ep->overlap;
   }
   if (s.shared_ffn > 0) {
-    ASSIGN_OR_RETURN(m->shared_, DenseMlp::Bind(w, i, "mlp.shared_experts", h, s.shared_ffn));
+    ASSIGN_OR_RETURN(m->shared_, DenseMlp::Bind(w, i, "mlp.shared_experts", h, s.shared_ffn,
+                                                c.swiglu_limit));
   }
   m->spec_.scoring = s.scoring == MoeConfig::Scoring::kSigmoid ? RouterSpec::Scoring::kSigmoid
                                                                : RouterSpec::Scoring::kSoftmax;
@@ -81,6 +83,7 @@ void MoeBlock::AttachCache(ExpertCache* cache) {
   CHECK(experts_.streamed());
   cache_ = cache;
   streamed_.emplace(experts_.gate, experts_.up, experts_.down, layer_, cache);
+  streamed_->set_swiglu_limit(c_.swiglu_limit);
 }
 
 void MoeBlock::SetLookahead(MoeBlock* next, const Tensor& next_norm, float eps) {
@@ -215,7 +218,7 @@ void MoeBlock::Forward(StepContext& ctx, const Tensor& x, const Tensor& out) {
                                  experts_.down, g, u);
     if (st.ok() && shared_ && overlap_exchange_) {
       shared_out = ctx.ws.Take(t, h);
-      DenseMlp::Run(be, x, shared_->gate(), shared_->up(), shared_->down(), g_buf, u_buf,
+      shared_->Run(be, x, g_buf, u_buf,
                     shared_out);
       be.Synchronize();
       shared_done = true;
@@ -229,7 +232,7 @@ void MoeBlock::Forward(StepContext& ctx, const Tensor& x, const Tensor& out) {
   } else {
     const GroupedProjection gate_up[] = {{experts_.gate, g}, {experts_.up, u}};  // [M, I] each
     be.MultiGroupedMatmul(xe, gate_up, offsets_);
-    be.SwiGlu(g, u, g);
+    be.SwiGluLimited(g, u, c_.swiglu_limit, g);
     be.GroupedMatmul(g, experts_.down, offsets_, ye);  // [M, H]
   }
   if (ctx.observer && ctx.observer->on_expert_outputs) {
@@ -243,7 +246,7 @@ void MoeBlock::Forward(StepContext& ctx, const Tensor& x, const Tensor& out) {
   if (shared_) {
     if (!shared_done) {
       shared_out = ye.RowSlice(0, t);
-      DenseMlp::Run(be, x, shared_->gate(), shared_->up(), shared_->down(), g_buf, u_buf,
+      shared_->Run(be, x, g_buf, u_buf,
                     shared_out);
     }
     be.Add(out, shared_out, out);

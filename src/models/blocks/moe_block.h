@@ -29,6 +29,9 @@ class MoeBlock final : public FeedForwardBlock {
     AddNormed(ctx.backend, x, norm, y,
               [&](const Tensor& xn, const Tensor& out) { Forward(ctx, xn, out); });
   }
+  void Compute(StepContext& ctx, const Tensor& xn, const Tensor& out) override {
+    Forward(ctx, xn, out);
+  }
   uint64_t workspace_floats(int64_t t) const override;
 
   // Tokens routed to each expert since load (or the last reset).

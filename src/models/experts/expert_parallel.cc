@@ -60,7 +60,7 @@ Status ExpertParallelLayer::Start(Backend& be, Workspace& ws, const Tensor& xe,
     be.GatherRows(xe, std::span<const int32_t>(local_rows_).first(size_t(local)), xl);
     const GroupedProjection gate_up[] = {{gate, gl}, {up, ul}};
     be.MultiGroupedMatmul(xl, gate_up, local_offsets_);
-    be.SwiGlu(gl, ul, gl);
+    be.SwiGluLimited(gl, ul, swiglu_limit_, gl);
     be.GroupedMatmul(gl, down, local_offsets_, yl);
   }
   for (int r = 0; r < ranks; ++r) {

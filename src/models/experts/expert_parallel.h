@@ -38,6 +38,8 @@ class ExpertParallelLayer {
 
   // Workspace floats Run takes for `pairs` rows of width `hidden`.
   static uint64_t WorkspaceFloats(int64_t pairs, int64_t hidden);
+  // GLM-5.3's SwiGLU clamp in every expert (0: none).
+  void set_swiglu_limit(float limit) { swiglu_limit_ = limit; }
 
   // xe: the step's gathered rows [M, H], grouped by expert at `offsets` (every
   // expert, single-process order); gate/up/down: the experts (others' without
@@ -51,6 +53,7 @@ class ExpertParallelLayer {
   Status Finish(Backend& be, const Tensor& ye);
 
  private:
+  float swiglu_limit_ = 0;
   Communicator& comm_;
   std::vector<int32_t> owners_;
   // Per step, sized at load: this rank's rows of xe and its group offsets, and

@@ -39,7 +39,8 @@ void StreamedExperts::RunReady(Backend& be, const Tensor& xe, std::span<const in
         {std::span<const Tensor>(up_).subspan(size_t(first), n), u}};
     be.MultiGroupedMatmul(xe, gate_up, run_offsets);
     const int64_t r0 = offsets[size_t(first)], rows = offsets[size_t(last) + 1] - r0;
-    be.SwiGlu(g.RowSlice(r0, rows), u.RowSlice(r0, rows), g.RowSlice(r0, rows));
+    be.SwiGluLimited(g.RowSlice(r0, rows), u.RowSlice(r0, rows), swiglu_limit_,
+                     g.RowSlice(r0, rows));
     be.GroupedMatmul(g, std::span<const Tensor>(down_).subspan(size_t(first), n), run_offsets, ye);
     for (size_t k = i; k <= j; ++k) state_[k] = 2;
     i = j + 1;

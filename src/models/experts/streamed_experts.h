@@ -30,10 +30,13 @@ class StreamedExperts {
   // once, when the step holds its first experts (the caller predicts and
   // prefetches the next layer's then). Errors when an expert cannot be read;
   // every pin is released either way.
+  // GLM-5.3's SwiGLU clamp in every expert (0: none).
+  void set_swiglu_limit(float limit) { swiglu_limit_ = limit; }
   Status Run(Backend& be, const Tensor& xe, std::span<const int32_t> offsets, const Tensor& g,
              const Tensor& u, const Tensor& ye, FunctionRef<void()> after_first_acquire);
 
  private:
+  float swiglu_limit_ = 0;
   // Runs the ready experts active_[i] with ready_[i] set, in runs of experts
   // that are neighbours among the active ones (one grouped call per run).
   void RunReady(Backend& be, const Tensor& xe, std::span<const int32_t> offsets, const Tensor& g,
