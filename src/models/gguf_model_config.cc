@@ -219,14 +219,13 @@ Status ReadGlm5Next(const GgufFile& f, const std::string& p, ModelConfig& c) {
                    IntKey(f, p + "attention.indexer.key_length", std::nullopt, 1, B::kHeadDim));
   ASSIGN_OR_RETURN(d.topk,
                    IntKey(f, p + "attention.indexer.top_k", std::nullopt, 1, B::kPositions));
-  ASSIGN_OR_RETURN(c.kpool.pool,
-                   IntKey(f, p + "attention.indexer.kpool", std::nullopt, 1, 4096));
+  ASSIGN_OR_RETURN(c.kpool.pool, IntKey(f, p + "attention.indexer.kpool", std::nullopt, 1, 4096));
   ASSIGN_OR_RETURN(auto tail, f.FindBool(p + "attention.indexer.kpool_select_tail"));
   c.kpool.select_tail = tail.value_or(true);
   if (d.topk % c.kpool.pool != 0) {
-    return Status::Error(f.path() + ": " + p + "attention.indexer.top_k " +
-                         std::to_string(d.topk) + " is not a multiple of " + p +
-                         "attention.indexer.kpool " + std::to_string(c.kpool.pool));
+    return Status::Error(f.path() + ": " + p + "attention.indexer.top_k " + std::to_string(d.topk) +
+                         " is not a multiple of " + p + "attention.indexer.kpool " +
+                         std::to_string(c.kpool.pool));
   }
   ASSIGN_OR_RETURN(auto full, LayerFlags(f, p + "attention.indexer.types", c.num_layers));
   ASSIGN_OR_RETURN(auto kda, LayerFlags(f, p + "kda.layers", c.num_layers));
@@ -236,7 +235,7 @@ Status ReadGlm5Next(const GgufFile& f, const std::string& p, ModelConfig& c) {
   for (size_t i = 0; i < size_t(c.num_layers); ++i) {
     const bool linear = (*kda)[i];
     c.mixer_kinds[i] = linear ? MixerKind::kLinear : MixerKind::kAttention;
-    c.indexer_kinds[i] = linear                 ? IndexerKind::kNone
+    c.indexer_kinds[i] = linear                ? IndexerKind::kNone
                          : !full || (*full)[i] ? IndexerKind::kFull
                                                : IndexerKind::kShared;
   }

@@ -223,8 +223,8 @@ std::vector<float> PromptLogits(const std::string& model, std::span<const int32_
   auto cache = (*m)->NewCache(256);
   std::vector<float> all;
   for (size_t i = 0; i < prompt.size(); i += 64) {
-    auto logits = (*m)->Forward(prompt.subspan(i, std::min<size_t>(64, prompt.size() - i)),
-                                **cache, true);
+    auto logits =
+        (*m)->Forward(prompt.subspan(i, std::min<size_t>(64, prompt.size() - i)), **cache, true);
     EXPECT_TRUE(logits.ok()) << logits.status().message();
     if (!logits.ok()) return all;
     std::vector<float> rows(size_t(logits->elements()));
