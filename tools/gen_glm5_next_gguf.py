@@ -231,8 +231,10 @@ def convert(folder: Path, out: Path, q8_0: bool) -> None:
     write_metadata(w, c, n_layers)
     w.add_file_type(gguf.LlamaFileType.MOSTLY_Q8_0 if q8_0 else gguf.LlamaFileType.ALL_F32)
     copy_tokenizer(w)
+    written: dict[str, np.ndarray] = {}
     for name, data in gguf_tensors(weights, c, n_layers):
         data = np.ascontiguousarray(data, dtype=np.float32)
+        written[name] = data
         if q8_0 and quantisable(name, data):
             q = gguf.quants.quantize(data, gguf.GGMLQuantizationType.Q8_0)
             w.add_tensor(name, q, raw_shape=q.shape, raw_dtype=gguf.GGMLQuantizationType.Q8_0)
@@ -242,7 +244,27 @@ def convert(folder: Path, out: Path, q8_0: bool) -> None:
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
     w.close()
-    print(f"{out}: {out.stat().st_size} bytes")
+    check_read_back(out, written)
+    print(f"{out}: {out.stat().st_size} bytes, {len(written)} tensors read back")
+
+
+def check_read_back(path: Path, written: dict[str, np.ndarray]) -> None:
+    """Every tensor as GGUFReader reads it: the array written (f32) or its Q8_0 round trip."""
+    reader = gguf.GGUFReader(path)
+    if {t.name for t in reader.tensors} != set(written):
+        raise SystemExit(f"{path}: tensor names read back differ from those written")
+    for t in reader.tensors:
+        want = written[t.name]
+        shape = list(reversed([int(n) for n in t.shape]))
+        if t.tensor_type == gguf.GGMLQuantizationType.F32:
+            got = np.asarray(t.data, dtype=np.float32).reshape(shape)
+            ok = shape == list(want.shape) and np.array_equal(got, want)
+        else:
+            got = gguf.quants.dequantize(t.data, t.tensor_type).reshape(shape)
+            q = gguf.quants.quantize(want, t.tensor_type)
+            ok = np.array_equal(got, gguf.quants.dequantize(q, t.tensor_type))
+        if not ok:
+            raise SystemExit(f"{path}: {t.name} read back differs from what was written")
 
 
 def main() -> None:
