@@ -1,7 +1,8 @@
 // ModelConfig from GGUF metadata as llama.cpp's converter writes it
 // (`<arch>.*` keys): llama (incl. Mixtral's experts), glm4moe, qwen3moe,
 // deepseek2 (DeepSeek-V3, GLM-4.7-Flash, Kimi K2.5's text model), glm-dsa (GLM-5)
-// and deepseek32 (DeepSeek-V3.2). Every number is
+// and deepseek32 (DeepSeek-V3.2); and glm5-next (GLM-5.3-Flash), which llama.cpp
+// lacks, as tools/gen_glm5_next_gguf.py writes it. Every number is
 // range-checked as it is read (IntKey, RealKey), naming the key, and the layer
 // count before any per-layer table is sized from it.
 #include <cmath>
@@ -166,6 +167,93 @@ Status ReadDsa(const GgufFile& f, const std::string& p, ModelConfig& c) {
   return Status::Ok();
 }
 
+// A bool array key with one entry per trunk layer; absent: nullopt.
+Expected<std::optional<std::vector<bool>>> LayerFlags(const GgufFile& f, const std::string& key,
+                                                      int64_t layers) {
+  const GgufValue* v = f.FindValue(key);
+  if (v == nullptr) return std::optional<std::vector<bool>>();
+  if (!v->is_array() || v->array_size() != uint64_t(layers)) {
+    return Status::Error(f.path() + ": metadata key '" + key + "' must list " +
+                         std::to_string(layers) + " layers");
+  }
+  std::vector<bool> flags(static_cast<size_t>(layers), false);
+  for (uint64_t i = 0; i < uint64_t(layers); ++i) {
+    const std::optional<bool> flag = v->BoolAt(i);
+    if (!flag) {
+      return Status::Error(f.path() + ": metadata key '" + key + "' entry " + std::to_string(i) +
+                           " is not a bool");
+    }
+    flags[size_t(i)] = *flag;
+  }
+  return std::optional<std::vector<bool>>(std::move(flags));
+}
+
+// GLM-5.3-Flash as tools/gen_glm5_next_gguf.py writes it (`glm5-next`; the key
+// names are listed in docs/models.md): KDA layers, NoPE MLA with the KPool DSA
+// indexer, mHC streams, SwiGLU clamp. The MoE was read by ReadMoe.
+Status ReadGlm5Next(const GgufFile& f, const std::string& p, ModelConfig& c) {
+  c.arch = "glm5_next";  // the HF model type: the model code keys NoPE on it
+  if (f.FindValue(p + "rope.dimension_count") != nullptr) {
+    return Status::Error(f.path() + ": " + p + "rope.dimension_count is set, but glm5-next's " +
+                         "attention has no rotary part (NoPE)");
+  }
+  MlaConfig& m = c.mla;
+  c.attention = AttentionKind::kMla;
+  ASSIGN_OR_RETURN(m.q_lora_rank,
+                   IntKey(f, p + "attention.q_lora_rank", std::nullopt, 1, B::kRank));
+  ASSIGN_OR_RETURN(m.kv_lora_rank,
+                   IntKey(f, p + "attention.kv_lora_rank", std::nullopt, 1, B::kRank));
+  ASSIGN_OR_RETURN(m.qk_nope_head_dim,
+                   IntKey(f, p + "attention.key_length_mla", std::nullopt, 1, B::kHeadDim));
+  ASSIGN_OR_RETURN(m.v_head_dim,
+                   IntKey(f, p + "attention.value_length_mla", std::nullopt, 1, B::kHeadDim));
+  m.qk_rope_head_dim = 0;
+  m.latent_norm_eps = c.rms_norm_eps;
+  c.head_dim = m.qk_nope_head_dim;
+  c.num_kv_heads = c.num_heads;  // head_count_kv = 1 is the MQA view of the latent
+  c.rotary_dims = 0;
+  DsaConfig& d = c.dsa;
+  ASSIGN_OR_RETURN(d.n_heads,
+                   IntKey(f, p + "attention.indexer.head_count", std::nullopt, 1, B::kHeads));
+  ASSIGN_OR_RETURN(d.head_dim,
+                   IntKey(f, p + "attention.indexer.key_length", std::nullopt, 1, B::kHeadDim));
+  ASSIGN_OR_RETURN(d.topk,
+                   IntKey(f, p + "attention.indexer.top_k", std::nullopt, 1, B::kPositions));
+  ASSIGN_OR_RETURN(c.kpool.pool, IntKey(f, p + "attention.indexer.kpool", std::nullopt, 1, 4096));
+  ASSIGN_OR_RETURN(auto tail, f.FindBool(p + "attention.indexer.kpool_select_tail"));
+  c.kpool.select_tail = tail.value_or(true);
+  if (d.topk % c.kpool.pool != 0) {
+    return Status::Error(f.path() + ": " + p + "attention.indexer.top_k " + std::to_string(d.topk) +
+                         " is not a multiple of " + p + "attention.indexer.kpool " +
+                         std::to_string(c.kpool.pool));
+  }
+  ASSIGN_OR_RETURN(auto full, LayerFlags(f, p + "attention.indexer.types", c.num_layers));
+  ASSIGN_OR_RETURN(auto kda, LayerFlags(f, p + "kda.layers", c.num_layers));
+  if (!kda) return Status::Error(f.path() + ": metadata key '" + p + "kda.layers' is missing");
+  c.mixer_kinds.assign(size_t(c.num_layers), MixerKind::kLinear);
+  c.indexer_kinds.assign(size_t(c.num_layers), IndexerKind::kFull);
+  for (size_t i = 0; i < size_t(c.num_layers); ++i) {
+    const bool linear = (*kda)[i];
+    c.mixer_kinds[i] = linear ? MixerKind::kLinear : MixerKind::kAttention;
+    c.indexer_kinds[i] = linear                ? IndexerKind::kNone
+                         : !full || (*full)[i] ? IndexerKind::kFull
+                                               : IndexerKind::kShared;
+  }
+  KdaConfig& k = c.kda;
+  ASSIGN_OR_RETURN(k.num_heads, IntKey(f, p + "kda.head_count", std::nullopt, 1, B::kHeads));
+  ASSIGN_OR_RETURN(k.head_dim, IntKey(f, p + "kda.head_dim", std::nullopt, 1, B::kHeadDim));
+  ASSIGN_OR_RETURN(k.conv_kernel, IntKey(f, p + "ssm.conv_kernel", std::nullopt, 1, 64));
+  // Absent: the unbounded gate (the HF config's linear_lower_bound null).
+  k.bounded_gate = f.FindValue(p + "kda.lower_bound") != nullptr;
+  ASSIGN_OR_RETURN(k.lower_bound, RealKey(f, p + "kda.lower_bound", -5.0f, -1e6, 0));
+  HyperConnectionConfig& hc = c.hc;
+  ASSIGN_OR_RETURN(hc.mult, IntKey(f, p + "hc.mult", std::nullopt, 1, 64));
+  ASSIGN_OR_RETURN(hc.sinkhorn_iters, IntKey(f, p + "hc.sinkhorn_iters", std::nullopt, 1, 1000));
+  ASSIGN_OR_RETURN(hc.eps, RealKey(f, p + "hc.eps", std::nullopt, 0, 1));
+  ASSIGN_OR_RETURN(c.swiglu_limit, RealKey(f, p + "swiglu_limit", std::nullopt, 0, 1e30));
+  return Status::Ok();
+}
+
 }  // namespace
 
 Expected<ModelConfig> ModelConfigFromGguf(const GgufFile& f) {
@@ -173,7 +261,9 @@ Expected<ModelConfig> ModelConfigFromGguf(const GgufFile& f) {
   ASSIGN_OR_RETURN(const std::string arch, f.GetString("general.architecture"));
   const std::string p = arch + ".";
   const bool dsa = arch == "glm-dsa" || arch == "deepseek32";
-  if (arch != "llama" && arch != "glm4moe" && arch != "qwen3moe" && arch != "deepseek2" && !dsa) {
+  const bool glm5_next = arch == "glm5-next";
+  if (arch != "llama" && arch != "glm4moe" && arch != "qwen3moe" && arch != "deepseek2" && !dsa &&
+      !glm5_next) {
     return Status::Error(
         f.path() + ": architecture '" + arch +
         "' is not supported from GGUF (supported: " + SupportedGgufArchitectures() + ")");
@@ -223,6 +313,7 @@ Expected<ModelConfig> ModelConfigFromGguf(const GgufFile& f) {
   RETURN_IF_ERROR(ReadMoe(f, p, c));
   if (arch == "deepseek2" || dsa) RETURN_IF_ERROR(ReadMla(f, p, c));
   if (dsa) RETURN_IF_ERROR(ReadDsa(f, p, c));
+  if (glm5_next) RETURN_IF_ERROR(ReadGlm5Next(f, p, c));
   RETURN_IF_ERROR(ValidateConfig(c, f.path()));
   return c;
 }

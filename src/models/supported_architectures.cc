@@ -18,7 +18,7 @@ constexpr SupportedArchitecture kArchitectures[] = {
     {"glm_moe_dsa", "glm-dsa", "GLM-5 (MLA + DSA indexer, shared indexer layers)"},
     {"deepseek_v32", "deepseek32", "DeepSeek-V3.2 (DeepSeek-V3 + DSA indexer in every layer)"},
     {"kimi_k25", "deepseek2", "Kimi K2.5 text model (DeepSeek-V3 in a vision wrapper)"},
-    {"glm5_next", "", "GLM-5.3-Flash text model (KDA + NoPE MLA with KPool DSA, mHC)"},
+    {"glm5_next", "glm5-next", "GLM-5.3-Flash text model (KDA + NoPE MLA with KPool DSA, mHC)"},
 };
 
 // The distinct non-empty values of one field, in table order, comma-separated.

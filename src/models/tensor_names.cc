@@ -25,6 +25,16 @@ constexpr std::pair<std::string_view, std::string_view> kLayerRules[] = {
     {"self_attn.indexer.wk", "indexer.attn_k"},
     {"self_attn.indexer.k_norm", "indexer.k_norm"},
     {"self_attn.indexer.weights_proj", "indexer.proj"},
+    // glm5-next's KDA layers (llama.cpp's kimi-linear names).
+    {"self_attn.q_conv1d", "ssm_conv1d_q"},
+    {"self_attn.k_conv1d", "ssm_conv1d_k"},
+    {"self_attn.v_conv1d", "ssm_conv1d_v"},
+    {"self_attn.f_a_proj", "ssm_f_a"},
+    {"self_attn.f_b_proj", "ssm_f_b"},
+    {"self_attn.b_proj", "ssm_beta"},
+    {"self_attn.g_a_proj", "ssm_g_a"},
+    {"self_attn.g_b_proj", "ssm_g_b"},
+    {"self_attn.o_norm", "ssm_norm"},
     {"mlp.gate_proj", "ffn_gate"},
     {"mlp.up_proj", "ffn_up"},
     {"mlp.down_proj", "ffn_down"},
@@ -46,6 +56,24 @@ constexpr std::pair<std::string_view, std::string_view> kLayerRules[] = {
     {"shared_head.norm", "nextn.shared_head_norm"},
     {"shared_head.head", "nextn.shared_head_head"},
     {"embed_tokens", "nextn.embed_tokens"},
+};
+
+// HF layer parameters without a .weight/.bias suffix -> the GGUF name's tail.
+// The selection bias is a parameter of the gate module in HF, its own tensor in
+// GGUF; dt_bias is llama.cpp's ssm_dt.bias; the rest are glm5-next's own
+// (tools/gen_glm5_next_gguf.py; A_log kept as stored, not llama.cpp's -exp(A_log)).
+constexpr std::pair<std::string_view, std::string_view> kParameterRules[] = {
+    {"mlp.gate.e_score_correction_bias", "exp_probs_b.bias"},
+    {"self_attn.dt_bias", "ssm_dt.bias"},
+    {"self_attn.A_log", "ssm_a_log"},
+    {"self_attn.indexer.index_kpool_compress_ape", "indexer.kpool_ape"},
+    {"self_attn.indexer.index_kpool_compress_gate", "indexer.kpool_gate"},
+    {"hc_attn_fn", "hc_attn_fn"},
+    {"hc_attn_base", "hc_attn_base"},
+    {"hc_attn_scale", "hc_attn_scale"},
+    {"hc_ffn_fn", "hc_ffn_fn"},
+    {"hc_ffn_base", "hc_ffn_base"},
+    {"hc_ffn_scale", "hc_ffn_scale"},
 };
 
 constexpr std::pair<std::string_view, std::string_view> kGlobalRules[] = {
@@ -70,11 +98,11 @@ std::string GgufTensorName(std::string_view gguf_arch, std::string_view name) {
   if (dot == std::string_view::npos) return std::string(name);
   const std::string_view layer = name.substr(kPrefix.size(), dot - kPrefix.size());
   std::string_view rest = name.substr(dot + 1);
-  // The selection bias is a parameter of the gate module in HF, its own tensor in GGUF.
-  if (rest == "mlp.gate.e_score_correction_bias") {
-    return "blk." + std::string(layer) + ".exp_probs_b.bias";
+  for (const auto& [hf, gguf] : kParameterRules) {
+    if (rest == hf) return "blk." + std::string(layer) + "." + std::string(gguf);
   }
   const size_t last = rest.rfind('.');
+  if (last == std::string_view::npos) return std::string(name);
   const std::string_view module = rest.substr(0, last), suffix = rest.substr(last);
   // GLM-4.5 files name the pre-FFN norm after HF's module, not `ffn_norm`.
   if (gguf_arch == "glm4moe" && module == "post_attention_layernorm") {

@@ -173,10 +173,12 @@ TEST_F(Cli, DeepseekV32AndKimiK25RunExactOnEveryCpuTarget) {
 // transformers' greedy continuation of a 150-token prompt (prefilled in steps
 // of the chunked KDA form, decoded in the recurrent one) on every CPU target.
 TEST_F(Cli, Glm5NextRunsExactOnEveryCpuTarget) {
-  for (const std::string& target : testing::CpuTargetNames()) {
-    SCOPED_TRACE("glm5_next on " + target);
-    ExpectGreedyRunMatchesTransformers({"--exact", "--kv-type", "f32", "--cpu-target", target},
-                                       1e-4f, "moe/glm5_next");
+  for (const char* model : {"", "moe_gguf/glm5_next.gguf"}) {
+    for (const std::string& target : testing::CpuTargetNames()) {
+      SCOPED_TRACE(std::string(*model ? model : "moe/glm5_next") + " on " + target);
+      ExpectGreedyRunMatchesTransformers({"--exact", "--kv-type", "f32", "--cpu-target", target},
+                                         1e-4f, "moe/glm5_next", model);
+    }
   }
   const auto r = Run({"run", "-m", Golden("moe/glm5_next"), "-p", "hi", "-n", "1"});
   ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cmath>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -200,6 +201,86 @@ TEST_F(GgufConfigValidation, HugeLayerCountIsRefusedNamingTheKey) {
     ASSERT_TRUE(file.ok());
     EXPECT_TRUE(HasError(ModelConfigFromGguf(**file).status(), "'llama.block_count'"));
   }
+}
+
+// glm5-next (tools/gen_glm5_next_gguf.py's keys): each of its own keys is
+// checked and named; a layer table of the wrong length or type, a rotary
+// dimension on this NoPE model and a KPool that does not divide top_k are refused.
+TEST_F(GgufConfigValidation, Glm5NextKeysAreCheckedNamingTheKey) {
+  using Add = std::function<void(testing::GgufBuilder&)>;
+  auto u32 = [](const char* key, uint32_t v) -> std::pair<const std::string, Add> {
+    return {key, [=](auto& b) { b.template Scalar<uint32_t>(key, testing::kTU32, v); }};
+  };
+  auto f32 = [](const char* key, float v) -> std::pair<const std::string, Add> {
+    return {key, [=](auto& b) { b.template Scalar<float>(key, testing::kTF32, v); }};
+  };
+  auto flags = [](const char* key, std::vector<uint8_t> v) -> std::pair<const std::string, Add> {
+    return {key, [=](auto& b) { b.template Array<uint8_t>(key, testing::kTBool, v); }};
+  };
+  const std::map<std::string, Add> base = {
+      u32("glm5-next.embedding_length", 64), u32("glm5-next.block_count", 2),
+      u32("glm5-next.feed_forward_length", 96), u32("glm5-next.attention.head_count", 4),
+      u32("glm5-next.context_length", 128), f32("glm5-next.attention.layer_norm_rms_epsilon", 1e-5f),
+      u32("glm5-next.vocab_size", 512), u32("glm5-next.attention.q_lora_rank", 32),
+      u32("glm5-next.attention.kv_lora_rank", 16), u32("glm5-next.attention.key_length_mla", 16),
+      u32("glm5-next.attention.value_length_mla", 16),
+      u32("glm5-next.attention.indexer.head_count", 8),
+      u32("glm5-next.attention.indexer.key_length", 16),
+      u32("glm5-next.attention.indexer.top_k", 8), u32("glm5-next.attention.indexer.kpool", 4),
+      flags("glm5-next.kda.layers", {1, 0}), u32("glm5-next.kda.head_count", 2),
+      u32("glm5-next.kda.head_dim", 16), u32("glm5-next.ssm.conv_kernel", 4),
+      f32("glm5-next.kda.lower_bound", -5.0f), u32("glm5-next.hc.mult", 4),
+      u32("glm5-next.hc.sinkhorn_iters", 20), f32("glm5-next.hc.eps", 1e-6f),
+      f32("glm5-next.swiglu_limit", 10.0f)};
+  auto load = [&](std::map<std::string, Add> keys) -> Expected<ModelConfig> {
+    testing::GgufBuilder b;
+    b.String("general.architecture", "glm5-next");
+    for (const auto& [key, add] : keys) {
+      if (add) add(b);
+    }
+    auto file = GgufFile::Open(Write("g.gguf", b.Build()));
+    if (!file.ok()) return file.status();
+    return ModelConfigFromGguf(**file);
+  };
+  auto ok = load(base);
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+  EXPECT_EQ(ok->arch, "glm5_next");
+  EXPECT_TRUE(ok->is_linear(0) && !ok->is_linear(1));
+  EXPECT_TRUE(ok->kda.bounded_gate);
+  struct Case {
+    std::pair<const std::string, Add> change;  // a null Add removes the key
+    const char* error;
+  };
+  const std::vector<Case> cases = {
+      {{"glm5-next.kda.layers", nullptr}, "'glm5-next.kda.layers' is missing"},
+      {flags("glm5-next.kda.layers", {1, 0, 1}), "'glm5-next.kda.layers' must list 2 layers"},
+      {{"glm5-next.kda.layers",
+        [](auto& b) { b.template Array<uint32_t>("glm5-next.kda.layers", testing::kTU32, {1, 0}); }},
+       "'glm5-next.kda.layers' entry 0 is not a bool"},
+      {flags("glm5-next.attention.indexer.types", {1}),
+       "'glm5-next.attention.indexer.types' must list 2 layers"},
+      {u32("glm5-next.rope.dimension_count", 8), "no rotary part"},
+      {u32("glm5-next.attention.indexer.kpool", 3), "is not a multiple of"},
+      {u32("glm5-next.hc.mult", 0), "'glm5-next.hc.mult'"},
+      {u32("glm5-next.hc.sinkhorn_iters", 100000), "'glm5-next.hc.sinkhorn_iters'"},
+      {f32("glm5-next.hc.eps", -1.0f), "'glm5-next.hc.eps'"},
+      {f32("glm5-next.swiglu_limit", std::nanf("")), "'glm5-next.swiglu_limit'"},
+      {f32("glm5-next.kda.lower_bound", 3.0f), "'glm5-next.kda.lower_bound'"},
+      {u32("glm5-next.ssm.conv_kernel", 0), "'glm5-next.ssm.conv_kernel'"},
+      {{"glm5-next.kda.head_dim", nullptr}, "'glm5-next.kda.head_dim' is missing"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.change.first);
+    std::map<std::string, Add> keys = base;
+    keys[c.change.first] = c.change.second;
+    EXPECT_TRUE(HasError(load(keys).status(), c.error));
+  }
+  // Without kda.lower_bound the gate is unbounded (the HF config's null).
+  std::map<std::string, Add> unbounded = base;
+  unbounded.erase("glm5-next.kda.lower_bound");
+  auto u = load(unbounded);
+  ASSERT_TRUE(u.ok()) << u.status().message();
+  EXPECT_FALSE(u->kda.bounded_gate);
 }
 
 // config.json: linear in the document (issue 20, defect 2), timed as a ratio.

@@ -649,7 +649,7 @@ TEST_P(SchedulerGoldenTest, MixedBatchAndPromptChunksGiveTransformersTokens) {
 INSTANTIATE_TEST_SUITE_P(NewestMoeModels, SchedulerGoldenTest,
                          ::testing::Values("moe/deepseek_v32", "moe_gguf/deepseek_v32.gguf",
                                            "moe/kimi_k25", "moe_gguf/kimi_k25.gguf",
-                                           "moe/glm5_next"),
+                                           "moe/glm5_next", "moe_gguf/glm5_next.gguf"),
                          [](const auto& info) { return testing::TestNameOf(info.param); });
 
 INSTANTIATE_TEST_SUITE_P(MtpModels, SchedulerMtpTest,
