@@ -68,13 +68,18 @@ void PrintArchitecture(const ModelConfig& c) {
                 c.qk_norm ? ", qk-norm" : "", c.attention_bias ? ", qkv bias" : "");
   }
   if (c.dsa.topk > 0) {
-    int64_t full = 0;
-    for (IndexerKind k : c.indexer_kinds) full += k == IndexerKind::kFull;
+    // Counted by kind: a layer without an indexer (glm5_next's KDA layers,
+    // IndexerKind::kNone) is neither full nor shared.
+    int64_t full = 0, shared = 0;
+    for (IndexerKind k : c.indexer_kinds) {
+      full += k == IndexerKind::kFull;
+      shared += k == IndexerKind::kShared;
+    }
     std::printf(
         "sparse attn:  DSA, %lld indexer heads x %lld, top-%lld keys, %lld full / %lld "
         "shared indexer layers\n",
         (long long)c.dsa.n_heads, (long long)c.dsa.head_dim, (long long)c.dsa.topk, (long long)full,
-        (long long)(c.num_layers - full));
+        (long long)shared);
   }
   if (c.is_moe()) {
     const MoeConfig& m = c.moe;

@@ -226,6 +226,14 @@ TEST_F(Cli, InfoFromConfigAloneSizesGlm5) {
   EXPECT_NE(r.out.find("78 full / 0 shared"), std::string::npos) << r.out;
 }
 
+TEST_F(Cli, InfoCountsOnlyIndexedLayersAsFullOrShared) {
+  // The tiny glm5_next: layers 0 and 3 are KDA (no indexer); of the indexed
+  // layers 1, 2, 4 the config's indexer_types make layer 2 shared.
+  const auto r = Run({"info", "-m", Golden("moe/glm5_next")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("2 full / 1 shared indexer layers"), std::string::npos) << r.out;
+}
+
 TEST_F(Cli, ChatKeepsTheConversationAndReusesItsCache) {
   // A system prompt longer than a turn, so reuse shows: the model's own template
   // (llama_tiny's ChatML) adds no default system prompt of its own.
