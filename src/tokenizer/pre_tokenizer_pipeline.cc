@@ -82,6 +82,11 @@ const NamedStages kGgufNames[] = {
     {"refact", {}, PreTokenizerKind::kSmolLm2},
     {"codeshell", {}, PreTokenizerKind::kSmolLm2},
     {"deepseek-v3", kDeepSeekV3, PreTokenizerKind::kGpt2},
+    // llama.cpp splits these as deepseek-v3 (one case in llama-vocab.cpp); its
+    // converter, run with transformers 5.x on DeepSeek-V3's own tokenizer.json,
+    // writes "joyai-llm" (JoyAI-LLM ships that tokenizer; the check hash matches).
+    {"joyai-llm", kDeepSeekV3, PreTokenizerKind::kGpt2},
+    {"hunyuan-dense", kDeepSeekV3, PreTokenizerKind::kGpt2},
     {"deepseek-llm", kDeepSeekLlm, PreTokenizerKind::kGpt2},
     {"deepseek-coder", kDeepSeekCoder, PreTokenizerKind::kGpt2},
     {"falcon", kFalcon, PreTokenizerKind::kGpt2},

@@ -84,6 +84,18 @@ TEST(PreTokenizerTest, GgufNames) {
     auto built = PreTokenizerPipeline::Build(*stages);
     EXPECT_TRUE(built.ok()) << regex_name << ": " << built.status().message();
   }
+  // Names llama.cpp splits with deepseek-v3's regexes (its converter writes
+  // joyai-llm for DeepSeek-V3's own tokenizer.json): the same stages.
+  auto deepseek = PreTokenizerStagesForGgufName("deepseek-v3");
+  ASSERT_TRUE(deepseek.ok());
+  for (std::string_view alias : {"joyai-llm", "hunyuan-dense"}) {
+    auto stages = PreTokenizerStagesForGgufName(alias);
+    ASSERT_TRUE(stages.ok()) << alias;
+    ASSERT_EQ(stages->size(), deepseek->size()) << alias;
+    for (size_t i = 0; i < stages->size(); ++i) {
+      EXPECT_EQ((*stages)[i].pattern, (*deepseek)[i].pattern) << alias;
+    }
+  }
   auto bad = PreTokenizerStagesForGgufName("no-such-pre");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("no-such-pre"), std::string::npos);

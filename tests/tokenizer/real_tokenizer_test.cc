@@ -205,5 +205,44 @@ TEST_F(RealTiktokenFolderTest, Llama3RanksGiveTheTokenizerJsonIds) {
   EXPECT_EQ(CompareCases(**tok, cases, "llama3 tiktoken folder", {}), 0);
 }
 
+// gpt-oss's vocabulary: OpenAI's o200k_base.tiktoken ranks (the fetch script
+// checks tiktoken's own pinned hash) in a tiktoken folder with o200k's pattern
+// as pat_str and o200k_harmony's 1,090 special tokens in tokenizer_config.json,
+// against tiktoken's o200k_harmony encoding: o200k's pattern (the `gpt-4o` /
+// `llama4` GGUF name) through the generic regex pre-tokenizer.
+TEST_F(RealTiktokenFolderTest, O200kHarmonyMatchesTiktoken) {
+  const std::string model = RealDir("o200k") + "/tiktoken.model";
+  if (!std::filesystem::exists(model)) {
+    GTEST_SKIP() << model << " is absent: run "
+                 << "/work/venv-ref/bin/python tools/fetch_real_tokenizers.py o200k";
+  }
+  const Json golden = testing::LoadGoldenJson("real/o200k.golden.json");
+  const int32_t base = golden["base_vocab"].get<int32_t>();
+  Json config = {{"bos_token", "<|startoftext|>"},
+                 {"eos_token", "<|return|>"},
+                 {"pad_token", "<|endoftext|>"},
+                 {"tokenizer_class", "TikTokenTokenizer"}};
+  for (const auto& [id, t] : golden["added"].items()) {
+    config["added_tokens_decoder"][id] = {{"content", t["content"]}, {"special", t["special"]}};
+  }
+  std::filesystem::copy_file(model, Path("tiktoken.model"));
+  WriteText("tokenizer_config.json", config.dump());
+  WriteText("tokenization_kimi.py",
+            "num_reserved_special_tokens = " + std::to_string(golden["added"].size()) +
+                "\npat_str = \"|\".join([r\"\"\"" + golden["pattern"].get<std::string>() +
+                "\"\"\"])\n");
+  auto tok = Tokenizer::FromTiktokenFolder(dir_.string());
+  ASSERT_TRUE(tok.ok()) << tok.status().message();
+  EXPECT_EQ(base, 199998);
+  EXPECT_EQ((*tok)->vocab_size(), 201088);
+  EXPECT_EQ((*tok)->FindToken("<|channel|>"), 200005);
+  EXPECT_EQ((*tok)->FindToken("<|endofprompt|>"), 200018);
+  EXPECT_EQ((*tok)->bos_id(), 199998);
+  EXPECT_FALSE((*tok)->add_bos_default());
+  const std::vector<Case> cases = Cases(golden);
+  ASSERT_GE(cases.size(), 2000u);
+  EXPECT_EQ(CompareCases(**tok, cases, "o200k_harmony tiktoken folder", {}), 0);
+}
+
 }  // namespace
 }  // namespace anymoe
