@@ -371,6 +371,9 @@ CommandFn RegisterServe(CLI::App& cmd) {
   cmd.add_option("--api-key", so.api_key,
                  "require this key (Authorization: Bearer KEY or X-Api-Key) on every route "
                  "but /health and /");
+  cmd.add_option("--admin-key", so.admin_key,
+                 "key of the admin routes (POST /admin/experts: live expert swap), sent as "
+                 "X-Admin-Key: KEY; without it they do not exist");
   cmd.add_option("--api-key-file", f->api_key_file, "read the API key from the first line of FILE");
   cmd.add_flag("--insecure-no-auth", f->insecure_no_auth,
                "allow a non-loopback --host without an API key");

@@ -86,6 +86,7 @@ Status DecoderModel::Bind(const ModelFile& file, const LoadOptions& options) {
                            ErrorKind::kInvalidArgument, "prune_unsupported");
     }
     w.set_expert_subset(options.expert_subset);
+    pruned_ = true;
   }
   expert_parallel_ = options.expert_parallel;
   if (expert_parallel_ != nullptr) {
@@ -252,6 +253,26 @@ Status DecoderModel::AllocateActivations() {
     loaded_topk_ = config_.dsa.topk;
   }
   return Status::Ok();
+}
+
+Expected<ReplaceableExperts> DecoderModel::ReplaceableExpertsOf(int64_t layer) const {
+  if (layer < 0 || layer >= int64_t(layers_.size()) || layers_[size_t(layer)].moe == nullptr) {
+    return Status::Error("layer " + std::to_string(layer) + " is not a MoE layer of this model",
+                         ErrorKind::kInvalidArgument, "not_moe_layer");
+  }
+  // Pruned models number their experts by the subset, uploads by the file.
+  if (pruned_) {
+    return Status::Error("experts cannot be replaced in a pruned model (--expert-prune)",
+                         ErrorKind::kInvalidArgument, "swap_unsupported");
+  }
+  return layers_[size_t(layer)].moe->Replaceable();
+}
+
+Status DecoderModel::ReplaceExpert(int64_t layer, int64_t expert,
+                                   const std::array<TensorInfo, kExpertParts>& parts,
+                                   std::shared_ptr<const void> storage) {
+  RETURN_IF_ERROR(ReplaceableExpertsOf(layer).status());
+  return layers_[size_t(layer)].moe->ReplaceExpert(backend_, expert, parts, std::move(storage));
 }
 
 Status DecoderModel::SetIndexTopK(int64_t topk) {

@@ -41,6 +41,10 @@ class DecoderModel final : public Model {
   void SetObserver(const ForwardObserver* observer) override { observer_ = observer; }
   ExpertCache* expert_cache() override { return expert_cache_.get(); }
   Status SetIndexTopK(int64_t topk) override;
+  Expected<ReplaceableExperts> ReplaceableExpertsOf(int64_t layer) const override;
+  Status ReplaceExpert(int64_t layer, int64_t expert,
+                       const std::array<TensorInfo, kExpertParts>& parts,
+                       std::shared_ptr<const void> storage) override;
 
  private:
   // What the backend's per-op scratch grows with for sequences of up to
@@ -54,6 +58,8 @@ class DecoderModel final : public Model {
     std::unique_ptr<FeedForwardBlock> ffn;
     MoeBlock* moe = nullptr;  // `ffn` when it is a MoE block
   };
+
+  bool pruned_ = false;  // loaded with an expert subset (--expert-prune)
 
   DecoderModel(ModelConfig config, Backend& backend)
       : config_(std::move(config)), backend_(backend) {}

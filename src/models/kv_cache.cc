@@ -122,6 +122,16 @@ void KvPool::Unpublish(int32_t block) {
   c.tokens.clear();
 }
 
+void KvPool::DropCachedContent() {
+  for (int32_t b : lru_) free_.push_back(b);
+  lru_.clear();
+  for (Cached& c : cached_) {
+    c.published = false;
+    c.tokens.clear();
+  }
+  by_hash_.clear();
+}
+
 void KvPool::Publish(int32_t block, uint64_t hash, std::span<const int32_t> tokens) {
   CHECK(block >= 0 && block < num_blocks() && refs_[size_t(block)] > 0);
   Cached& c = cached_[size_t(block)];

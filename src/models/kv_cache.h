@@ -94,6 +94,10 @@ class KvPool {
   // taken; -1 when none.
   int32_t AcquireCached(uint64_t hash, std::span<const int32_t> tokens);
   int64_t cached_blocks() const { return int64_t(by_hash_.size()); }
+  // Forgets every published prefix: the weights its keys and values came
+  // from have changed (a live expert swap). Blocks in use keep their content
+  // for their sequence but are no longer shared; free ones become plain free.
+  void DropCachedContent();
 
  private:
   KvPool() = default;

@@ -2,6 +2,7 @@
 // forward step that appends tokens to a sequence and returns logits.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -72,6 +73,7 @@ struct LoadOptions {
 };
 
 class MtpBlock;
+
 
 // Not thread-safe: one thread at a time runs a model (the scheduler's thread
 // while a Scheduler owns it).
@@ -151,6 +153,27 @@ class Model {
   virtual Status SetIndexTopK(int64_t topk) {
     (void)topk;
     return Status::Error("the model has no DSA indexer (index_topk)");
+  }
+
+  // The shape and dtype new weights for the routed experts of `layer` must
+  // have; an error (code swap_unsupported / not_moe_layer) where they cannot
+  // be replaced: a dense layer, streamed experts, expert parallelism, pruning.
+  virtual Expected<ReplaceableExperts> ReplaceableExpertsOf(int64_t layer) const {
+    (void)layer;
+    return Status::Error("this model cannot replace experts", ErrorKind::kInvalidArgument,
+                         "swap_unsupported");
+  }
+  // Makes expert `expert` of `layer` use `parts` (gate, up, down, checked
+  // against ReplaceableExpertsOf) from the next forward pass on. `storage`
+  // holds the bytes the parts point to; the model keeps it as long as a
+  // backend may read them. The old weights are left alone (they belong to the
+  // file mapping or the backend). Not thread-safe: the model's thread only.
+  virtual Status ReplaceExpert(int64_t layer, int64_t expert,
+                               const std::array<TensorInfo, kExpertParts>& parts,
+                               std::shared_ptr<const void> storage) {
+    (void)layer, (void)expert, (void)parts, (void)storage;
+    return Status::Error("this model cannot replace experts", ErrorKind::kInvalidArgument,
+                         "swap_unsupported");
   }
 
   virtual RoutingStats routing_stats() const = 0;

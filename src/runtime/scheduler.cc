@@ -173,6 +173,22 @@ class Scheduler::Impl {
     return routing_;
   }
 
+  Expected<uint64_t> ChangeModel(std::function<Status(Model&)> change) {
+    std::lock_guard<std::mutex> one_at_a_time(change_mu_);
+    std::unique_lock<std::mutex> lock(mu_);
+    if (stopping_) {
+      return Status::Error("server is shutting down", ErrorKind::kUnavailable, "shutting_down");
+    }
+    change_ = std::move(change);
+    change_done_ = false;
+    wake_.notify_one();
+    changed_.wait(lock, [&] { return change_done_; });
+    if (!change_result_.ok()) return change_result_;
+    return model_version_.load();
+  }
+
+  uint64_t model_version() const { return model_version_.load(); }
+
   void Shutdown(Clock::time_point deadline) {
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -195,22 +211,26 @@ class Scheduler::Impl {
         // only happens when there is really nothing to do.
         if (running_.empty()) {
           const auto wakeup = [&] {
-            return stopping_ || (!waiting_.empty() && submitted_ != seen_submissions);
+            return stopping_ || change_ != nullptr ||
+                   (!waiting_.empty() && submitted_ != seen_submissions);
           };
           if (waiting_.empty() && opt_.idle) {
-            if (!wake_.wait_for(lock, opt_.idle_interval,
-                                [&] { return stopping_ || !waiting_.empty(); })) {
+            if (!wake_.wait_for(lock, opt_.idle_interval, [&] {
+                  return stopping_ || !waiting_.empty() || change_ != nullptr;
+                })) {
               lock.unlock();
               opt_.idle();
               continue;
             }
           } else if (waiting_.empty()) {
-            wake_.wait(lock, [&] { return stopping_ || !waiting_.empty(); });
+            wake_.wait(lock,
+                       [&] { return stopping_ || !waiting_.empty() || change_ != nullptr; });
           } else if (!wakeup()) {
             wake_.wait_for(lock, std::chrono::milliseconds(50), wakeup);
           }
           seen_submissions = submitted_;
         }
+        if (change_ != nullptr && (stopping_ || running_.empty())) ApplyChange();
         if (stopping_ && waiting_.empty() && running_.empty()) return;
         if (stopping_ && Clock::now() >= deadline_) {
           for (auto& a : waiting_) a->handle->Cancel();
@@ -233,7 +253,26 @@ class Scheduler::Impl {
 
   // Moves waiting requests in while slots and KV blocks allow (in order: a
   // request that does not fit holds back the ones behind it, so none starves).
+  // The pending ChangeModel, with mu_ held and nothing running (or stopping).
+  void ApplyChange() {
+    if (stopping_) {
+      change_result_ = Status::Error("server is shutting down", ErrorKind::kUnavailable,
+                                     "shutting_down");
+    } else {
+      change_result_ = change_(model_);
+      if (change_result_.ok()) {
+        pool_->DropCachedContent();
+        ++model_version_;
+      }
+    }
+    change_ = nullptr;
+    change_done_ = true;
+    changed_.notify_all();
+  }
+
   void Admit() {
+    // Draining for a model change: what is queued starts on the new weights.
+    if (change_ != nullptr) return;
     while (!waiting_.empty() && int(running_.size()) < opt_.max_parallel) {
       Active& a = *waiting_.front();
       if (!a.handle->cancelled()) {
@@ -533,6 +572,7 @@ class Scheduler::Impl {
   void Finish(std::unique_ptr<Active>& a, StopReason reason) {
     RequestEvent ev;
     ev.kind = RequestEvent::Kind::kDone;
+    ev.model_version = model_version_.load();
     ev.reason = reason;
     if (reason != StopReason::kStopString) ev.text = a->seq.Flush();
     const auto now = Clock::now();
@@ -574,6 +614,7 @@ class Scheduler::Impl {
     stats_.prefix_cache_queries = prefix_queries_;
     stats_.prefix_cache_hits = prefix_hits_;
     stats_.prefix_cache_blocks = pool_->cached_blocks();
+    stats_.model_change_pending = change_ != nullptr;
     if (!stepped) return;
     ++stats_.steps;
     if (model_.config().is_moe()) routing_ = model_.routing_stats();
@@ -594,6 +635,12 @@ class Scheduler::Impl {
   Clock::time_point deadline_;
   SchedulerStats stats_;
   RoutingStats routing_;
+  std::function<Status(Model&)> change_;  // the pending ChangeModel, or null
+  bool change_done_ = false;
+  Status change_result_;
+  std::condition_variable changed_;
+  std::mutex change_mu_;  // held by the one ChangeModel caller at a time (before mu_)
+  std::atomic<uint64_t> model_version_{0};
 
   // Scheduler thread only.
   std::vector<std::unique_ptr<Active>> running_;
@@ -632,6 +679,12 @@ Scheduler::~Scheduler() = default;
 Expected<std::shared_ptr<RequestHandle>> Scheduler::Submit(Request request) {
   return impl_->Submit(std::move(request));
 }
+
+Expected<uint64_t> Scheduler::ChangeModel(std::function<Status(Model&)> change) {
+  return impl_->ChangeModel(std::move(change));
+}
+
+uint64_t Scheduler::model_version() const { return impl_->model_version(); }
 
 SchedulerStats Scheduler::stats() const { return impl_->stats(); }
 

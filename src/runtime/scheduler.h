@@ -102,6 +102,7 @@ struct RequestEvent {
   std::vector<std::pair<int32_t, float>> top_logprobs;  // when requested
   StopReason reason = StopReason::kMaxTokens;            // kDone
   GenerateStats stats;                                   // kDone
+  uint64_t model_version = 0;  // kDone: the weights' version it ran on (ChangeModel)
   std::string error;                                     // kError
   std::string error_code;  // kError: machine-readable ("numerical_error"), may be empty
   // kError: kUnavailable when the engine itself failed (a rank of an expert
@@ -148,6 +149,7 @@ struct SchedulerStats {
   uint64_t prefix_cache_queries = 0;  // prompt tokens of admitted requests
   uint64_t prefix_cache_hits = 0;     // of those, served from cached blocks
   int64_t prefix_cache_blocks = 0;    // blocks holding published content
+  bool model_change_pending = false;  // a ChangeModel waits for the running requests (drain)
 };
 
 class Scheduler {
@@ -171,6 +173,20 @@ class Scheduler {
   // Expert selection counts since start (MoE models), copied after each step,
   // safe to read from any thread.
   RoutingStats routing_stats() const;
+  // Changes the model between steps (a live expert swap, POST
+  // /admin/experts): `change` runs on the scheduler thread once no request is
+  // running, so each request runs on one version of the weights from its
+  // first step to its last. Requests queued meanwhile wait and start on the
+  // new version (a drain: running ones are not cut short, new ones are held
+  // at most as long as the longest running one still needs). On success the
+  // model version goes up by one, cached prefixes are dropped (their keys and
+  // values came from the old weights) and the new version is returned; a
+  // failed `change` must leave the model as it was (the version stays).
+  // Blocks the caller until then; fails (code shutting_down) when the
+  // scheduler stops first. One change at a time: callers queue.
+  Expected<uint64_t> ChangeModel(std::function<Status(Model&)> change);
+  // Changes applied since start (0: the weights loaded), any thread.
+  uint64_t model_version() const;
   // Stops accepting requests; lets running ones finish until `deadline`, then
   // cancels the rest. Returns when the scheduler thread has exited.
   void Shutdown(std::chrono::steady_clock::time_point deadline);

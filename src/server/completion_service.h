@@ -20,6 +20,14 @@ class CompletionService {
   virtual SchedulerStats stats() const = 0;
   // Per-layer expert counts, snapshotted between steps (empty for dense models).
   virtual RoutingStats routing_stats() const = 0;
+  // Scheduler::ChangeModel and model_version (a live expert swap); a service
+  // without a model to change refuses.
+  virtual Expected<uint64_t> ChangeModel(std::function<Status(Model&)> change) {
+    (void)change;
+    return Status::Error("this service cannot change its model", ErrorKind::kInvalidArgument,
+                         "swap_unsupported");
+  }
+  virtual uint64_t model_version() const { return 0; }
   // Stops accepting, lets running requests finish until `deadline`, cancels the rest.
   virtual void Shutdown(std::chrono::steady_clock::time_point deadline) = 0;
 };

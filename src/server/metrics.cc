@@ -172,6 +172,9 @@ std::string ServerMetrics::Render(const MetricsSnapshot& s) const {
         int64_t(s.ready ? 1 : 0), &out);
   if (s.scheduler != nullptr) {
     const SchedulerStats& st = *s.scheduler;
+    Gauge("anymoe_model_version",
+          "version of the weights: live expert swaps applied since load (POST /admin/experts)",
+          int64_t(s.model_version), &out);
     Gauge("anymoe_requests_running", "requests being decoded", int64_t(st.running), &out);
     Gauge("anymoe_requests_waiting", "requests queued for a slot", int64_t(st.waiting), &out);
     Gauge("anymoe_kv_cache_blocks_used", "KV cache blocks in use", st.kv_blocks_used, &out);

@@ -49,6 +49,7 @@ struct MetricsSnapshot {
   bool ready = false;
   const SchedulerStats* scheduler = nullptr;
   const RoutingStats* routing = nullptr;
+  uint64_t model_version = 0;  // live expert swaps applied (with `scheduler`)
 };
 
 class ServerMetrics {

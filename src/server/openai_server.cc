@@ -6,6 +6,7 @@
 #include <ctime>
 
 #include "formats/parse_util.h"
+#include "server/admin_experts.h"
 #include "runtime/engine.h"
 #include "runtime/routing_report.h"
 #include "server/api_error.h"
@@ -24,6 +25,7 @@ namespace {
 using nlohmann::json;
 
 constexpr const char* kJson = "application/json";
+constexpr const char* kAdminExperts = "/admin/experts";
 
 // Anthropic Messages routes answer in Anthropic's error shape.
 ChatApi ApiOfPath(std::string_view path) {
@@ -182,6 +184,11 @@ void OpenAiServer::RegisterRoutes() {
       HandleDetokenize(options_, model->engine->tokenizer(), vocab, req, out);
     }
   });
+  if (!options_.admin_key.empty()) {
+    AddRoute("POST", kAdminExperts, false, [this](const HttpRequest& req, ResponseStream& out) {
+      if (const ServingModel* model = Serving(out)) out.Send(AdminReplaceExperts(*model, req));
+    });
+  }
   AddRoute("GET", "/props", false, std::bind(&OpenAiServer::HandleProps, this, _1, _2));
   AddRoute("GET", "/slots", false, [this](const HttpRequest&, ResponseStream& out) {
     if (!options_.slots_endpoint) {
@@ -245,6 +252,18 @@ std::optional<HttpResponse> OpenAiServer::CheckHeader(const HttpRequest& head) {
   }
   const Route* route = FindRoute(head);
   if (route != nullptr && route->info.is_public) return std::nullopt;
+  // Admin routes have their own key, checked before the body is read; without
+  // --admin-key they are not registered and answer as unknown paths do.
+  if (route != nullptr && route->info.path.starts_with("/admin/")) {
+    const std::string_view key = head.Header("X-Admin-Key");
+    if (!head.HasHeader("X-Admin-Key")) {
+      return answer(Refusal(401, "admin_key_required", "send the admin key as X-Admin-Key: KEY"));
+    }
+    if (!ConstantTimeEquals(key, options_.admin_key)) {
+      return answer(Refusal(403, "invalid_admin_key", "the admin key is wrong"));
+    }
+    return std::nullopt;
+  }
   // Everything else needs the key, checked before the body is read. Unknown
   // paths answer 401 too, so they reveal nothing to clients without it.
   const ChatApi api = ApiOfPath(head.path);
@@ -392,6 +411,7 @@ void OpenAiServer::HandleMetrics(const HttpRequest&, ResponseStream& out) {
   if (ready_.load(std::memory_order_acquire)) {
     stats = model_.service->stats();
     snapshot.scheduler = &stats;
+    snapshot.model_version = model_.service->model_version();
     // The scheduler copies the model's counters between steps, under its
     // lock; reading the model directly would race with the forward pass.
     routing = model_.service->routing_stats();

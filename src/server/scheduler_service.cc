@@ -12,6 +12,10 @@ class SchedulerServiceImpl final : public CompletionService {
   }
   SchedulerStats stats() const override { return scheduler_->stats(); }
   RoutingStats routing_stats() const override { return scheduler_->routing_stats(); }
+  Expected<uint64_t> ChangeModel(std::function<Status(Model&)> change) override {
+    return scheduler_->ChangeModel(std::move(change));
+  }
+  uint64_t model_version() const override { return scheduler_->model_version(); }
   void Shutdown(std::chrono::steady_clock::time_point deadline) override {
     scheduler_->Shutdown(deadline);
   }

@@ -16,6 +16,10 @@ struct ServerOptions {
   std::string host = "127.0.0.1";
   int port = 8080;          // 0: any free port (see OpenAiServer::port)
   std::string api_key;      // "": no authentication
+  // --admin-key: the key of the admin routes (POST /admin/experts), sent as
+  // "X-Admin-Key: KEY"; "": those routes do not exist (404). Distinct from
+  // api_key: the API key does not open them, nor this key the API.
+  std::string admin_key;
   std::string cors_origin;  // "": no CORS headers; "*" or one origin
   std::string model_name;   // the id in /v1/models and responses
   size_t max_body_bytes = 1 << 20;

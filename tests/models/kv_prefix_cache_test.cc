@@ -75,6 +75,36 @@ TEST_F(KvPrefixCache, SharedBlocksAreCountedOnceAndEvictedLeastRecentFirst) {
   EXPECT_EQ(pool_->used_blocks(), 0);
 }
 
+// A live expert swap drops every cached prefix (its keys and values came from
+// the old weights): free cached blocks become plain free blocks, a block in
+// use keeps its sequence but is shared no more, and none leaks.
+TEST_F(KvPrefixCache, DroppedContentIsNeverHandedOutAgain) {
+  const std::vector<int32_t> t1 = {5, 6}, t2 = {7, 8};
+  const uint64_t h1 = PrefixBlockHash(0, t1), h2 = PrefixBlockHash(h1, t2);
+  auto a = std::make_unique<KvCache>(pool_.get(), 8);
+  ASSERT_TRUE(a->Reserve(4).ok());  // 2 blocks
+  pool_->Publish(a->block_ids()[0], h1, t1);
+  pool_->Publish(a->block_ids()[1], h2, t2);
+  KvCache in_use(pool_.get(), 8);
+  const int32_t kept[] = {pool_->AcquireCached(h1, t1)};
+  ASSERT_GE(kept[0], 0);
+  in_use.Adopt(kept);
+  a.reset();  // block h2 is free and cached, h1 still in use by `in_use`
+  EXPECT_EQ(pool_->cached_blocks(), 2);
+  pool_->DropCachedContent();
+  EXPECT_EQ(pool_->cached_blocks(), 0);
+  EXPECT_EQ(pool_->AcquireCached(h1, t1), -1);
+  EXPECT_EQ(pool_->AcquireCached(h2, t2), -1);
+  EXPECT_EQ(pool_->used_blocks(), 1);
+  in_use.Release();
+  EXPECT_EQ(pool_->used_blocks(), 0);
+  // All four blocks can be taken again, the dropped ones among them.
+  KvCache all(pool_.get(), 8);
+  EXPECT_TRUE(all.Reserve(8).ok());
+  EXPECT_EQ(pool_->used_blocks(), 4);
+  EXPECT_EQ(pool_->AcquireCached(h1, t1), -1);
+}
+
 TEST_F(KvPrefixCache, MirrorAddressesAnotherRanksBlocksWithoutReferences) {
   // Serving under expert parallelism: a replica of rank 0's sequence.
   KvCache m(pool_.get(), 8);

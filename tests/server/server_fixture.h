@@ -139,9 +139,12 @@ inline StreamResult StreamRequest(httplib::Client& client, const std::string& pa
 
 class ServerTest : public ::testing::Test {
  protected:
-  // Starts a server; `ready` false leaves it loading (no model yet).
+  // Starts a server; `ready` false leaves it loading (no model yet). `engine`
+  // (else the shared one of `model`): a test that changes its model's weights
+  // brings its own.
   void StartServer(ServerOptions options = {}, SchedulerOptions sched = {}, bool ready = true,
-                   const std::string& model = GoldenPath("llama_tiny")) {
+                   const std::string& model = GoldenPath("llama_tiny"),
+                   Engine* engine = nullptr) {
     options.host = "127.0.0.1";
     options.port = 0;
     options.log_requests = false;
@@ -149,7 +152,7 @@ class ServerTest : public ::testing::Test {
     server_ = std::make_unique<OpenAiServer>(options);
     ASSERT_TRUE(server_->Bind().ok());
     server_->Start();
-    engine_ = &SharedEngine(model);
+    engine_ = engine != nullptr ? engine : &SharedEngine(model);
     if (sched.context > engine_->context()) sched.context = engine_->context();
     // As `anymoe serve` sets it.
     if (!sched.between_steps) sched.between_steps = [this] { server_->AwaitResponseWrites(); };

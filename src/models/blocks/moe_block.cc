@@ -65,6 +65,16 @@ Expected<std::unique_ptr<MoeBlock>> MoeBlock::Bind(WeightBinder& w, const ModelC
   m->offsets_.resize(size_t(e + 1));
   m->cursor_.resize(size_t(e));
   m->counts_.assign(size_t(e), 0);
+  // Kept apart from the views, which ReplaceExpert rewrites on the model's
+  // thread while an HTTP thread validates an upload against these.
+  const Tensor* parts[kExpertParts] = {&m->experts_.gate[0], &m->experts_.up[0],
+                                       &m->experts_.down[0]};
+  for (int p = 0; p < kExpertParts; ++p) {
+    const Tensor& t = *parts[p];
+    m->expert_parts_[size_t(p)] =
+        ExpertMatrix{t.dtype, t.rows(), t.cols(), uint64_t(t.rows()) * t.row_bytes()};
+  }
+  m->block_scaled_ = !m->experts_.scales.empty() || bool(m->experts_.gate[0].scales);
   return m;
 }
 
@@ -77,6 +87,50 @@ uint64_t MoeBlock::workspace_floats(int64_t t) const {
          2 * Workspace::Footprint(m, ffn) + Workspace::Footprint(t, h) +
          (parallel_ ? ExpertParallelLayer::WorkspaceFloats(m, h) + Workspace::Footprint(t, h)
                     : 0);
+}
+
+Expected<ReplaceableExperts> MoeBlock::Replaceable() const {
+  const auto refuse = [&](const std::string& why) {
+    return Status::Error("layer " + std::to_string(layer_) + ": experts cannot be replaced " + why,
+                         ErrorKind::kInvalidArgument, "swap_unsupported");
+  };
+  // Streamed experts are read from the file by offset, and under expert
+  // parallelism other ranks hold them: neither reads the views replaced here.
+  if (experts_.streamed()) return refuse("while they stream from disk (--expert-cache)");
+  if (parallel_) return refuse("under expert parallelism (--ep)");
+  if (block_scaled_) return refuse("with block-scaled (FP8) weights");
+  ReplaceableExperts r;
+  r.num_experts = int64_t(experts_.gate.size());
+  r.parts = expert_parts_;
+  return r;
+}
+
+Status MoeBlock::ReplaceExpert(Backend& backend, int64_t expert,
+                               const std::array<TensorInfo, kExpertParts>& parts,
+                               std::shared_ptr<const void> storage) {
+  ASSIGN_OR_RETURN(const ReplaceableExperts r, Replaceable());
+  if (expert < 0 || expert >= r.num_experts) {
+    return Status::Error("layer " + std::to_string(layer_) + " has no expert " +
+                             std::to_string(expert),
+                         ErrorKind::kInvalidArgument, "invalid_expert");
+  }
+  // Prepared first, swapped in together: a failure leaves the expert whole.
+  std::array<Tensor, kExpertParts> prepared;
+  for (int p = 0; p < kExpertParts; ++p) {
+    const TensorInfo& info = parts[size_t(p)];
+    const ExpertMatrix& m = r.parts[size_t(p)];
+    if (info.dtype != m.dtype || info.shape != std::vector<int64_t>{m.rows, m.cols} ||
+        info.bytes != m.bytes) {
+      return Status::Error(info.name + ": not shaped as this layer's experts",
+                           ErrorKind::kInvalidArgument, "invalid_shape");
+    }
+    ASSIGN_OR_RETURN(prepared[size_t(p)], backend.PrepareWeight(info));
+  }
+  replaced_storage_.push_back(std::move(storage));
+  experts_.gate[size_t(expert)] = prepared[0];
+  experts_.up[size_t(expert)] = prepared[1];
+  experts_.down[size_t(expert)] = prepared[2];
+  return Status::Ok();
 }
 
 void MoeBlock::AttachCache(ExpertCache* cache) {

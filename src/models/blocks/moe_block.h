@@ -53,6 +53,13 @@ class MoeBlock final : public FeedForwardBlock {
   Status EnableSticky(Backend& backend, float threshold);
   int64_t sticky_routings() const { return sticky_routings_; }
 
+  // Live expert replacement (Model::ReplaceExpert): what new weights must be,
+  // or why this layer's experts cannot be replaced.
+  Expected<ReplaceableExperts> Replaceable() const;
+  Status ReplaceExpert(Backend& backend, int64_t expert,
+                       const std::array<TensorInfo, kExpertParts>& parts,
+                       std::shared_ptr<const void> storage);
+
  private:
   MoeBlock(const ModelConfig& c) : c_(c) {}
   // x: the normed hidden state [T, H]; writes the block output [T, H] to `out`.
@@ -100,6 +107,11 @@ class MoeBlock final : public FeedForwardBlock {
   std::vector<float> host_logits_, host_bias_, host_selection_;
   std::vector<int32_t> previous_ids_;  // the last token's experts (empty: none yet)
   int64_t sticky_routings_ = 0;
+  // The uploaded bytes replaced experts are prepared from (a backend may use
+  // them in place), kept for the model's life.
+  std::vector<std::shared_ptr<const void>> replaced_storage_;
+  std::array<ExpertMatrix, kExpertParts> expert_parts_;  // what every expert's matrices are
+  bool block_scaled_ = false;                             // FP8 with block scales
 };
 
 }  // namespace anymoe

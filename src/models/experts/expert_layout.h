@@ -43,4 +43,12 @@ struct LayerExperts {
   int64_t num_experts() const { return int64_t(spans.size()); }
 };
 
+// Live expert replacement (POST /admin/experts, docs/server.md): what a routed
+// expert's three matrices must be for `Model::ReplaceExpert` to take new
+// weights for it (gate, up, down as the model's own experts hold them).
+struct ReplaceableExperts {
+  int64_t num_experts = 0;
+  std::array<ExpertMatrix, kExpertParts> parts;  // dtype, rows, cols, bytes
+};
+
 }  // namespace anymoe
