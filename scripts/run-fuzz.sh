@@ -18,7 +18,7 @@ cd "$(dirname "$0")/.."
 build=$1 seconds=$2
 shift 2
 targets=("$@")
-[[ ${#targets[@]} -gt 0 ]] || targets=(gguf safetensors hf_config tokenizer tokenizer_json tiktoken chat_template request jinja)
+[[ ${#targets[@]} -gt 0 ]] || targets=(gguf safetensors hf_config tokenizer tokenizer_json tiktoken chat_template request jinja gbnf)
 jobs=${FUZZ_JOBS:-1}
 mkdir -p "$build/artifacts" "$build/logs"
 

@@ -3,7 +3,10 @@
 parallel tool calls (whole and streamed, the client's own delta
 accumulation), a tool round trip (the assistant message with tool_calls and
 the tool results sent back), a named tool_choice, response_format
-json_schema (validated with jsonschema), n > 1 and streamed usage.
+json_schema (validated with jsonschema), n > 1, streamed usage, and
+client.embeddings.create (the client's default base64 and float; on the tiny
+GLM-5 against transformers' mean-pooled hidden states,
+tests/golden/moe/glm_moe_dsa/embeddings.json from tools/gen_embedding_golden.py).
 
 Models: the tiny GLM-5 golden served with the real GLM-5.2 template (built in
 a temporary folder, as tests/server/server_agent_test.cc does) and, when
@@ -187,6 +190,34 @@ def run_checks(client, label):
     check(usage is not None and usage.completion_tokens >= 1, f"{label}: streamed usage")
 
 
+def run_embedding_checks(client, label, golden):
+    texts = ["The quick brown fox", "A lazy dog", "x"]
+    # The client asks for base64 unless told and decodes it itself.
+    b64 = client.embeddings.create(model="m", input=texts)
+    flt = client.embeddings.create(model="m", input=texts, encoding_format="float")
+    check([d.index for d in b64.data] == [0, 1, 2], f"{label}: embeddings in input order")
+    check(all(a.embedding == b.embedding for a, b in zip(b64.data, flt.data)),
+          f"{label}: base64 embeddings equal float ones")
+    check(all(abs(sum(x * x for x in d.embedding) - 1) < 1e-5 for d in flt.data),
+          f"{label}: embeddings are L2-normalised")
+    check(b64.usage.prompt_tokens >= 3, f"{label}: embeddings usage")
+    if golden:
+        cases = json.load(open(golden))["cases"]
+        r = client.embeddings.create(model="m", encoding_format="float",
+                                     input=[c["ids"] for c in cases])
+        worst = 0.0
+        for c, d in zip(cases, r.data):
+            norm = sum(x * x for x in c["mean"]) ** 0.5
+            worst = max(worst, max(abs(a - b / norm) for a, b in zip(d.embedding, c["mean"])))
+        check(len(r.data) == len(cases) and worst < 1e-4,
+              f"{label}: embeddings match transformers (max diff {worst:.2e} < 1e-4)")
+    try:
+        client.embeddings.create(model="m", input="")
+        check(False, f"{label}: empty embedding input refused")
+    except openai.BadRequestError as e:
+        check(e.body.get("code") == "empty_input", f"{label}: empty embedding input refused")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--binary", default=os.path.join(ROOT, "build", "src", "anymoe"))
@@ -200,7 +231,11 @@ def main():
         for label, model in models:
             proc, url = serve(args.binary, model)
             try:
-                run_checks(openai.OpenAI(base_url=url + "/v1", api_key="none"), label)
+                client = openai.OpenAI(base_url=url + "/v1", api_key="none")
+                run_checks(client, label)
+                golden = os.path.join(ROOT, "tests", "golden", "moe", "glm_moe_dsa",
+                                      "embeddings.json") if label == "tiny GLM-5" else None
+                run_embedding_checks(client, label, golden)
             finally:
                 proc.terminate()
                 proc.wait(timeout=30)

@@ -18,6 +18,8 @@ data, so the fuzzers start from inputs that reach deep into each parser:
   tiktoken      tiktoken-style folders (fuzz_tiktoken.cc's layout): the 256 byte
                 tokens and merged ones, tokenizer_config.json's added tokens and
                 tokenization_kimi.py's pat_str; a few nearly valid ones
+  gbnf          the grammars of tests/golden/chat/gbnf/ (a walk seed byte, then the text)
+                and a few invalid ones
 Every target also gets expansion recipes (tests/fuzz/fuzz_input.h): a few
 bytes that stand for a document of up to its cap, e.g. a million `{},`.
 Run from the repository root: python3 tools/gen_fuzz_seeds.py
@@ -465,7 +467,21 @@ def expansion_seeds():
           bytes([0xA5, 16]) + struct.pack("<HH", len(gguf_head), len(body)) + body)
 
 
+def gbnf_seeds():
+    folder = os.path.join(GOLDEN, "chat", "gbnf")
+    for i, name in enumerate(sorted(os.listdir(folder))):
+        if name.endswith(".gbnf"):
+            text = open(os.path.join(folder, name), "rb").read()
+            write("gbnf", name[:-5], bytes([i * 37 % 256]) + text)
+    for name, text in [("left_recursion", 'root ::= root "a" | "b"'),
+                       ("undefined", "root ::= x"),
+                       ("unterminated", 'root ::= "abc'),
+                       ("nested", "root ::= " + "(" * 70 + '"a"' + ")" * 70)]:
+        write("gbnf", name, b"\x07" + text.encode())
+
+
 def main():
+    gbnf_seeds()
     tokenizer_json_seeds()
     tiktoken_seeds()
     expansion_seeds()

@@ -221,11 +221,11 @@ Status DecoderModel::BindLayer(WeightBinder& w, int64_t i) {
 
 Status DecoderModel::AllocateActivations() {
   const int64_t t = max_step_tokens_, h = config_.hidden_size;
-  const uint64_t stream_floats = 3 * Workspace::Footprint(t, h) +
+  const uint64_t stream_floats = 4 * Workspace::Footprint(t, h) +
                                  Workspace::Footprint(t, config_.vocab_size);
   ASSIGN_OR_RETURN(stream_buffer_, backend_.Allocate(stream_floats * sizeof(float), "activations"));
   uint64_t offset = 0;
-  for (Tensor* s : {&x_, &xn_, &y_, &logits_}) {
+  for (Tensor* s : {&x_, &xn_, &y_, &normed_, &logits_}) {
     const int64_t cols = s == &logits_ ? config_.vocab_size : h;
     *s = Tensor::Of(stream_buffer_->base(), DType::kF32, {t, cols});
     s->offset = offset;
@@ -342,6 +342,7 @@ Status DecoderModel::PlanStep(std::span<const SequenceStep> steps) {
   }
   segments_.clear();
   logit_rows_.clear();
+  embedding_rows_.clear();
   int64_t row = 0;
   for (const SequenceStep& s : steps) {
     const int64_t n = int64_t(s.tokens.size()), past = s.cache->length();
@@ -352,6 +353,7 @@ Status DecoderModel::PlanStep(std::span<const SequenceStep> steps) {
       step_ids_[size_t(row + i)] = s.tokens[size_t(i)];
     }
     for (int64_t i = s.all_logits ? 0 : n - 1; i < n; ++i) logit_rows_.push_back(int32_t(row + i));
+    for (int64_t i = 0; s.embeddings && i < n; ++i) embedding_rows_.push_back(int32_t(row + i));
     row += n;
   }
   return Status::Ok();
@@ -392,7 +394,9 @@ Expected<Tensor> DecoderModel::ForwardBatch(std::span<const SequenceStep> steps)
     sticky_reported_ = sticky;
   }
 
-  return Logits(x, output_norm_, config_.rms_norm_eps, output_);
+  Tensor logits = Logits(x, output_norm_, config_.rms_norm_eps, output_);
+  Embeddings(x);
+  return logits;
 }
 
 Status DecoderModel::CheckRecurrentState() {
@@ -463,6 +467,16 @@ Tensor DecoderModel::Logits(const Tensor& x, const Tensor& norm, float eps, cons
   const Projection projection[] = {{&head, nullptr, logits}};
   backend_.FusedMatmul(picked, projection, {.norm = &row_norm});
   return logits;
+}
+
+void DecoderModel::Embeddings(const Tensor& x) {
+  const int64_t rows = int64_t(embedding_rows_.size());
+  embeddings_ = rows > 0 ? normed_.RowSlice(0, rows) : Tensor();
+  if (rows == 0) return;
+  // xn_ is free again once the head has read its normed rows.
+  const Tensor picked = xn_.RowSlice(0, rows);
+  backend_.GatherRows(x, embedding_rows_, picked);
+  backend_.RmsNorm(picked, output_norm_, config_.rms_norm_eps, embeddings_);
 }
 
 Expected<std::unique_ptr<KvCache>> DecoderModel::NewMtpCache(int64_t capacity) {

@@ -33,6 +33,7 @@ class DecoderModel final : public Model {
   Expected<Tensor> ForwardBatch(std::span<const SequenceStep> steps) override;
   const MtpBlock* mtp() const override { return mtp_.get(); }
   Tensor last_hidden() const override { return hidden_; }
+  Tensor last_embeddings() const override { return embeddings_; }
   Expected<std::unique_ptr<KvCache>> NewMtpCache(int64_t capacity) override;
   using Model::ForwardMtp;
   Expected<Tensor> ForwardMtp(std::span<const SequenceStep> steps, const Tensor& hidden) override;
@@ -82,6 +83,8 @@ class DecoderModel final : public Model {
   // The planned logit rows of the residual stream `x` through `norm` and
   // `head`; leaves those rows of `x` in hidden_.
   Tensor Logits(const Tensor& x, const Tensor& norm, float eps, const Tensor& head);
+  // The planned embedding rows of `x` through the final norm, into embeddings_.
+  void Embeddings(const Tensor& x);
 
   ModelConfig config_;
   Backend& backend_;
@@ -107,6 +110,8 @@ class DecoderModel final : public Model {
   std::unique_ptr<Buffer> hc_buffer_;
   Tensor streams_, hc_post_, hc_comb_, hc_ones_;
   Tensor hidden_;  // last_hidden(): rows of y_
+  Tensor normed_;  // [max_step_tokens, hidden]: the final-normed rows embeddings_ views
+  Tensor embeddings_;  // last_embeddings()
   Workspace workspace_;
   DsaSelection dsa_;
   int64_t loaded_topk_ = 0;  // config_.dsa.topk at load: what dsa_ is sized for
@@ -114,6 +119,7 @@ class DecoderModel final : public Model {
   std::vector<int32_t> step_ids_;  // the step's tokens, all sequences in row order
   std::vector<Segment> segments_;
   std::vector<int32_t> logit_rows_;  // rows of the step whose logits are returned
+  std::vector<int32_t> embedding_rows_;  // rows of the steps that ask for embeddings
   const ForwardObserver* observer_ = nullptr;
   const ExpertParallelism* expert_parallel_ = nullptr;  // while binding
   std::unique_ptr<ExpertCache> expert_cache_;

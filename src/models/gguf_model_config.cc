@@ -298,6 +298,12 @@ Expected<ModelConfig> ModelConfigFromGguf(const GgufFile& f) {
   // pairs; glm4moe and qwen3moe keep HF's layout and use NeoX (half-split) RoPE.
   c.rope_pairing = arch == "llama" ? RopePairing::kInterleaved : RopePairing::kHalfSplit;
   RETURN_IF_ERROR(ReadRope(f, p, c));
+  // llama.cpp's LLAMA_POOLING_TYPE: 0 none, 1 mean, 2 cls, 3 last, 4 rank.
+  // None and rank (a reranker's head, which we do not run) pool by the mean.
+  ASSIGN_OR_RETURN(const int64_t pooling, IntKey(f, p + "pooling_type", 1, 0, 4));
+  c.pooling = pooling == 2   ? EmbeddingPooling::kCls
+              : pooling == 3 ? EmbeddingPooling::kLast
+                             : EmbeddingPooling::kMean;
 
   ASSIGN_OR_RETURN(auto vocab, f.FindI64(p + "vocab_size"));
   if (vocab) {

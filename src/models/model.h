@@ -97,6 +97,9 @@ class Model {
     std::span<const int32_t> tokens;
     KvCache* cache = nullptr;
     bool all_logits = false;  // logits of every token, else of the last one
+    // Also the hidden state of every token after the final norm
+    // (last_embeddings()): what embedding requests pool. Logits do not change.
+    bool embeddings = false;
   };
   // Runs several sequences in one pass (matmuls batched across all their
   // tokens, attention per sequence), appends their keys/values to their caches,
@@ -119,6 +122,10 @@ class Model {
   // last ForwardBatch or ForwardMtp returned, [rows, hidden]; valid until the
   // next call of either.
   virtual Tensor last_hidden() const { return Tensor(); }
+  // The final-normed hidden states of every row of the last ForwardBatch's
+  // steps that asked for `embeddings`, in step and row order, [rows, hidden];
+  // valid until the next ForwardBatch.
+  virtual Tensor last_embeddings() const { return Tensor(); }
   // A cache for the MTP layer of one sequence (its own pool, one layer).
   virtual Expected<std::unique_ptr<KvCache>> NewMtpCache(int64_t capacity) {
     (void)capacity;

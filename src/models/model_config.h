@@ -103,6 +103,10 @@ struct MoeConfig {
   bool selection_bias = false;     // e_score_correction_bias (selection only)
 };
 
+// How an embedding request turns a prompt's final-normed hidden states into
+// one vector: their mean, the first row's (CLS) or the last row's.
+enum class EmbeddingPooling { kMean, kCls, kLast };
+
 struct ModelConfig {
   std::string arch;  // "llama", "glm4_moe", "glm_moe_dsa", ...
   int64_t vocab_size = 0;
@@ -141,6 +145,8 @@ struct ModelConfig {
   // indices [num_layers, num_layers + num_nextn_layers); the trunk never runs
   // them (models/mtp_block.h binds them on request).
   int64_t num_nextn_layers = 0;
+  // GGUF `<arch>.pooling_type` (llama.cpp's 2 cls, 3 last); mean otherwise.
+  EmbeddingPooling pooling = EmbeddingPooling::kMean;
 
   bool is_moe() const { return moe.num_experts > 0; }
   // Attention without positions (GLM-5.3's NoPE MLA): no RoPE anywhere.

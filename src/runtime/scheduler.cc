@@ -10,6 +10,7 @@
 
 #include "models/model_stats.h"
 #include "runtime/decoding_sequence.h"
+#include "runtime/embedding_pooler.h"
 #include "runtime/engine.h"
 #include "runtime/mtp_drafter.h"
 #include "runtime/step_cost.h"
@@ -43,7 +44,9 @@ struct Active {
       : request(std::move(r)),
         handle(std::move(h)),
         seq(request.prompt, 0, request.options,
-            request.options.spec.kind == SpecKind::kNone ? default_spec : request.options.spec,
+            request.embed                                ? SpeculativeOptions{}
+            : request.options.spec.kind == SpecKind::kNone ? default_spec
+                                                           : request.options.spec,
             request.constraint.get(), tokenizer, context, step_tokens),
         submitted(Clock::now()) {}
   int64_t prompt_left() const { return seq.prompt_left(); }
@@ -61,6 +64,7 @@ struct Active {
   // --spec mtp: the MTP layer's own cache (made before the first step).
   std::unique_ptr<KvCache> mtp_cache;
   DecodingSequence seq;
+  std::optional<EmbeddingPooler> pooler;  // Request::embed
   uint64_t last_fed_step = 0;     // the step its prompt last had a chunk in (admitted: that step)
   int64_t reused = 0;             // prompt tokens from cached blocks
   std::vector<uint64_t> hashes;   // prefix hash of each full block published or adopted
@@ -125,6 +129,7 @@ class Scheduler::Impl {
                              ErrorKind::kInvalidArgument, "invalid_token", "prompt");
       }
     }
+    if (request.embed) request.options.max_new_tokens = 1;  // its budget: the prompt
     if (request.options.max_new_tokens < 1) {
       return Status::Error("max_tokens must be at least 1", ErrorKind::kInvalidArgument, "",
                            "max_tokens");
@@ -280,7 +285,8 @@ class Scheduler::Impl {
         // The MTP layer needs the trunk's hidden state at every prompt
         // position, which cached blocks do not keep: MTP requests run their
         // whole prompt (they still publish their blocks for others).
-        if (prefix_cache_ && !a.mtp()) AdoptCachedPrefix(a, *cache);
+        // Nor do embedding requests, which pool every position's.
+        if (prefix_cache_ && !a.mtp() && !a.request.embed) AdoptCachedPrefix(a, *cache);
         if (!cache->Reserve(a.budget(opt_.context)).ok()) {
           a.hashes.clear();  // the cache's destructor drops the adopted blocks
           break;             // wait for blocks
@@ -374,7 +380,7 @@ class Scheduler::Impl {
       const auto tokens = a->seq.PrefillTokens(n);
       // With MTP, all_logits: the MTP layer reads the trunk's hidden state
       // of every prompt row.
-      steps_.push_back({tokens, a->cache.get(), a->seq.all_logits()});
+      steps_.push_back({tokens, a->cache.get(), a->seq.all_logits(), a->request.embed.has_value()});
       members_.push_back(a);
     }
     int64_t rows = 0;
@@ -397,12 +403,19 @@ class Scheduler::Impl {
       return;
     }
     int64_t row = 0;  // of this member's first logits row
+    int64_t embedding_row = 0;  // of this member's first last_embeddings() row
     settles_.clear();
     for (size_t i = 0; i < members_.size(); ++i) {
       Active& a = *members_[i];
       const Model::SequenceStep& step = steps_[i];
       const bool prompt_step = a.prompt_left() > 0;
       if (prompt_step) prompt_tokens_ += step.tokens.size();
+      if (a.request.embed) {
+        Pool(a, step, embedding_row);
+        embedding_row += int64_t(step.tokens.size());
+        row += step.all_logits ? int64_t(step.tokens.size()) : 1;
+        continue;
+      }
       const int64_t drafted = a.seq.drafted(), accepted = a.seq.accepted();
       EventSink sink(*this, a);
       // MTP drafts for the next step are made now: priced at this step's rows.
@@ -440,6 +453,21 @@ class Scheduler::Impl {
     done_.clear();
     failed_.clear();
     std::erase(running_, nullptr);
+  }
+
+  // Feeds an embedding request's rows of this step to its pooler; with its
+  // prompt done, the request is done.
+  void Pool(Active& a, const Model::SequenceStep& step, int64_t first_row) {
+    const int64_t hidden = model_.config().hidden_size, n = int64_t(step.tokens.size());
+    if (!a.pooler) a.pooler.emplace(*a.request.embed, hidden, int64_t(a.request.prompt.size()));
+    const Tensor rows = model_.last_embeddings();
+    embedding_scratch_.resize(size_t(hidden));
+    for (int64_t r = 0; r < n; ++r) {
+      model_.backend().ReadF32(rows.RowSlice(first_row + r, 1), embedding_scratch_);
+      a.pooler->Add(embedding_scratch_);
+    }
+    a.seq.set_prefilled(a.seq.prefilled() + n);
+    if (a.prompt_left() == 0) done_[&a] = StopReason::kMaxTokens;
   }
 
   // The prompt chunks of this step (prefill_plan_), within `budget` tokens
@@ -574,7 +602,8 @@ class Scheduler::Impl {
     ev.kind = RequestEvent::Kind::kDone;
     ev.model_version = model_version_.load();
     ev.reason = reason;
-    if (reason != StopReason::kStopString) ev.text = a->seq.Flush();
+    if (reason != StopReason::kStopString && !a->request.embed) ev.text = a->seq.Flush();
+    if (a->pooler && reason != StopReason::kCancelled) ev.embedding = a->pooler->Result();
     const auto now = Clock::now();
     GenerateStats& s = ev.stats;
     s.prompt_tokens = int64_t(a->request.prompt.size()) - a->reused;
@@ -655,6 +684,7 @@ class Scheduler::Impl {
   std::map<Active*, StopReason> done_;
   std::map<Active*, Status> failed_;  // this step (non-finite logits, a constraint)
   std::vector<float> logits_, raw_logits_;
+  std::vector<float> embedding_scratch_;  // one row of last_embeddings()
   std::unique_ptr<MtpDrafter> mtp_;  // made for the first --spec mtp request
   std::vector<MtpSettle*> settles_;  // this step's MTP layer steps
   std::vector<Active*> settling_;     // whose they are

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -103,6 +104,8 @@ struct RequestEvent {
   StopReason reason = StopReason::kMaxTokens;            // kDone
   GenerateStats stats;                                   // kDone
   uint64_t model_version = 0;  // kDone: the weights' version it ran on (ChangeModel)
+  // kDone of an embedding request (Request::embed): the pooled vector.
+  std::vector<float> embedding;
   std::string error;                                     // kError
   std::string error_code;  // kError: machine-readable ("numerical_error"), may be empty
   // kError: kUnavailable when the engine itself failed (a rank of an expert
@@ -121,6 +124,11 @@ struct Request {
   // Structured output (options.constraint is ignored here: the scheduler may
   // outlive the caller's stack, so the request owns its state).
   std::shared_ptr<ConstraintState> constraint;
+  // An embedding request: the prompt runs, nothing is sampled, and kDone
+  // carries the final-normed hidden states of all its positions pooled this
+  // way (runtime/embedding_pooler.h). It runs every position itself (no
+  // cached prefix: those blocks keep no hidden states) and drafts nothing.
+  std::optional<EmbeddingPooling> embed;
   // Called on the scheduler thread; must not block for long.
   std::function<void(const RequestEvent&)> on_event;
 };

@@ -14,6 +14,7 @@
 #include "server/chat_encoder.h"
 #include "server/completion_endpoint.h"
 #include "server/completion_service.h"
+#include "server/embeddings_endpoint.h"
 #include "server/sse.h"
 #include "server/token_endpoints.h"
 #include "server/web_page.h"
@@ -212,6 +213,14 @@ void OpenAiServer::RegisterRoutes() {
       const ServingModel* model = Serving(out);
       if (model == nullptr) return;
       completions_->Handle(*model, chat, req, out);
+    });
+  }
+  for (const char* path : {"/v1/embeddings", "/embeddings"}) {
+    const bool openai = std::string_view(path) == "/v1/embeddings";
+    AddRoute("POST", path, false, [this, openai](const HttpRequest& req, ResponseStream& out) {
+      if (const ServingModel* model = Serving(out, req.path)) {
+        HandleEmbeddings(options_, *model, openai, req, out);
+      }
     });
   }
   // llama-server's native generation API.

@@ -315,6 +315,7 @@ TEST_F(ServerHttp, ApiKeyGuardsEveryRouteButHealthAndThePage) {
   const json responses = {{"input", "hi"}, {"max_output_tokens", 1}};
   const json tokenize = {{"content", "hi"}}, detokenize = {{"tokens", {1, 2}}};
   const json native = {{"prompt", "hi"}, {"n_predict", 1}};
+  const json embeddings = {{"input", "hi"}};
   ASSERT_GE(server_->routes().size(), 6u);
   for (const RouteInfo& route : server_->routes()) {
     SCOPED_TRACE(route.method + " " + route.path);
@@ -327,6 +328,7 @@ TEST_F(ServerHttp, ApiKeyGuardsEveryRouteButHealthAndThePage) {
                          : route.path == "/v1/responses"  ? responses
                          : route.path == "/tokenize"      ? tokenize
                          : route.path == "/detokenize"    ? detokenize
+                         : route.path.ends_with("/embeddings") ? embeddings
                                                           : chat;
       return Client()->Post(route.path.c_str(), h, body.dump(), "application/json");
     };
