@@ -95,6 +95,10 @@ class Model {
     std::span<const int32_t> tokens;
     KvCache* cache = nullptr;
     bool all_logits = false;  // logits of every token, else of the last one
+    // Decode rows (the last token, replayed accepted tokens, drafts): a
+    // recurrent layer takes them one by one in its recurrent form, so a
+    // verify step computes bitwise what plain one-token decoding would.
+    bool token_by_token = false;
   };
   // Runs several sequences in one pass (matmuls batched across all their
   // tokens, attention per sequence), appends their keys/values to their caches,
@@ -105,8 +109,9 @@ class Model {
   virtual Expected<Tensor> ForwardBatch(std::span<const SequenceStep> steps) = 0;
 
   // One sequence: logits [T, vocab] when `all_logits`, else [1, vocab].
-  Expected<Tensor> Forward(std::span<const int32_t> tokens, KvCache& cache, bool all_logits) {
-    const SequenceStep step{tokens, &cache, all_logits};
+  Expected<Tensor> Forward(std::span<const int32_t> tokens, KvCache& cache, bool all_logits,
+                           bool token_by_token = false) {
+    const SequenceStep step{tokens, &cache, all_logits, token_by_token};
     return ForwardBatch(std::span(&step, 1));
   }
 
