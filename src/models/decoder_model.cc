@@ -347,7 +347,7 @@ Status DecoderModel::PlanStep(std::span<const SequenceStep> steps) {
   for (const SequenceStep& s : steps) {
     const int64_t n = int64_t(s.tokens.size()), past = s.cache->length();
     RETURN_IF_ERROR(s.cache->Reserve(past + n));  // blocks stay with the sequence on failure
-    segments_.push_back(Segment{row, n, s.cache, past});
+    segments_.push_back(Segment{row, n, s.cache, past, s.token_by_token});
     for (int64_t i = 0; i < n; ++i) {
       positions_[size_t(row + i)] = int32_t(past + i);
       step_ids_[size_t(row + i)] = s.tokens[size_t(i)];

@@ -186,6 +186,29 @@ Tensor KvCache::state(int64_t i) const {
   return t;
 }
 
+Status KvCache::CheckpointState() {
+  if (state_buffer_ == nullptr) return Status::Error("recurrent state checkpoint: no state yet");
+  if (checkpoint_buffer_ == nullptr) {
+    ASSIGN_OR_RETURN(checkpoint_buffer_,
+                     pool_->backend_->Allocate(pool_->state_bytes_per_sequence(),
+                                               "recurrent state checkpoint"));
+  }
+  const Tensor state = Tensor::Of(state_buffer_->base(), DType::kF32, {pool_->state_floats_});
+  pool_->backend_->Copy(state,
+                        Tensor::Of(checkpoint_buffer_->base(), DType::kF32, {pool_->state_floats_}));
+  checkpoint_tokens_ = state_tokens_;
+  return Status::Ok();
+}
+
+bool KvCache::RestoreState() {
+  if (checkpoint_buffer_ == nullptr || checkpoint_tokens_ < 0) return false;
+  pool_->backend_->Copy(Tensor::Of(checkpoint_buffer_->base(), DType::kF32, {pool_->state_floats_}),
+                        Tensor::Of(state_buffer_->base(), DType::kF32, {pool_->state_floats_}));
+  state_tokens_ = checkpoint_tokens_;
+  checkpoint_tokens_ = -1;
+  return true;
+}
+
 Status KvCache::Reserve(int64_t tokens) {
   if (tokens > capacity_) {
     return Status::Error("context full: " + std::to_string(tokens) +
@@ -255,6 +278,7 @@ void KvCache::Release() {
   rows_.clear();
   length_ = 0;
   state_tokens_ = 0;  // the model zeroes the state when the next sequence starts
+  checkpoint_tokens_ = -1;
   mirrored_ = false;
 }
 

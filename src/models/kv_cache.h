@@ -172,6 +172,14 @@ class KvCache {
   Tensor state(int64_t i) const;
   int64_t state_tokens() const { return state_tokens_; }
   void set_state_tokens(int64_t n) { state_tokens_ = n; }
+  // Speculative decoding: a copy of the whole recurrent state taken before a
+  // verify step (allocated once, the same fixed size), and putting it back
+  // after a partial accept, with the state's token count of that moment; the
+  // caller then cuts length() to it and replays the accepted tokens.
+  Status CheckpointState();
+  // False (nothing changed) when there is no checkpoint.
+  bool RestoreState();
+  int64_t checkpoint_tokens() const { return checkpoint_tokens_; }
 
   int64_t capacity() const { return capacity_; }
   int64_t length() const { return length_; }
@@ -190,6 +198,8 @@ class KvCache {
   std::vector<int32_t> rows_;
   std::unique_ptr<Buffer> state_buffer_;
   int64_t state_tokens_ = 0;
+  std::unique_ptr<Buffer> checkpoint_buffer_;
+  int64_t checkpoint_tokens_ = -1;  // -1: no checkpoint
 };
 
 }  // namespace anymoe

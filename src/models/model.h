@@ -100,6 +100,10 @@ class Model {
     // Also the hidden state of every token after the final norm
     // (last_embeddings()): what embedding requests pool. Logits do not change.
     bool embeddings = false;
+    // Decode rows (the last token, replayed accepted tokens, drafts): a
+    // recurrent layer takes them one by one in its recurrent form, so a
+    // verify step computes bitwise what plain one-token decoding would.
+    bool token_by_token = false;
   };
   // Runs several sequences in one pass (matmuls batched across all their
   // tokens, attention per sequence), appends their keys/values to their caches,
@@ -110,8 +114,9 @@ class Model {
   virtual Expected<Tensor> ForwardBatch(std::span<const SequenceStep> steps) = 0;
 
   // One sequence: logits [T, vocab] when `all_logits`, else [1, vocab].
-  Expected<Tensor> Forward(std::span<const int32_t> tokens, KvCache& cache, bool all_logits) {
-    const SequenceStep step{tokens, &cache, all_logits};
+  Expected<Tensor> Forward(std::span<const int32_t> tokens, KvCache& cache, bool all_logits,
+                           bool token_by_token = false) {
+    const SequenceStep step{tokens, &cache, all_logits, token_by_token};
     return ForwardBatch(std::span(&step, 1));
   }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "backends/backend.h"
+#include "core/check.h"
 #include "runtime/ngram_drafter.h"
 
 namespace anymoe {
@@ -27,14 +28,15 @@ std::span<const int32_t> DecodingSequence::PrefillTokens(int64_t n) {
   step_is_prompt_ = true;
   step_first_ = prefilled_;
   draft_.clear();
+  replay_ = 0;
   fed_.assign(prompt_.begin() + prefilled_, prompt_.begin() + prefilled_ + n);
   return fed_;
 }
 
 int64_t DecodingSequence::DraftLength(int64_t room, double row_share) {
-  // A recurrent (KDA) state cannot be cut back like the attention cache
-  // (RollBack): models with one verify no drafts until it is rebuilt on rollback.
-  if (cache_->pool().state_floats() > 0) return 0;
+  // The MTP layer's settle assumes a trunk cut back by length alone (RollBack
+  // rebuilds a recurrent state by replay only for the trunk's own drafts).
+  if (mtp() && recurrent()) return 0;
   // The step samples one token per draft plus one: the last draft may take
   // the last token of the budget; the drafts' rows must fit the context.
   const int64_t want = std::min({spec_.max_draft, room, max_new_tokens_ - generated() - 1,
@@ -54,7 +56,7 @@ std::span<const int32_t> DecodingSequence::DecodeTokens(int64_t room, double row
       break;
     case SpecKind::kNgram:
     case SpecKind::kCallback: {
-      const int64_t n = DraftLength(room, row_share);
+      const int64_t n = DraftLength(room - pending_replay(), row_share);
       if (n <= 0) break;
       if (spec_.kind == SpecKind::kNgram) {
         ProposeNgramDraft(history_, n, spec_.ngram, draft_);
@@ -68,8 +70,18 @@ std::span<const int32_t> DecodingSequence::DecodeTokens(int64_t room, double row
   if (spec_.on_draft && !draft_.empty()) spec_.on_draft(history_, draft_);
   step_is_prompt_ = false;
   step_first_ = cache_->length();
-  fed_.assign(1, history_.back());
+  // The committed tokens the cache lacks: the last one, and after a partial
+  // accept on a recurrent model the accepted ones RollBack cut (replayed).
+  replay_ = int64_t(history_.size()) - 1 - step_first_;
+  replayed_ += replay_;
+  fed_.assign(history_.begin() + step_first_, history_.end());
   fed_.insert(fed_.end(), draft_.begin(), draft_.end());
+  // The state before the drafts' rows, to put back if some are rejected.
+  // Without one (no memory for it) the step goes without drafts.
+  if (recurrent() && !draft_.empty() && !cache_->CheckpointState().ok()) {
+    fed_.resize(fed_.size() - draft_.size());
+    draft_.clear();
+  }
   return fed_;
 }
 
@@ -78,6 +90,13 @@ void DecodingSequence::RollBack() {
   // its rows stop where the last settle put them (the drafts' guesses are
   // dropped inside MtpDrafter), and the next settle starts there.
   cache_->set_length(cached_tokens());
+  // A recurrent state cannot be cut: past the committed tokens (drafts
+  // rejected), the pre-step checkpoint comes back and the next step replays
+  // the tokens accepted since (DecodeTokens), row by row as plain decoding.
+  if (recurrent() && cache_->state_tokens() > cached_tokens()) {
+    CHECK(cache_->RestoreState());
+    cache_->set_length(cache_->state_tokens());
+  }
 }
 
 void DecodingSequence::AskMtpSettle(int64_t judged, int32_t next, int64_t max_draft,
@@ -109,7 +128,9 @@ Status DecodingSequence::Consume(Backend& backend, const Tensor& logits, int64_t
   const int64_t rows = all_logits() ? n : 1;
   int64_t judged = 0, agreed = 0;
   Status failed = Status::Ok();
-  for (int64_t r = step_is_prompt_ ? rows - 1 : 0; r < rows; ++r) {
+  // Replayed rows are committed tokens: judging starts after them.
+  const int64_t first = step_is_prompt_ ? rows - 1 : (all_logits() ? replay_ : 0);
+  for (int64_t r = first; r < rows; ++r) {
     backend.ReadF32(logits.RowSlice(row + r, 1), scratch);
     sink.OnRow(scratch);
     if (failed = decoder_.Prepare(scratch); !failed.ok()) break;
@@ -119,7 +140,7 @@ Status DecodingSequence::Consume(Backend& backend, const Tensor& logits, int64_t
     // the committed tokens; the cache's length also counts the drafts.
     const int64_t remaining =
         std::min(max_new_tokens_ - generated(), context_ - int64_t(history_.size()) + 1);
-    const int32_t draft = size_t(r) < draft_.size() ? draft_[size_t(r)] : -1;
+    const int32_t draft = size_t(r - first) < draft_.size() ? draft_[size_t(r - first)] : -1;
     auto decoded = decoder_.Choose(scratch, history_, draft, remaining);
     if (!decoded.ok()) {
       failed = decoded.status();

@@ -20,6 +20,7 @@
 // checkpoint and replay the accepted rows.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -96,6 +97,19 @@ class DecodingSequence {
   int64_t drafted() const { return drafted_; }
   int64_t accepted() const { return accepted_; }
   int64_t decode_steps() const { return decode_steps_; }
+  // Rows fed again after partial accepts on a recurrent model (the cost of
+  // its rollback by replay).
+  int64_t replayed() const { return replayed_; }
+  // Committed tokens the next decode step feeds before the last one (a
+  // recurrent model's replay after a partial accept): the step's rows are
+  // pending_replay() + 1 + its drafts.
+  int64_t pending_replay() const {
+    return prompt_left() > 0 || cache_ == nullptr
+               ? 0
+               : std::max<int64_t>(int64_t(history_.size()) - 1 - cache_->length(), 0);
+  }
+  // Of this step's rows, those replayed (before the last token).
+  int64_t replayed_this_step() const { return replay_; }
   // The text held back for a stop string; returned once, at the end.
   std::string Flush() { return decoder_.Flush(); }
   const TextStream& text() const { return decoder_.text(); }
@@ -123,6 +137,7 @@ class DecodingSequence {
  private:
   // Tokens of history_ whose keys and values the trunk's cache keeps.
   int64_t cached_tokens() const { return int64_t(history_.size()) - (last_cached_ ? 0 : 1); }
+  bool recurrent() const { return cache_->pool().state_floats() > 0; }
   // Drafts the sequence may make now: within its token budget, its context,
   // `room` and what the governor allows.
   int64_t DraftLength(int64_t room, double row_share);
@@ -153,7 +168,8 @@ class DecodingSequence {
   int64_t step_first_ = 0;  // position of this step's first row
   MtpSettle settle_;
   std::optional<StopReason> stop_;
-  int64_t drafted_ = 0, accepted_ = 0, decode_steps_ = 0;
+  int64_t drafted_ = 0, accepted_ = 0, decode_steps_ = 0, replayed_ = 0;
+  int64_t replay_ = 0;  // this step's replayed rows (before the last token)
 };
 
 }  // namespace anymoe

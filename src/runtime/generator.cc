@@ -154,7 +154,7 @@ Expected<GenerateResult> Generator::Generate(Sequence& seq, std::span<const int3
     // weights' reads (row share 0).
     const auto tokens =
         prompt_step ? s.PrefillTokens(step_tokens) : s.DecodeTokens(step_tokens - 1, 0);
-    auto logits = model_.Forward(tokens, *seq.cache, s.all_logits());
+    auto logits = model_.Forward(tokens, *seq.cache, s.all_logits(), /*token_by_token=*/!prompt_step);
     if (!logits.ok()) {
       keep_cached();
       return logits.status();

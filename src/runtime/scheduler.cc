@@ -360,9 +360,11 @@ class Scheduler::Impl {
     decoding_.clear();
     int64_t budget = model_.max_step_tokens();
     for (auto& a : running_) {
-      if (a->prompt_left() > 0 || budget == 0) continue;
+      // A recurrent model's replay after a partial accept takes rows too.
+      const int64_t rows = 1 + a->seq.pending_replay();
+      if (a->prompt_left() > 0 || budget < rows) continue;
       decoding_.push_back(a.get());
-      --budget;
+      budget -= rows;
     }
     int64_t room = PlanPrefill(budget);
     int64_t planned = int64_t(decoding_.size());  // rows: decode, prompt, drafts so far
@@ -370,10 +372,10 @@ class Scheduler::Impl {
     for (Active* a : decoding_) {
       // What one more row costs against the average row of this step.
       const auto tokens = a->seq.DecodeTokens(room, RowShare(planned + 1));
-      const int64_t drafts = int64_t(tokens.size()) - 1;
+      const int64_t drafts = int64_t(tokens.size()) - 1 - a->seq.replayed_this_step();
       room -= drafts;
       planned += drafts;
-      steps_.push_back({tokens, a->cache.get(), a->seq.all_logits()});
+      steps_.push_back({tokens, a->cache.get(), a->seq.all_logits(), /*token_by_token=*/true});
       members_.push_back(a);
     }
     for (const auto& [a, n] : prefill_plan_) {

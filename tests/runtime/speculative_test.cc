@@ -448,6 +448,9 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(SpecCase{"llama_tiny", Golden("llama_tiny")},
                       SpecCase{"deepseek_v3", Golden("moe/deepseek_v3")},
                       SpecCase{"glm_moe_dsa", Golden("moe/glm_moe_dsa")},
+                      // KDA layers: rejected drafts roll the recurrent state
+                      // back to its checkpoint and replay the accepted rows.
+                      SpecCase{"glm5_next", Golden("moe/glm5_next")},
                       SpecCase{"smollm2", std::string(ANYMOE_MODELS_DIR) +
                                               "/SmolLM2-135M-Instruct.Q4_1.gguf"},
                       SpecCase{"glm5_fp8_mtp", Golden("fp8/glm_moe_dsa"), true},
@@ -463,6 +466,7 @@ std::vector<SpecCase> EveryTarget() {
   for (const std::string& t : testing::CpuTargetNames()) {
     cases.push_back({"glm5_q8_0_" + testing::TestNameOf(t), Golden("mtp/glm_moe_dsa_mtp.gguf"),
                      true, t});
+    cases.push_back({"glm5_next_" + testing::TestNameOf(t), Golden("moe/glm5_next"), false, t});
   }
   return cases;
 }

@@ -77,9 +77,11 @@ void KdaAttention::Compute(StepContext& ctx, const Tensor& xn, const Tensor& out
   be.CopyColumns(kk, 0, u, D, D);
   be.CopyColumns(v, 0, u, 2 * D, D);
   for (const Segment& s : ctx.segments) {
-    // transformers: the recurrent form only for a one-token step over a cached
-    // state, the chunked form for every other step (prefill, chunks, verify).
-    const bool chunked = !(s.rows == 1 && s.n_past > 0);
+    // transformers: the recurrent form for a one-token step over a cached
+    // state, the chunked form for prefill and chunks. Decode steps of several
+    // rows (speculative verify, replay) take the recurrent form too: bitwise
+    // plain greedy decoding's numbers.
+    const bool chunked = !(s.token_by_token || (s.rows == 1 && s.n_past > 0));
     be.KimiDeltaAttention(spec_, chunked, u.RowSlice(s.row0, s.rows), f.RowSlice(s.row0, s.rows),
                           beta.RowSlice(s.row0, s.rows), g.RowSlice(s.row0, s.rows),
                           s.cache->state(ctx.layer), o.RowSlice(s.row0, s.rows));

@@ -49,6 +49,7 @@ struct Segment {
   int64_t rows = 0;  // new tokens of this sequence
   KvCache* cache = nullptr;
   int64_t n_past = 0;  // tokens already in its cache
+  bool token_by_token = false;  // Model::SequenceStep::token_by_token
   // Pool rows of the new tokens.
   std::span<const int32_t> new_rows() const {
     return cache->rows().subspan(size_t(n_past), size_t(rows));
