@@ -93,6 +93,8 @@ class Model {
   Expected<std::unique_ptr<KvCache>> NewCache(int64_t capacity);
 
   // One sequence's part of a step: `tokens` at positions [cache->length(), +T).
+  // Brace-initialise it with designated initialisers (.token_by_token = ...):
+  // the flags are all bools, so a positional list silently sets the wrong one.
   struct SequenceStep {
     std::span<const int32_t> tokens;
     KvCache* cache = nullptr;
@@ -116,7 +118,8 @@ class Model {
   // One sequence: logits [T, vocab] when `all_logits`, else [1, vocab].
   Expected<Tensor> Forward(std::span<const int32_t> tokens, KvCache& cache, bool all_logits,
                            bool token_by_token = false) {
-    const SequenceStep step{tokens, &cache, all_logits, token_by_token};
+    const SequenceStep step{
+        .tokens = tokens, .cache = &cache, .all_logits = all_logits, .token_by_token = token_by_token};
     return ForwardBatch(std::span(&step, 1));
   }
 

@@ -375,14 +375,20 @@ class Scheduler::Impl {
       const int64_t drafts = int64_t(tokens.size()) - 1 - a->seq.replayed_this_step();
       room -= drafts;
       planned += drafts;
-      steps_.push_back({tokens, a->cache.get(), a->seq.all_logits(), /*token_by_token=*/true});
+      steps_.push_back({.tokens = tokens,
+                         .cache = a->cache.get(),
+                         .all_logits = a->seq.all_logits(),
+                         .token_by_token = true});
       members_.push_back(a);
     }
     for (const auto& [a, n] : prefill_plan_) {
       const auto tokens = a->seq.PrefillTokens(n);
       // With MTP, all_logits: the MTP layer reads the trunk's hidden state
       // of every prompt row.
-      steps_.push_back({tokens, a->cache.get(), a->seq.all_logits(), a->request.embed.has_value()});
+      steps_.push_back({.tokens = tokens,
+                         .cache = a->cache.get(),
+                         .all_logits = a->seq.all_logits(),
+                         .embeddings = a->request.embed.has_value()});
       members_.push_back(a);
     }
     int64_t rows = 0;
