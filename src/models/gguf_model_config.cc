@@ -138,14 +138,21 @@ Status ReadMla(const GgufFile& f, const std::string& p, ModelConfig& c) {
   return Status::Ok();
 }
 
-Status ReadDsa(const GgufFile& f, const std::string& p, ModelConfig& c) {
-  DsaConfig& d = c.dsa;
+// The lightning indexer's shape, common to every DSA variant (glm-dsa,
+// deepseek32, glm5-next's KPool indexer).
+Status ReadIndexerShape(const GgufFile& f, const std::string& p, DsaConfig& d) {
   ASSIGN_OR_RETURN(d.n_heads,
                    IntKey(f, p + "attention.indexer.head_count", std::nullopt, 1, B::kHeads));
   ASSIGN_OR_RETURN(d.head_dim,
                    IntKey(f, p + "attention.indexer.key_length", std::nullopt, 1, B::kHeadDim));
   ASSIGN_OR_RETURN(d.topk,
                    IntKey(f, p + "attention.indexer.top_k", std::nullopt, 1, B::kPositions));
+  return Status::Ok();
+}
+
+Status ReadDsa(const GgufFile& f, const std::string& p, ModelConfig& c) {
+  DsaConfig& d = c.dsa;
+  RETURN_IF_ERROR(ReadIndexerShape(f, p, d));
   // llama.cpp's deepseek32 graph ropes the indexer with LLAMA_ROPE_TYPE_NEOX
   // (half-split, as DeepseekV32Indexer) and glm-dsa's with NORM (interleaved);
   // deepseek32 has no indexer.types: every layer runs its indexer.
@@ -213,12 +220,7 @@ Status ReadGlm5Next(const GgufFile& f, const std::string& p, ModelConfig& c) {
   c.num_kv_heads = c.num_heads;  // head_count_kv = 1 is the MQA view of the latent
   c.rotary_dims = 0;
   DsaConfig& d = c.dsa;
-  ASSIGN_OR_RETURN(d.n_heads,
-                   IntKey(f, p + "attention.indexer.head_count", std::nullopt, 1, B::kHeads));
-  ASSIGN_OR_RETURN(d.head_dim,
-                   IntKey(f, p + "attention.indexer.key_length", std::nullopt, 1, B::kHeadDim));
-  ASSIGN_OR_RETURN(d.topk,
-                   IntKey(f, p + "attention.indexer.top_k", std::nullopt, 1, B::kPositions));
+  RETURN_IF_ERROR(ReadIndexerShape(f, p, d));
   ASSIGN_OR_RETURN(c.kpool.pool, IntKey(f, p + "attention.indexer.kpool", std::nullopt, 1, 4096));
   ASSIGN_OR_RETURN(auto tail, f.FindBool(p + "attention.indexer.kpool_select_tail"));
   c.kpool.select_tail = tail.value_or(true);
